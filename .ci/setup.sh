@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs everything the project needs on a fresh machine; cheap when already done.
+# Used by `make test`, `make certify` and .ci/run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+log() { printf '[setup] %s\n' "$*" >&2; }
+
+as_root() { if [ "$(id -u)" = 0 ]; then "$@"; elif command -v sudo >/dev/null; then sudo "$@"; else
+  log "need root for: $*"; return 1; fi; }
+
+# Debian packages: tshark dissects our pcaps in the tests.
+if ! command -v tshark >/dev/null 2>&1; then
+  log "installing tshark (Debian package)"
+  as_root apt-get update -qq
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | as_root debconf-set-selections
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq tshark >/dev/null
+fi
+
+# Python: a project venv with the package (editable) and its test extras.
+PY=${PYTHON:-python3}
+if [ ! -x .venv/bin/python ]; then
+  log "creating .venv"
+  "$PY" -m venv .venv
+fi
+stamp=.venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)
+if [ ! -f "$stamp" ]; then
+  log "installing Python dependencies"
+  .venv/bin/python -m pip install -q --upgrade pip
+  .venv/bin/python -m pip install -q -e '.[test]'
+  rm -f .venv/.installed-*
+  touch "$stamp"
+fi

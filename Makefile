@@ -1,0 +1,13 @@
+# The two commands a newcomer runs; each installs what it needs first.
+.PHONY: test certify setup
+
+setup:
+	bash .ci/setup.sh
+
+# Run the whole test suite (two workers on a 2-core machine).
+test: setup
+	.venv/bin/python -m pytest -n auto
+
+# The main job: certify the bundled implementations and write the report under reports/.
+certify: setup
+	.venv/bin/fakebroker selfcheck --report reports/codec-selfcheck.json

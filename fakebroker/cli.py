@@ -1,0 +1,43 @@
+"""The ``fakebroker`` command: one sub-command per job."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from . import __version__, codec_cli
+from .protocol import Registry, SpecError, default_schema_dir
+
+
+def build_parser() -> argparse.ArgumentParser:
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--schemas", action="append", type=Path, metavar="DIR",
+                        help="load specs from DIR (repeatable; default: the bundled schemas/). "
+                             "A spec file for a new API needs no code.")
+    parser = argparse.ArgumentParser(
+        prog="fakebroker",
+        description="A scriptable fake Kafka broker for Kafka Connect's group protocols, "
+                    "and tools for the Kafka wire format.")
+    parser.add_argument("--version", action="version", version=f"fakebroker {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    codec_cli.add_parsers(sub, common)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help(sys.stderr)
+        return 2
+    try:
+        registry = Registry.load(*(args.schemas or [default_schema_dir()]))
+    except SpecError as e:
+        print(f"fakebroker: invalid spec: {e}", file=sys.stderr)
+        return 2
+    return int(args.func(args, registry))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

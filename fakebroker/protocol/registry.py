@@ -1,0 +1,204 @@
+"""The set of loaded specs, and the per-message codec that compiles each version lazily."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from .compile import Decoder, Encoder, compile_version
+from .errors import DecodeError, EncodeError, SpecError
+from .messages import Struct, make_classes
+from .spec import MessageSpec, load_spec
+
+
+def default_schema_dir() -> Path:
+    """``schemas/`` of a source checkout, or the copy shipped inside the wheel."""
+    env = os.environ.get("FAKEBROKER_SCHEMAS")
+    if env:
+        return Path(env)
+    here = Path(__file__).resolve().parent
+    for candidate in (here.parent.parent / "schemas", here.parent / "_schemas"):
+        if candidate.is_dir():
+            return candidate
+    raise FileNotFoundError("no schemas/ directory found; set FAKEBROKER_SCHEMAS")
+
+
+class MessageType:
+    """One spec: its classes, and its encoder/decoder per version (compiled on first use)."""
+
+    def __init__(self, spec: MessageSpec) -> None:
+        self.spec = spec
+        self.name = spec.name
+        self.api_key = spec.api_key
+        self.classes = make_classes(spec)
+        self.cls: type[Struct] = self.classes[spec.name]
+        self.cls._message_type = self  # type: ignore[attr-defined]
+        self._codecs: dict[int, tuple[Decoder, Encoder, str]] = {}
+
+    @property
+    def lowest(self) -> int:
+        return self.spec.lowest
+
+    @property
+    def highest(self) -> int:
+        return self.spec.highest
+
+    def is_flexible(self, version: int) -> bool:
+        return version in self.spec.flexible_versions
+
+    def supports(self, version: int) -> bool:
+        return version in self.spec.valid_versions
+
+    def _codec(self, version: int) -> tuple[Decoder, Encoder, str]:
+        c = self._codecs.get(version)
+        if c is None:
+            if not self.supports(version):
+                raise DecodeError(self.name, 0, "unsupported-version",
+                                  f"version {version} is outside {self.name}'s "
+                                  f"valid versions {self.spec.valid_versions}")
+            c = self._codecs[version] = compile_version(self.spec, version, self.classes)
+        return c
+
+    def source(self, version: int) -> str:
+        """The generated Python code for a version (for debugging the compiler)."""
+        return self._codec(version)[2]
+
+    def new(self, **fields: Any) -> Struct:
+        return self.cls(**fields)
+
+    def decode_from(self, buf: bytes, pos: int, version: int) -> tuple[Struct, int]:
+        """Decode one message starting at ``pos``; returns it and the position after it."""
+        dec = self._codec(version)[0]
+        try:
+            return dec(buf, pos)
+        except DecodeError as e:
+            raise e.prepend(self.name) from None
+        except Exception as e:  # noqa: BLE001 - a peer's bytes must never escape as anything else
+            raise DecodeError(self.name, pos, "malformed", f"{type(e).__name__}: {e}") from None
+
+    def decode(self, data: bytes | bytearray | memoryview, version: int, *, base: int = 0) -> Struct:
+        """Decode exactly ``data``; bytes left over are an error (rule ``trailing-bytes``)."""
+        buf = bytes(data)
+        try:
+            obj, pos = self.decode_from(buf, 0, version)
+        except DecodeError as e:
+            raise e.shift(base) from None
+        if pos != len(buf):
+            raise DecodeError(self.name, base + pos, "trailing-bytes",
+                              f"{len(buf) - pos} byte(s) left after the message")
+        return obj
+
+    def encode_into(self, obj: Struct, version: int, w: bytearray) -> None:
+        if type(obj) is not self.cls:
+            raise EncodeError(self.name, "wrong-type",
+                              f"expected a {self.name}, got {type(obj).__name__}")
+        try:
+            enc = self._codec(version)[1]
+        except DecodeError as e:
+            raise EncodeError(self.name, e.rule, e.message) from None
+        try:
+            enc(obj, w)
+        except EncodeError as e:
+            raise e.prepend(self.name) from None
+
+    def encode(self, obj: Struct, version: int) -> bytes:
+        w = bytearray()
+        self.encode_into(obj, version, w)
+        return bytes(w)
+
+    def __repr__(self) -> str:
+        return f"<MessageType {self.name} v{self.spec.valid_versions}>"
+
+
+class Registry:
+    """Every loaded spec, by name and (for requests and responses) by API key."""
+
+    def __init__(self, specs: Iterable[MessageSpec]) -> None:
+        self.types: dict[str, MessageType] = {}
+        self.requests: dict[int, MessageType] = {}
+        self.responses: dict[int, MessageType] = {}
+        for spec in specs:
+            self.add(spec)
+
+    def add(self, spec: MessageSpec) -> MessageType:
+        if spec.name in self.types:
+            raise SpecError(spec.file, spec.name, "duplicate-name",
+                            f"{spec.name} is already defined by {self.types[spec.name].spec.file}")
+        mt = MessageType(spec)
+        by_key = {"request": self.requests, "response": self.responses}.get(spec.type)
+        if by_key is not None:
+            assert spec.api_key is not None
+            if spec.api_key in by_key:
+                raise SpecError(spec.file, spec.name, "duplicate-api-key",
+                                f"API key {spec.api_key} is already used by {by_key[spec.api_key].name}")
+            by_key[spec.api_key] = mt
+        self.types[spec.name] = mt
+        return mt
+
+    @classmethod
+    def load(cls, *dirs: Path | str) -> Registry:
+        """Load every ``*.json`` spec below the directories (JSON Schemas, ``*.schema.json``
+        and data files without ``fields`` are not specs and are skipped)."""
+        roots = [Path(d) for d in dirs] or [default_schema_dir()]
+        specs = []
+        for root in roots:
+            for path in sorted(root.rglob("*.json")):
+                if path.name.endswith(".schema.json") or not _looks_like_spec(path):
+                    continue
+                specs.append(load_spec(path))
+        return cls(specs)
+
+    def __getitem__(self, name: str) -> MessageType:
+        try:
+            return self.types[name]
+        except KeyError:
+            raise KeyError(f"no spec named {name!r}") from None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self.types
+
+    def of(self, obj: Struct) -> MessageType:
+        """The message type of a top-level message object."""
+        mt = getattr(type(obj), "_message_type", None)
+        if mt is None:
+            raise EncodeError(type(obj).__name__, "wrong-type", "not a top-level message object")
+        return mt
+
+    def request(self, api_key: int) -> MessageType:
+        return self.requests[api_key]
+
+    def response(self, api_key: int) -> MessageType:
+        return self.responses[api_key]
+
+    def api_name(self, api_key: int) -> str:
+        mt = self.requests.get(api_key)
+        return mt.name[: -len("Request")] if mt else f"api{api_key}"
+
+    def by_api_name(self, name: str) -> int:
+        """``JoinGroup`` (or ``joingroup``, or a number) -> API key."""
+        if name.isdigit():
+            return int(name)
+        for key, mt in self.requests.items():
+            if mt.name[: -len("Request")].lower() == name.lower():
+                return key
+        raise KeyError(f"no API named {name!r}")
+
+
+def _looks_like_spec(path: Path) -> bool:
+    # Cheap sniff: spec files name a "type" and have "fields"; other JSON files under
+    # schemas/ (catalogues, fault-plan schemas) are data.
+    head = path.read_text(encoding="utf-8", errors="replace")
+    return '"fields"' in head and '"validVersions"' in head
+
+
+_DEFAULT: Registry | None = None
+
+
+def default_registry() -> Registry:
+    """The registry of the shipped ``schemas/``, loaded once per process."""
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = Registry.load(default_schema_dir())
+    return _DEFAULT

@@ -1,0 +1,304 @@
+"""The in-memory model of a message spec (Apache Kafka's JSON message-spec format).
+
+A spec file is checked (``spec_check``) and then turned into frozen dataclasses that
+the compiler reads. Nothing here touches bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import re
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .errors import SpecError
+
+PRIMITIVES = frozenset(
+    {"bool", "int8", "int16", "int32", "int64", "uint16", "uint32", "float64",
+     "string", "bytes", "records", "uuid"}
+)
+INT_RANGES = {
+    "int8": (-(2**7), 2**7 - 1),
+    "int16": (-(2**15), 2**15 - 1),
+    "int32": (-(2**31), 2**31 - 1),
+    "int64": (-(2**63), 2**63 - 1),
+    "uint16": (0, 2**16 - 1),
+    "uint32": (0, 2**32 - 1),
+}
+NULLABLE_KINDS = frozenset({"string", "bytes", "records", "array", "struct"})
+ZERO_UUID = uuid.UUID(int=0)
+
+
+@dataclass(frozen=True)
+class Versions:
+    """An inclusive version range; ``hi`` None means open-ended, ``lo`` None means none."""
+
+    lo: int | None
+    hi: int | None
+
+    @staticmethod
+    def parse(text: str) -> Versions:
+        text = text.strip()
+        if text == "none":
+            return NONE
+        if text.endswith("+"):
+            return Versions(int(text[:-1]), None)
+        if "-" in text:
+            lo, hi = text.split("-", 1)
+            return Versions(int(lo), int(hi))
+        return Versions(int(text), int(text))
+
+    def __contains__(self, version: int) -> bool:
+        if self.lo is None:
+            return False
+        return self.lo <= version and (self.hi is None or version <= self.hi)
+
+    @property
+    def empty(self) -> bool:
+        return self.lo is None
+
+    def __str__(self) -> str:
+        if self.lo is None:
+            return "none"
+        if self.hi is None:
+            return f"{self.lo}+"
+        return str(self.lo) if self.lo == self.hi else f"{self.lo}-{self.hi}"
+
+
+NONE = Versions(None, None)
+
+
+@dataclass(frozen=True)
+class TypeRef:
+    """A field's type: a primitive, an array of a type, or a struct."""
+
+    kind: str  # a primitive name, "array" or "struct"
+    element: TypeRef | None = None
+    struct: StructSpec | None = None
+
+    @property
+    def name(self) -> str:
+        if self.kind == "array":
+            assert self.element is not None
+            return "[]" + self.element.name
+        if self.kind == "struct":
+            assert self.struct is not None
+            return self.struct.name
+        return self.kind
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    name: str
+    attr: str  # the Python attribute: snake_case of ``name``
+    type: TypeRef
+    versions: Versions
+    nullable_versions: Versions
+    tagged_versions: Versions
+    tag: int | None
+    default: Any  # a Python value, or DEFAULT_FACTORY for a fresh list / struct
+    ignorable: bool
+    flexible_versions: Versions | None  # field-level override (strings and bytes)
+    map_key: bool
+    entity_type: str | None
+    about: str
+
+
+@dataclass(frozen=True)
+class StructSpec:
+    name: str
+    fields: tuple[FieldSpec, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class MessageSpec:
+    name: str
+    type: str
+    api_key: int | None
+    valid_versions: Versions
+    flexible_versions: Versions
+    struct: StructSpec
+    latest_version_unstable: bool
+    file: str
+
+    @property
+    def lowest(self) -> int:
+        assert self.valid_versions.lo is not None
+        return self.valid_versions.lo
+
+    @property
+    def highest(self) -> int:
+        assert self.valid_versions.hi is not None
+        return self.valid_versions.hi
+
+    def structs(self) -> list[StructSpec]:
+        """Every struct of the message, outermost first, each once."""
+        seen: dict[str, StructSpec] = {}
+
+        def walk(s: StructSpec) -> None:
+            if s.name in seen:
+                return
+            seen[s.name] = s
+            for f in s.fields:
+                t = f.type.element if f.type.kind == "array" else f.type
+                if t is not None and t.kind == "struct" and t.struct is not None:
+                    walk(t.struct)
+
+        walk(self.struct)
+        return list(seen.values())
+
+
+class _Factory:
+    """Marks a default that must be built fresh for every object (lists, structs)."""
+
+    def __repr__(self) -> str:
+        return "DEFAULT_FACTORY"
+
+
+DEFAULT_FACTORY = _Factory()
+
+_CAMEL_1 = re.compile(r"(?<=[a-z0-9])([A-Z])")
+_CAMEL_2 = re.compile(r"(?<=[A-Z])([A-Z][a-z])")
+
+
+def snake(name: str) -> str:
+    """``SessionTimeoutMs`` -> ``session_timeout_ms``; keywords get a trailing underscore."""
+    s = _CAMEL_2.sub(r"_\1", _CAMEL_1.sub(r"_\1", name)).lower()
+    return s + "_" if keyword.iskeyword(s) else s
+
+
+def strip_comments(text: str) -> str:
+    """Remove ``//`` line comments (Kafka's own spec files carry them) outside strings."""
+    out: list[str] = []
+    for line in text.splitlines():
+        in_str = False
+        esc = False
+        for i, ch in enumerate(line):
+            if esc:
+                esc = False
+            elif ch == "\\":
+                esc = True
+            elif ch == '"':
+                in_str = not in_str
+            elif ch == "/" and not in_str and line[i + 1 : i + 2] == "/":
+                line = line[:i]
+                break
+        out.append(line)
+    return "\n".join(out)
+
+
+def read_spec_file(path: Path) -> dict[str, Any]:
+    """Parse a spec file; a JSON syntax error is a SpecError naming line and column."""
+    try:
+        doc = json.loads(strip_comments(path.read_text(encoding="utf-8")))
+    except json.JSONDecodeError as e:
+        raise SpecError(str(path), "<file>", "json-syntax",
+                        f"line {e.lineno} column {e.colno}: {e.msg}") from None
+    except UnicodeDecodeError as e:
+        raise SpecError(str(path), "<file>", "json-syntax", f"not UTF-8: {e}") from None
+    if not isinstance(doc, dict):
+        raise SpecError(str(path), "<file>", "json-syntax", "the top level must be an object")
+    return doc
+
+
+def parse_default(type_name: str, raw: Any, nullable_always: bool) -> Any:
+    """Turn a spec default into a Python value (checked earlier by spec_check)."""
+    if type_name.startswith("[]"):
+        return None if raw == "null" else DEFAULT_FACTORY
+    if raw == "null" and nullable_always:
+        return None
+    if type_name in INT_RANGES or type_name == "float64":
+        if raw is None or raw == "":
+            return 0.0 if type_name == "float64" else 0
+        if type_name == "float64":
+            return float(raw)
+        text = str(raw).strip().lower()
+        return int(text, 16) if text.startswith(("0x", "-0x")) else int(text)
+    if type_name == "bool":
+        return raw is True or str(raw).lower() == "true"
+    if type_name == "string":
+        return "" if raw is None else str(raw)
+    if type_name in ("bytes", "records"):
+        return b""
+    if type_name == "uuid":
+        return ZERO_UUID if raw in (None, "") else uuid.UUID(str(raw))
+    return DEFAULT_FACTORY  # a struct
+
+
+class _Builder:
+    """Builds the frozen model from a checked spec document."""
+
+    def __init__(self, doc: dict[str, Any], file: str) -> None:
+        self.file = file
+        self.common: dict[str, dict[str, Any]] = {
+            s["name"]: s for s in doc.get("commonStructs", [])
+        }
+        self.built: dict[str, StructSpec] = {}
+
+    def struct(self, name: str, fields: list[dict[str, Any]]) -> StructSpec:
+        if name in self.built:
+            return self.built[name]
+        spec = StructSpec(name, tuple(self.field(f) for f in fields))
+        self.built[name] = spec
+        return spec
+
+    def type_ref(self, type_name: str, inline: list[dict[str, Any]] | None) -> TypeRef:
+        if type_name.startswith("[]"):
+            return TypeRef("array", element=self.type_ref(type_name[2:], inline))
+        if type_name in PRIMITIVES:
+            return TypeRef(type_name)
+        fields = inline if inline is not None else self.common.get(type_name, {}).get("fields")
+        if fields is None:
+            raise SpecError(self.file, type_name, "struct-unresolved",
+                            f"type {type_name} is neither defined inline nor in commonStructs")
+        return TypeRef("struct", struct=self.struct(type_name, fields))
+
+    def field(self, f: dict[str, Any]) -> FieldSpec:
+        versions = Versions.parse(f["versions"])
+        nullable = Versions.parse(f.get("nullableVersions", "none"))
+        nullable_always = (not versions.empty and nullable.lo is not None
+                           and nullable.lo <= versions.lo  # type: ignore[operator]
+                           and (nullable.hi is None or (versions.hi is not None
+                                                        and versions.hi <= nullable.hi)))
+        flex = f.get("flexibleVersions")
+        return FieldSpec(
+            name=f["name"],
+            attr=snake(f["name"]),
+            type=self.type_ref(f["type"], f.get("fields")),
+            versions=versions,
+            nullable_versions=nullable,
+            tagged_versions=Versions.parse(f.get("taggedVersions", "none")),
+            tag=f.get("tag"),
+            default=parse_default(f["type"], f.get("default"), nullable_always),
+            ignorable=bool(f.get("ignorable", False)),
+            flexible_versions=Versions.parse(flex) if flex is not None else None,
+            map_key=bool(f.get("mapKey", False)),
+            entity_type=f.get("entityType"),
+            about=f.get("about", ""),
+        )
+
+
+def build_spec(doc: dict[str, Any], file: str) -> MessageSpec:
+    """Check a parsed spec document and build its model; raises SpecError."""
+    from .spec_check import check_spec  # the checker is its own module: one rule, one function
+
+    check_spec(doc, file)
+    b = _Builder(doc, file)
+    valid = Versions.parse(str(doc["validVersions"]))
+    return MessageSpec(
+        name=doc["name"],
+        type=doc["type"],
+        api_key=doc.get("apiKey"),
+        valid_versions=valid,
+        flexible_versions=Versions.parse(doc.get("flexibleVersions", "none")),
+        struct=b.struct(doc["name"], doc["fields"]),
+        latest_version_unstable=bool(doc.get("latestVersionUnstable", False)),
+        file=file,
+    )
+
+
+def load_spec(path: Path) -> MessageSpec:
+    return build_spec(read_spec_file(path), str(path))
