@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from . import __version__, codec_cli
+from .server import serve_cli
 from .protocol import Registry, SpecError, default_schema_dir
 
 
@@ -21,6 +22,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "and tools for the Kafka wire format.")
     parser.add_argument("--version", action="version", version=f"fakebroker {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    serve_cli.add_parser(sub, common)
     codec_cli.add_parsers(sub, common)
     return parser
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import struct
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -108,8 +109,30 @@ class MessageType:
         self.encode_into(obj, version, w)
         return bytes(w)
 
+    def encode_versioned(self, obj: Struct, version: int) -> bytes:
+        """An int16 version, then the body: how Connect's embedded protocol (and Kafka's
+        record values) carry their version inside opaque bytes."""
+        w = bytearray(_VERSION.pack(version))
+        self.encode_into(obj, version, w)
+        return bytes(w)
+
+    def decode_versioned(self, data: bytes | bytearray | memoryview) -> tuple[int, Struct]:
+        """Read the int16 version prefix, then exactly one body of that version."""
+        buf = bytes(data)
+        if len(buf) < 2:
+            raise DecodeError(f"{self.name}.<version>", 0, "truncated",
+                              f"a version prefix needs 2 bytes, got {len(buf)}")
+        (version,) = _VERSION.unpack_from(buf, 0)
+        if not self.supports(version):
+            raise DecodeError(f"{self.name}.<version>", 0, "unsupported-version",
+                              f"version {version} is outside {self.spec.valid_versions}")
+        return version, self.decode(buf[2:], version, base=2)
+
     def __repr__(self) -> str:
         return f"<MessageType {self.name} v{self.spec.valid_versions}>"
+
+
+_VERSION = struct.Struct(">h")
 
 
 class Registry:
@@ -147,7 +170,9 @@ class Registry:
             for path in sorted(root.rglob("*.json")):
                 if path.name.endswith(".schema.json") or not _looks_like_spec(path):
                     continue
-                specs.append(load_spec(path))
+                spec = load_spec(path)
+                if not spec.valid_versions.empty:  # Kafka keeps removed APIs as "none"
+                    specs.append(spec)
         return cls(specs)
 
     def __getitem__(self, name: str) -> MessageType:

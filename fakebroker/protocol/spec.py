@@ -6,6 +6,7 @@ the compiler reads. Nothing here touches bytes.
 
 from __future__ import annotations
 
+import base64
 import json
 import keyword
 import re
@@ -224,7 +225,8 @@ def parse_default(type_name: str, raw: Any, nullable_always: bool) -> Any:
     if type_name in ("bytes", "records"):
         return b""
     if type_name == "uuid":
-        return ZERO_UUID if raw in (None, "") else uuid.UUID(str(raw))
+        # Kafka writes UUID defaults in its base64 form (22 chars, no padding).
+        return ZERO_UUID if raw in (None, "") else uuid.UUID(bytes=base64.urlsafe_b64decode(str(raw) + "=="))
     return DEFAULT_FACTORY  # a struct
 
 
@@ -257,6 +259,8 @@ class _Builder:
         return TypeRef("struct", struct=self.struct(type_name, fields))
 
     def field(self, f: dict[str, Any]) -> FieldSpec:
+        from .spec_check import flag
+
         versions = Versions.parse(f["versions"])
         nullable = Versions.parse(f.get("nullableVersions", "none"))
         nullable_always = (not versions.empty and nullable.lo is not None
@@ -273,9 +277,9 @@ class _Builder:
             tagged_versions=Versions.parse(f.get("taggedVersions", "none")),
             tag=f.get("tag"),
             default=parse_default(f["type"], f.get("default"), nullable_always),
-            ignorable=bool(f.get("ignorable", False)),
+            ignorable=flag(f, "ignorable"),
             flexible_versions=Versions.parse(flex) if flex is not None else None,
-            map_key=bool(f.get("mapKey", False)),
+            map_key=flag(f, "mapKey"),
             entity_type=f.get("entityType"),
             about=f.get("about", ""),
         )
@@ -283,7 +287,7 @@ class _Builder:
 
 def build_spec(doc: dict[str, Any], file: str) -> MessageSpec:
     """Check a parsed spec document and build its model; raises SpecError."""
-    from .spec_check import check_spec  # the checker is its own module: one rule, one function
+    from .spec_check import check_spec, flag  # the checker is its own module: one rule, one function
 
     check_spec(doc, file)
     b = _Builder(doc, file)
@@ -294,8 +298,8 @@ def build_spec(doc: dict[str, Any], file: str) -> MessageSpec:
         api_key=doc.get("apiKey"),
         valid_versions=valid,
         flexible_versions=Versions.parse(doc.get("flexibleVersions", "none")),
-        struct=b.struct(doc["name"], doc["fields"]),
-        latest_version_unstable=bool(doc.get("latestVersionUnstable", False)),
+        struct=b.struct(doc["name"], doc.get("fields", [])),
+        latest_version_unstable=flag(doc, "latestVersionUnstable"),
         file=file,
     )
 
