@@ -1,0 +1,1 @@
+"""Interop tests: our codec against other implementations of the Kafka protocol."""
