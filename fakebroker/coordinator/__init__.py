@@ -1,0 +1,29 @@
+"""Sans-IO group coordinators: requests and virtual time in, replies and events out.
+
+    from fakebroker.coordinator import GroupCoordinator, RequestContext
+    coord = GroupCoordinator()                      # default registry and Kafka's defaults
+    replies = coord.handle(RequestContext(1, 11, 9, "client", "127.0.0.1"), join, now_ms=0)
+
+See ``coordinator.py`` for the contract, ``classic/`` for the classic protocol and
+``apis/`` for one module per Kafka API.
+"""
+
+from .classic import ClassicGroup, ClassicGroupState, ClassicMember, ProtocolMetadata
+from .config import CoordinatorConfig, counting_suffixes, random_suffix
+from .context import Reply, RequestContext
+from .coordinator import GroupCoordinator
+from .errors import RuleViolation
+from .events import (GenerationChanged, GroupCreated, GroupEvent, LeaderChanged, MemberIdIssued,
+                     MemberJoined, MemberRemoved, RebalanceStarted, RemovalReason, StateChanged)
+from .group import Group
+from .offsets import CommittedOffset, OffsetStore
+from .topics import FixedTopics, OpenTopics, TopicCatalog
+
+__all__ = [
+    "ClassicGroup", "ClassicGroupState", "ClassicMember", "CommittedOffset", "CoordinatorConfig",
+    "FixedTopics", "GenerationChanged", "Group", "GroupCoordinator", "GroupCreated", "GroupEvent",
+    "LeaderChanged", "MemberIdIssued", "MemberJoined", "MemberRemoved", "OffsetStore",
+    "OpenTopics", "ProtocolMetadata", "RebalanceStarted", "RemovalReason", "Reply",
+    "RequestContext", "RuleViolation", "StateChanged", "TopicCatalog", "counting_suffixes",
+    "random_suffix",
+]

@@ -39,11 +39,13 @@ class DecodeError(ValueError):
     def prepend(self, segment: str) -> DecodeError:
         """Prefix the field path with the enclosing field (used while unwinding)."""
         self.path = f"{segment}.{self.path}" if self.path else segment
+        self.args = (self.path, self.offset, self.rule, self.message)
         return self
 
     def shift(self, base: int) -> DecodeError:
         """Make a sub-buffer offset absolute."""
         self.offset += base
+        self.args = (self.path, self.offset, self.rule, self.message)
         return self
 
     def __str__(self) -> str:
@@ -61,6 +63,7 @@ class EncodeError(ValueError):
 
     def prepend(self, segment: str) -> EncodeError:
         self.path = f"{segment}.{self.path}" if self.path else segment
+        self.args = (self.path, self.rule, self.message)
         return self
 
     def __str__(self) -> str:

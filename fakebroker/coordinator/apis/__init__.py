@@ -1,0 +1,26 @@
+"""One module per API the coordinator answers; ``HANDLERS`` maps API key -> handler.
+
+A handler is ``handle(coordinator, ctx, body) -> None``: it answers through the
+coordinator's outbox (``coordinator.env.reply``), now or, for a parked request, later.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from ...protocol import Struct
+from ..context import RequestContext
+from . import (describe_groups, heartbeat, join_group, leave_group, list_groups, offset_commit,
+               offset_fetch, sync_group)
+
+if TYPE_CHECKING:
+    from ..coordinator import GroupCoordinator
+
+Handler = Callable[["GroupCoordinator", RequestContext, Struct], None]
+
+HANDLERS: dict[int, Handler] = {
+    m.API_KEY: m.handle
+    for m in (offset_commit, offset_fetch, join_group, heartbeat, leave_group, sync_group,
+              describe_groups, list_groups)
+}

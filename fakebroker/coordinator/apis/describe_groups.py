@@ -1,0 +1,71 @@
+"""DescribeGroups (API 15, v0-6).
+
+A classic group is described in every state; member metadata only in Stable (with the
+chosen protocol as ProtocolData), assignments always. A group that does not exist, or is
+not classic, is GROUP_ID_NOT_FOUND with a message from v6 (KIP-1043), and before v6 a
+placeholder in state Dead with no error.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...protocol import Struct
+from ...protocol.error_codes import ErrorCode
+from ..classic.group import ClassicGroup
+from ..classic.state import ClassicGroupState
+from ..context import RequestContext
+
+if TYPE_CHECKING:
+    from ..coordinator import GroupCoordinator
+
+API_KEY = 15
+S = ClassicGroupState
+
+# AclOperation codes Kafka reports for a group when no authorizer is configured: READ 3,
+# DELETE 6, DESCRIBE 8, DESCRIBE_CONFIGS 10, ALTER_CONFIGS 11 (AclEntry.supportedOperations).
+GROUP_OPERATIONS = (3, 6, 8, 10, 11)
+GROUP_AUTHORIZED_OPERATIONS = sum(1 << op for op in GROUP_OPERATIONS)
+
+
+def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
+    mt = coord.registry["DescribeGroupsResponse"]
+    v = ctx.api_version
+    with_ops = v >= 3 and body.include_authorized_operations  # type: ignore[attr-defined]
+    described = [_describe(coord, mt, v, gid) for gid in body.groups]  # type: ignore[attr-defined]
+    if with_ops:
+        for d in described:
+            if d.error_code == ErrorCode.NONE:
+                d.authorized_operations = GROUP_AUTHORIZED_OPERATIONS
+    coord.env.reply(ctx, mt.new(groups=described))
+
+
+def _describe(coord: GroupCoordinator, mt: object, v: int, group_id: str) -> Struct:
+    cls = mt.cls  # type: ignore[attr-defined]
+    group = coord.groups.get(group_id)
+    if not isinstance(group, ClassicGroup):
+        if v >= 6:
+            message = (f"Group {group_id} not found." if group is None
+                       else f"Group {group_id} is not a classic group.")
+            return cls.DescribedGroup(group_id=group_id, error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
+                                      error_message=message)
+        return cls.DescribedGroup(group_id=group_id, group_state=S.DEAD.value)
+
+    stable = group.state is S.STABLE
+    members = []
+    for m in group.members.values():
+        members.append(cls.DescribedGroupMember(
+            member_id=m.member_id,
+            group_instance_id=m.group_instance_id if v >= 4 else None,
+            client_id=m.client_id,
+            client_host=m.client_host,
+            member_metadata=m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
+            member_assignment=m.assignment,
+        ))
+    return cls.DescribedGroup(
+        group_id=group_id,
+        group_state=group.state_name,
+        protocol_type=group.protocol_type or "",
+        protocol_data=(group.protocol_name or "") if stable else "",
+        members=members,
+    )

@@ -1,0 +1,57 @@
+"""Heartbeat (API 12, v0-4) for classic groups.
+
+A valid heartbeat restarts the member's session timer. During PreparingRebalance it is
+answered REBALANCE_IN_PROGRESS (the member must rejoin); in CompletingRebalance and Stable
+with NONE.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ...protocol import Struct
+from ...protocol.error_codes import ErrorCode
+from ..classic.group import ClassicGroup
+from ..classic.rules import (require_generation_matches, require_group_id_not_empty,
+                             require_group_not_dead, require_member_identity)
+from ..classic.state import ClassicGroupState
+from ..context import RequestContext
+from ..errors import RuleViolation
+
+if TYPE_CHECKING:
+    from ..coordinator import GroupCoordinator
+
+API_KEY = 12
+S = ClassicGroupState
+
+
+def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
+    b: object = body
+    member_id: str = b.member_id  # type: ignore[attr-defined]
+    try:
+        require_group_id_not_empty(b.group_id)  # type: ignore[attr-defined]
+        group = _classic_group(coord, b.group_id)  # type: ignore[attr-defined]
+        require_group_not_dead(group)
+        require_member_identity(group, member_id, b.group_instance_id)  # type: ignore[attr-defined]
+        require_generation_matches(group, b.generation_id)  # type: ignore[attr-defined]
+        error = _error_for_state(coord, group, member_id)
+    except RuleViolation as v:
+        error = v.error
+    coord.env.reply(ctx, coord.registry["HeartbeatResponse"].new(error_code=int(error)))
+
+
+def _classic_group(coord: GroupCoordinator, group_id: str) -> ClassicGroup:
+    group = coord.groups.get(group_id)
+    if not isinstance(group, ClassicGroup):  # absent, or another type: "Group %s not found."
+        raise RuleViolation(ErrorCode.UNKNOWN_MEMBER_ID, "heartbeat-group-exists")
+    return group
+
+
+def _error_for_state(coord: GroupCoordinator, group: ClassicGroup, member_id: str) -> ErrorCode:
+    if group.state is S.EMPTY:
+        return ErrorCode.UNKNOWN_MEMBER_ID
+    # Members may heartbeat right after their JoinGroup response, in CompletingRebalance.
+    coord.rebalancer.reschedule_heartbeat(group, group.member(member_id))
+    if group.state is S.PREPARING_REBALANCE:
+        return ErrorCode.REBALANCE_IN_PROGRESS
+    return ErrorCode.NONE

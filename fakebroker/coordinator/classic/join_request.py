@@ -1,0 +1,46 @@
+"""A JoinGroup request as the engine needs it, independent of the wire version."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...protocol import Struct
+from .member import ProtocolMetadata
+
+
+@dataclass(frozen=True)
+class JoinRequest:
+    group_id: str
+    session_timeout_ms: int
+    rebalance_timeout_ms: int
+    member_id: str
+    group_instance_id: str | None
+    protocol_type: str
+    protocols: tuple[ProtocolMetadata, ...]
+    reason: str | None
+
+    @staticmethod
+    def from_struct(body: Struct, api_version: int) -> JoinRequest:
+        b: object = body
+        session = b.session_timeout_ms  # type: ignore[attr-defined]
+        return JoinRequest(
+            group_id=b.group_id,  # type: ignore[attr-defined]
+            session_timeout_ms=session,
+            # v0 has no rebalance timeout; Kafka uses the session timeout in its place.
+            rebalance_timeout_ms=session if api_version == 0 else b.rebalance_timeout_ms,  # type: ignore[attr-defined]
+            member_id=b.member_id,  # type: ignore[attr-defined]
+            group_instance_id=b.group_instance_id,  # type: ignore[attr-defined]
+            protocol_type=b.protocol_type,  # type: ignore[attr-defined]
+            protocols=tuple(ProtocolMetadata(p.name, bytes(p.metadata))
+                            for p in b.protocols),  # type: ignore[attr-defined]
+            reason=b.reason,  # type: ignore[attr-defined]
+        )
+
+    @property
+    def protocol_names(self) -> frozenset[str]:
+        return frozenset(p.name for p in self.protocols)
+
+    @property
+    def reason_text(self) -> str:
+        """Kafka's wording when the client gave no reason."""
+        return self.reason or "not provided"

@@ -1,0 +1,83 @@
+"""Explicit events a coordinator emits while it works (``GroupCoordinator.drain_events``).
+
+They are for logs, transcripts and tests; nothing in the coordinator reads them back.
+Every event names its group and the virtual time it happened at.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+
+class RemovalReason(str, Enum):
+    """Why a member (or a pending member id) left the group."""
+
+    SESSION_TIMEOUT = "session-timeout"          # no heartbeat within session.timeout.ms
+    NEW_MEMBER_JOIN_TIMEOUT = "new-member-join-timeout"  # first join never completed
+    REBALANCE_TIMEOUT = "rebalance-timeout"      # did not rejoin before the join phase ended
+    SYNC_TIMEOUT = "sync-timeout"                # no SyncGroup within the rebalance timeout
+    LEAVE = "leave"                              # LeaveGroup
+    FENCED = "fenced"                            # a static member's id replaced by a new one
+    GROUP_MAX_SIZE = "group-max-size"            # rejected rejoin of a full group
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class GroupEvent:
+    group_id: str
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class GroupCreated(GroupEvent):
+    group_type: str
+
+
+@dataclass(frozen=True)
+class MemberIdIssued(GroupEvent):
+    """A v4+ JoinGroup without a member id got MEMBER_ID_REQUIRED and this pending id."""
+
+    member_id: str
+
+
+@dataclass(frozen=True)
+class MemberJoined(GroupEvent):
+    member_id: str
+    group_instance_id: str | None
+    replaces: str | None = None  # the fenced member id, when a static member restarts
+
+
+@dataclass(frozen=True)
+class MemberRemoved(GroupEvent):
+    member_id: str
+    group_instance_id: str | None
+    reason: RemovalReason
+    pending: bool = False  # the id was only pending (MEMBER_ID_REQUIRED), never a member
+    detail: str = ""       # the client's reason, when it gave one (LeaveGroup v5+)
+
+
+@dataclass(frozen=True)
+class RebalanceStarted(GroupEvent):
+    generation_id: int  # the generation that is ending
+    reason: str
+
+
+@dataclass(frozen=True)
+class GenerationChanged(GroupEvent):
+    generation_id: int
+    protocol_name: str | None
+
+
+@dataclass(frozen=True)
+class LeaderChanged(GroupEvent):
+    leader_id: str | None
+    previous_leader_id: str | None
+
+
+@dataclass(frozen=True)
+class StateChanged(GroupEvent):
+    previous: str
+    state: str

@@ -1,0 +1,50 @@
+"""pytest fixtures for users' own tests (registered through the ``pytest11`` entry point).
+
+    def test_my_client(fake_broker):
+        client = MyClient(bootstrap=fake_broker.bootstrap)
+
+``fake_broker`` runs on the wall clock with one topic ``test`` of 6 partitions and no
+initial rebalance delay; ``fake_broker_factory(**options)`` makes brokers with other
+settings (``virtual_clock=True`` gives one whose time moves only with ``.advance(ms)``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from .coordinator.config import CoordinatorConfig
+from .server.broker import FakeBroker
+from .server.clock import RealClock, VirtualClock
+from .server.config import BrokerConfig, Topic
+from .server.thread import BrokerThread
+
+
+def start_broker(*, topics: dict[str, int] | None = None, virtual_clock: bool = False,
+                 coordinator: CoordinatorConfig | None = None, **config: Any) -> BrokerThread:
+    """Start a fake broker on an ephemeral loopback port in a background thread."""
+    cfg = BrokerConfig(topics=[Topic(n, p) for n, p in (topics or {"test": 6}).items()], **config)
+    coord = coordinator or CoordinatorConfig(initial_rebalance_delay_ms=0)
+    broker = FakeBroker(cfg, coord, VirtualClock() if virtual_clock else RealClock())
+    return BrokerThread(broker).start()
+
+
+@pytest.fixture
+def fake_broker_factory() -> Iterator[Callable[..., BrokerThread]]:
+    started: list[BrokerThread] = []
+
+    def make(**options: Any) -> BrokerThread:
+        b = start_broker(**options)
+        started.append(b)
+        return b
+
+    yield make
+    for b in started:
+        b.stop()
+
+
+@pytest.fixture
+def fake_broker(fake_broker_factory: Callable[..., BrokerThread]) -> BrokerThread:
+    return fake_broker_factory()

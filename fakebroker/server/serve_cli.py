@@ -1,0 +1,105 @@
+"""``fakebroker serve``: run a fake broker until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from pathlib import Path
+
+from ..coordinator.config import CoordinatorConfig
+from ..protocol import Registry
+from .broker import FakeBroker
+from .config import DEFAULT_MAX_FRAME_BYTES, BrokerConfig, Topic
+
+
+def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    d = CoordinatorConfig()
+    p = sub.add_parser(
+        "serve", parents=[common], help="run a fake Kafka broker and group coordinator",
+        description="Run a fake Kafka broker that is the group coordinator for every group. "
+                    "Once it accepts connections it prints its bound HOST:PORT as one line on "
+                    "stdout (and writes it to --ready-file). Log lines go to stderr. Stop it "
+                    "with Ctrl-C or SIGTERM.",
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (loopback by default)")
+    p.add_argument("--port", type=int, default=9092, help="port to bind; 0 picks a free one")
+    p.add_argument("--ready-file", type=Path, metavar="PATH",
+                   help="write HOST:PORT to PATH once the broker accepts connections")
+    p.add_argument("--topic", action="append", default=[], metavar="NAME:PARTITIONS",
+                   help="a topic to report in Metadata (repeatable; it holds no records)")
+    p.add_argument("--initial-rebalance-delay-ms", type=int,
+                   default=d.initial_rebalance_delay_ms,
+                   help="group.initial.rebalance.delay.ms: wait for more members when an "
+                        "empty group gets its first JoinGroup")
+    p.add_argument("--min-session-timeout-ms", type=int, default=d.min_session_timeout_ms,
+                   help="group.min.session.timeout.ms: smaller session timeouts are refused")
+    p.add_argument("--max-session-timeout-ms", type=int, default=d.max_session_timeout_ms,
+                   help="group.max.session.timeout.ms: larger session timeouts are refused")
+    p.add_argument("--max-group-size", type=int, default=d.max_group_size,
+                   help="group.max.size: members beyond it get GROUP_MAX_SIZE_REACHED")
+    p.add_argument("--max-frame-bytes", type=int, default=DEFAULT_MAX_FRAME_BYTES,
+                   help="largest request frame accepted; a larger one closes the connection")
+    p.add_argument("--api-max-version", action="append", default=[], metavar="API=N",
+                   help="advertise at most version N of API (name or key), e.g. JoinGroup=5; "
+                        "pins clients to old versions (repeatable)")
+    p.add_argument("--log-level", default="INFO",
+                   choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log verbosity")
+    p.set_defaults(func=cmd_serve)
+
+
+def _parse_caps(values: list[str], registry: Registry) -> dict[int, int]:
+    caps = {}
+    for text in values:
+        api, sep, n = text.partition("=")
+        if not sep:
+            raise ValueError(f"--api-max-version {text!r}: expected API=N")
+        try:
+            caps[registry.by_api_name(api)] = int(n)
+        except KeyError as e:
+            raise ValueError(f"--api-max-version {text!r}: {e.args[0]}") from None
+        except ValueError:
+            raise ValueError(f"--api-max-version {text!r}: {n!r} is not a number") from None
+    return caps
+
+
+def cmd_serve(args: argparse.Namespace, registry: Registry) -> int:
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        config = BrokerConfig(host=args.host, port=args.port,
+                              topics=[Topic.parse(t) for t in args.topic],
+                              max_frame_bytes=args.max_frame_bytes,
+                              api_max_versions=_parse_caps(args.api_max_version, registry))
+        coord = CoordinatorConfig(initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
+                                  min_session_timeout_ms=args.min_session_timeout_ms,
+                                  max_session_timeout_ms=args.max_session_timeout_ms,
+                                  max_group_size=args.max_group_size)
+    except ValueError as e:
+        print(f"fakebroker serve: {e}", file=sys.stderr)
+        return 2
+    try:
+        asyncio.run(_serve(FakeBroker(config, coord, registry=registry), args.ready_file))
+    except OSError as e:
+        print(f"fakebroker serve: cannot listen on {args.host}:{args.port}: {e.strerror or e}",
+              file=sys.stderr)
+        return 1
+    return 0
+
+
+async def _serve(broker: FakeBroker, ready_file: Path | None) -> None:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    async with broker:
+        print(broker.bootstrap, flush=True)
+        if ready_file is not None:
+            tmp = ready_file.with_name(ready_file.name + ".tmp")
+            tmp.write_text(broker.bootstrap + "\n")
+            tmp.replace(ready_file)  # atomic: a reader never sees half a line
+        await stop.wait()

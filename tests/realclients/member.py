@@ -1,0 +1,128 @@
+"""One consumer-group member driven by a real client library, as a separate process.
+
+Prints one JSON line per assignment change: {"client": ..., "assignment": [[topic, p], ...]}.
+Reads commands on stdin: "close" leaves the group cleanly and exits. The test may also
+SIGSTOP the process, which is how a member stops heartbeating for real.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from typing import Any, Callable
+
+closing = threading.Event()
+
+
+def report(client: str, assignment: list[tuple[str, int]]) -> None:
+    print(json.dumps({"client": client, "assignment": sorted([list(a) for a in assignment])}),
+          flush=True)
+
+
+def watch_stdin() -> None:
+    for line in sys.stdin:
+        if line.strip() == "close":
+            break
+    closing.set()
+
+
+def loop(client: str, poll: Callable[[], list[tuple[str, int]]]) -> None:
+    last: list[tuple[str, int]] | None = None
+    while not closing.is_set():
+        now = sorted(poll())
+        if now != last:
+            report(client, now)
+            last = now
+
+
+def run_kafka_python(a: argparse.Namespace) -> None:
+    from kafka import KafkaConsumer
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+    from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+    names = {"range": RangePartitionAssignor, "roundrobin": RoundRobinPartitionAssignor}
+    c = KafkaConsumer(bootstrap_servers=a.bootstrap, group_id=a.group,
+                      session_timeout_ms=a.session_timeout_ms,
+                      heartbeat_interval_ms=a.heartbeat_interval_ms,
+                      partition_assignment_strategy=[names[s] for s in a.strategies.split(",")],
+                      enable_auto_commit=False, client_id=a.name)
+    c.subscribe([a.topic])
+
+    def poll() -> list[tuple[str, int]]:
+        c.poll(timeout_ms=100)
+        return [(tp.topic, tp.partition) for tp in c.assignment()]
+
+    loop("kafka-python", poll)
+    c.close()
+
+
+def run_confluent(a: argparse.Namespace) -> None:
+    from confluent_kafka import Consumer
+
+    c = Consumer({"bootstrap.servers": a.bootstrap, "group.id": a.group,
+                  "session.timeout.ms": a.session_timeout_ms,
+                  "heartbeat.interval.ms": a.heartbeat_interval_ms,
+                  "partition.assignment.strategy": a.strategies,
+                  "enable.auto.commit": False, "client.id": a.name,
+                  "group.protocol": "classic"})
+    c.subscribe([a.topic])
+
+    def poll() -> list[tuple[str, int]]:
+        c.poll(0.1)
+        return [(tp.topic, tp.partition) for tp in c.assignment()]
+
+    loop("confluent-kafka", poll)
+    c.close()
+
+
+def run_aiokafka(a: argparse.Namespace) -> None:
+    import asyncio
+
+    from aiokafka import AIOKafkaConsumer
+    from aiokafka.coordinator.assignors.range import RangePartitionAssignor
+    from aiokafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+
+    names: dict[str, Any] = {"range": RangePartitionAssignor,
+                             "roundrobin": RoundRobinPartitionAssignor}
+
+    async def main() -> None:
+        c = AIOKafkaConsumer(bootstrap_servers=a.bootstrap, group_id=a.group,
+                             session_timeout_ms=a.session_timeout_ms,
+                             heartbeat_interval_ms=a.heartbeat_interval_ms,
+                             partition_assignment_strategy=tuple(
+                                 names[s] for s in a.strategies.split(",")),
+                             enable_auto_commit=False, client_id=a.name)
+        c.subscribe([a.topic])
+        await c.start()
+        last = None
+        while not closing.is_set():
+            await c.getmany(timeout_ms=100)
+            now = sorted((tp.topic, tp.partition) for tp in c.assignment())
+            if now != last:
+                report("aiokafka", now)
+                last = now
+        await c.stop()
+
+    asyncio.run(main())
+
+
+def main() -> None:
+    p = argparse.ArgumentParser()
+    p.add_argument("client", choices=["kafka-python", "confluent-kafka", "aiokafka"])
+    p.add_argument("--bootstrap", required=True)
+    p.add_argument("--group", required=True)
+    p.add_argument("--topic", required=True)
+    p.add_argument("--name", default="member")
+    p.add_argument("--strategies", default="range")
+    p.add_argument("--session-timeout-ms", type=int, default=3000)
+    p.add_argument("--heartbeat-interval-ms", type=int, default=300)
+    a = p.parse_args()
+    threading.Thread(target=watch_stdin, daemon=True).start()
+    {"kafka-python": run_kafka_python, "confluent-kafka": run_confluent,
+     "aiokafka": run_aiokafka}[a.client](a)
+
+
+if __name__ == "__main__":
+    main()
