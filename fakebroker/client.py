@@ -1,0 +1,146 @@
+"""A minimal Kafka wire client on the project's codec: the suite's scripted workers, replay
+and benchmarks all talk to coordinators through it.
+
+It sends exactly what it is given (no retries, no version negotiation unless asked) and
+every wait is bounded, so a misbehaving or silent coordinator is reported, never hangs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+from .protocol import DecodeError, Registry, Struct, default_registry
+from .protocol.framing import decode_response, encode_request
+
+DEFAULT_TIMEOUT_S = 10.0
+
+
+class ClientError(Exception):
+    """The peer closed, timed out or sent something undecodable."""
+
+
+@dataclass
+class Exchange:
+    """One request and its response, with the raw frames (size prefixes included)."""
+
+    api_key: int
+    version: int
+    correlation_id: int
+    request: Struct
+    response: Struct
+    request_frame: bytes
+    response_frame: bytes
+
+
+class KafkaConnection:
+    """One TCP connection; requests may be pipelined, responses match by correlation id."""
+
+    def __init__(self, host: str, port: int, *, client_id: str | None = "conformance",
+                 registry: Registry | None = None, timeout_s: float = DEFAULT_TIMEOUT_S) -> None:
+        self.host, self.port = host, port
+        self.client_id = client_id
+        self.registry = registry or default_registry()
+        self.timeout_s = timeout_s
+        self._reader: asyncio.StreamReader | None = None
+        self._writer: asyncio.StreamWriter | None = None
+        self._ids = itertools.count(1)
+        self._waiting: dict[int, tuple[asyncio.Future[bytes], int, int]] = {}
+        self._pump: asyncio.Task[None] | None = None
+        self._closed_reason: str | None = None
+
+    @classmethod
+    async def open(cls, bootstrap: str, **kwargs: Any) -> KafkaConnection:
+        host, _, port = bootstrap.rpartition(":")
+        conn = cls(host, int(port), **kwargs)
+        await conn.connect()
+        return conn
+
+    async def connect(self) -> None:
+        try:
+            self._reader, self._writer = await asyncio.wait_for(
+                asyncio.open_connection(self.host, self.port), self.timeout_s)
+        except (OSError, asyncio.TimeoutError) as e:
+            raise ClientError(f"cannot connect to {self.host}:{self.port}: {e or 'timed out'}") from None
+        self._pump = asyncio.create_task(self._read_responses())
+
+    async def _read_responses(self) -> None:
+        assert self._reader is not None
+        try:
+            while True:
+                head = await self._reader.readexactly(4)
+                size = int.from_bytes(head, "big", signed=True)
+                if size < 4:
+                    raise ClientError(f"response frame size {size} is too small")
+                frame = await self._reader.readexactly(size)
+                cid = int.from_bytes(frame[:4], "big", signed=True)
+                waiter = self._waiting.pop(cid, None)
+                if waiter is None:
+                    raise ClientError(f"response with unknown correlation id {cid}")
+                waiter[0].set_result(head + frame)
+        except (asyncio.IncompleteReadError, ConnectionError) as e:
+            self._fail(f"connection closed by {self.host}:{self.port}"
+                       f"{'' if isinstance(e, asyncio.IncompleteReadError) else f': {e}'}")
+        except ClientError as e:
+            self._fail(str(e))
+        except asyncio.CancelledError:
+            self._fail("connection closed")
+
+    def _fail(self, reason: str) -> None:
+        self._closed_reason = reason
+        for fut, _, _ in self._waiting.values():
+            if not fut.done():
+                fut.set_exception(ClientError(reason))
+        self._waiting.clear()
+
+    async def send(self, body: Struct, version: int, *, timeout_s: float | None = None) -> Exchange:
+        """Send one request and wait (bounded) for its response."""
+        fut = self.submit(body, version)
+        return await self.wait(fut, timeout_s=timeout_s)
+
+    def submit(self, body: Struct, version: int) -> asyncio.Future[Exchange]:
+        """Send without waiting; pipelined requests are answered in order by a Kafka broker."""
+        if self._writer is None or self._closed_reason is not None:
+            raise ClientError(self._closed_reason or "not connected")
+        mt = self.registry.of(body)
+        assert mt.api_key is not None
+        cid = next(self._ids)
+        frame = encode_request(self.registry, body, version, cid, self.client_id, size_prefix=True)
+        raw: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._waiting[cid] = (raw, mt.api_key, version)
+        self._writer.write(frame)
+
+        async def finish() -> Exchange:
+            data = await raw
+            try:
+                resp = decode_response(self.registry, data[4:], mt.api_key, version, base=4)  # type: ignore[arg-type]
+            except DecodeError as e:
+                raise ClientError(f"undecodable {mt.name[:-7]} v{version} response: {e}") from None
+            return Exchange(mt.api_key, version, cid, body, resp.body, frame, data)  # type: ignore[arg-type]
+
+        return asyncio.ensure_future(finish())
+
+    async def wait(self, fut: asyncio.Future[Exchange], *, timeout_s: float | None = None) -> Exchange:
+        try:
+            return await asyncio.wait_for(fut, timeout_s or self.timeout_s)
+        except asyncio.TimeoutError:
+            raise ClientError(f"no response from {self.host}:{self.port} within "
+                              f"{timeout_s or self.timeout_s}s") from None
+
+    async def close(self) -> None:
+        if self._pump is not None:
+            self._pump.cancel()
+        if self._writer is not None:
+            self._writer.close()
+            try:
+                await self._writer.wait_closed()
+            except (ConnectionError, OSError):
+                pass
+
+    async def __aenter__(self) -> KafkaConnection:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
