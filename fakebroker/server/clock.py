@@ -37,14 +37,31 @@ class VirtualClock:
     def __init__(self, start_ms: int = 0) -> None:
         self._now = start_ms
         self._changed = asyncio.Event()
+        self._sleepers: list[int] = []
 
     def now_ms(self) -> int:
         return self._now
 
     async def sleep_until(self, deadline_ms: int) -> None:
-        while self._now < deadline_ms:
-            self._changed.clear()
-            await self._changed.wait()
+        self._sleepers.append(deadline_ms)
+        try:
+            while self._now < deadline_ms:
+                self._changed.clear()
+                await self._changed.wait()
+        finally:
+            self._sleepers.remove(deadline_ms)
+
+    def deadlines(self) -> list[int]:
+        """What sleepers wait for: lets a test advance only once the server is waiting."""
+        return sorted(self._sleepers)
+
+    async def until_sleeping(self, deadline_ms: int, max_turns: int = 10_000) -> None:
+        """Yield to the loop until something sleeps until ``deadline_ms`` (bounded)."""
+        for _ in range(max_turns):
+            if deadline_ms in self._sleepers:
+                return
+            await asyncio.sleep(0)
+        raise TimeoutError(f"nothing started sleeping until {deadline_ms} ms")
 
     def advance(self, ms: int) -> None:
         if ms < 0:
