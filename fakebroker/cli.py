@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from . import __version__, codec_cli
+from .script import cli as script_cli
 from .server import serve_cli
 from .protocol import Registry, SpecError, default_schema_dir
 
@@ -14,7 +15,7 @@ from .protocol import Registry, SpecError, default_schema_dir
 def build_parser() -> argparse.ArgumentParser:
     common = argparse.ArgumentParser(add_help=False)
     common.add_argument("--schemas", action="append", type=Path, metavar="DIR",
-                        help="load specs from DIR (repeatable; default: the bundled schemas/). "
+                        help="also load specs from DIR, after the bundled schemas/ (repeatable). "
                              "A spec file for a new API needs no code.")
     parser = argparse.ArgumentParser(
         prog="fakebroker",
@@ -24,6 +25,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve_cli.add_parser(sub, common)
     codec_cli.add_parsers(sub, common)
+    script_cli.add_parsers(sub, common)
+    script_cli.extend_serve(sub)
     return parser
 
 
@@ -34,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
         parser.print_help(sys.stderr)
         return 2
     try:
-        registry = Registry.load(*(args.schemas or [default_schema_dir()]))
+        registry = Registry.load(default_schema_dir(), *(args.schemas or []))
     except SpecError as e:
         print(f"fakebroker: invalid spec: {e}", file=sys.stderr)
         return 2

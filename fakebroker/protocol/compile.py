@@ -120,7 +120,9 @@ def decode_tagged(dec: Decoder, buf: bytes, start: int, size: int, path: str) ->
     try:
         value, used = dec(sub, 0)
     except DecodeError as e:
-        raise e.prepend(path).shift(start) from None
+        # The value decoder's paths are relative to the value: "", "[3]..." or "Field...".
+        e.path = path + e.path if e.path.startswith("[") else (f"{path}.{e.path}" if e.path else path)
+        raise e.shift(start) from None
     if used != size:
         raise DecodeError(path, start + used, "tagged-field-size",
                           f"tagged field declared {size} byte(s) but its value used {used}")
@@ -140,8 +142,20 @@ def write_tags(w: bytearray, known: list[tuple[int, bytes]], unknown: dict[int, 
 
 def encode_failed(path: str, e: Exception) -> EncodeError:
     if isinstance(e, EncodeError):
-        return e.prepend(path)
+        return e  # raised by the field's own encoder, which names the field already
     return EncodeError(path, "invalid-value", f"{type(e).__name__}: {e}")
+
+
+def run_failed(o: Any, attrs: tuple[str, ...], names: tuple[str, ...], fmts: tuple[str, ...],
+               e: Exception) -> EncodeError:
+    """Name the field of a merged fixed-width run whose value cannot be packed."""
+    for attr, name, fmt in zip(attrs, names, fmts):
+        try:
+            v = getattr(o, attr)
+            struct.pack(">" + fmt, v.bytes if fmt == "16s" else v)
+        except Exception as x:  # noqa: BLE001 - any failure here is this field's fault
+            return EncodeError(name, "invalid-value", f"{type(x).__name__}: {x}")
+    return EncodeError("/".join(names), "invalid-value", f"{type(e).__name__}: {e}")
 
 
 def not_in_version(path: str, version: int) -> EncodeError:
@@ -160,10 +174,10 @@ def too_long(path: str, n: int, limit: int) -> EncodeError:
 HELPERS: dict[str, Any] = {
     "_uv": read_uvarint, "_wuv": write_uvarint, "_T": truncated, "_TR": truncated_run,
     "_BL": bad_length, "_PE": past_end, "_U8": bad_utf8, "_RT": read_tags, "_DT": decode_tagged,
-    "_WT": write_tags, "_EF": encode_failed, "_NV": not_in_version, "_NN": null_not_nullable,
+    "_WT": write_tags, "_EF": encode_failed, "_RF": run_failed, "_NV": not_in_version, "_NN": null_not_nullable,
     "_TL": too_long, "_DE": DecodeError, "_EE": EncodeError, "_u16": _U16, "_u32": _U32,
     "_unpack": struct.unpack_from, "_pack": struct.pack, "_UUID": __import__("uuid").UUID,
-    "_UDE": UnicodeDecodeError,
+    "_UDE": UnicodeDecodeError, "_new": object.__new__,
 }
 
 
@@ -215,8 +229,12 @@ class _Gen:
 
     # -- decoding
 
-    def decode_value(self, t: TypeRef, f: FieldSpec, target: str, ind: str, path: str) -> list[str]:
-        """Lines that read one value of type ``t`` into ``target`` (pos advances)."""
+    def decode_value(self, t: TypeRef, f: FieldSpec, target: str, ind: str, path: str,
+                     element: bool = False) -> list[str]:
+        """Lines that read one value of type ``t`` into ``target`` (pos advances).
+
+        ``element``: an array element, which is never nullable whatever the field says.
+        """
         k = t.kind
         out: list[str] = []
         p = repr(path)
@@ -229,16 +247,18 @@ class _Gen:
                 out.append(f"{ind}{target} = _UUID(bytes={target})")
             return out
         if k in ("string", "bytes", "records"):
-            nullable = self.nullable(f)
-            out += self.read_length(f, ind, p, nullable)
-            null_value = "None"
-            out.append(f"{ind}if n < 0: {target} = {null_value}")
-            out.append(f"{ind}else:")
-            i2 = ind + "    "
+            nullable = self.nullable(f) and not element
+            out += self.read_length(f, k, ind, p, nullable)
+            if nullable:
+                out.append(f"{ind}if n < 0: {target} = None")
+                out.append(f"{ind}else:")
+                i2 = ind + "    "
+            else:  # read_length has rejected n < 0 already
+                i2 = ind
             out.append(f"{i2}e = pos + n")
             out.append(f"{i2}if e > end: raise _PE({p}, pos, n, end)")
             if k == "string":
-                out.append(f"{i2}try: {target} = str(buf[pos:e], 'utf-8')")
+                out.append(f"{i2}try: {target} = buf[pos:e].decode()")  # strict UTF-8; beats str(b, enc)
                 out.append(f"{i2}except _UDE as x: raise _U8({p}, pos, x) from None")
             else:
                 out.append(f"{i2}{target} = buf[pos:e]")
@@ -247,7 +267,7 @@ class _Gen:
         if k == "array":
             assert t.element is not None
             nullable = self.nullable(f)
-            out += self.read_length(f, ind, p, nullable, array=True)
+            out += self.read_length(f, k, ind, p, nullable, array=True)
             out.append(f"{ind}if n < 0: {target} = None")
             el = t.element
             if el.kind in ("int32", "int64", "int16", "int8", "uint16", "uint32", "float64", "bool"):
@@ -269,7 +289,9 @@ class _Gen:
                 out.append(f"{i3}try: x, pos = {fn}(buf, pos)")
                 out.append(f"{i3}except _DE as e: raise e.prepend('%s[%d]' % ({p}, {idx})) from None")
             else:
-                out += self.decode_value(el, f, "x", i3, path + "[]")
+                out.append(f"{i3}try:")
+                out += self.decode_value(el, f, "x", i3 + "    ", "", element=True)
+                out.append(f"{i3}except _DE as e: raise e.prepend('%s[%d]' % ({p}, {idx})) from None")
             out.append(f"{i3}{lst}.append(x)")
             out.append(f"{i2}{target} = {lst}")
             return out
@@ -281,14 +303,17 @@ class _Gen:
                         f"{ind}if buf[pos] >= 128: {target} = None; pos += 1",
                         f"{ind}else:",
                         f"{ind}    try: {target}, pos = {fn}(buf, pos + 1)",
-                        f"{ind}    except _DE as e: raise e.prepend({p}) from None"]
-            else:
+                        f"{ind}    except _DE as e: raise {f'e.prepend({p})' if path else 'e'} from None"]
+            elif path:
                 out += [f"{ind}try: {target}, pos = {fn}(buf, pos)",
                         f"{ind}except _DE as e: raise e.prepend({p}) from None"]
+            else:  # a tagged field's value: decode_tagged names it
+                out.append(f"{ind}{target}, pos = {fn}(buf, pos)")
             return out
         raise AssertionError(k)
 
-    def read_length(self, f: FieldSpec, ind: str, p: str, nullable: bool, array: bool = False) -> list[str]:
+    def read_length(self, f: FieldSpec, kind: str, ind: str, p: str, nullable: bool,
+                    array: bool = False) -> list[str]:
         """Read a length into ``n`` (-1 = null), enforcing nullability and sign."""
         if self.compact(f) or (array and self.flexible):
             lines = [f"{ind}if pos >= end: raise _T({p}, pos, 1, end)",
@@ -299,7 +324,7 @@ class _Gen:
             if not nullable:
                 lines.append(f"{ind}if n < 0: raise _BL({p}, pos - 1, -1, False)")
             return lines
-        wide = array or f.type.kind in ("bytes", "records")
+        wide = array or kind in ("bytes", "records")
         size, s = (4, "_u32") if wide else (2, "_u16")
         lines = [f"{ind}if pos + {size} > end: raise _T({p}, pos, {size}, end)",
                  f"{ind}n, = {s}.unpack_from(buf, pos); pos += {size}"]
@@ -368,9 +393,12 @@ class _Gen:
             body.append(f"{ind}            u[tag] = buf[start:start + size]")
         for f in absent:
             values[f.attr] = self.default_expr(f)
-        args = ", ".join(values[f.attr] for f in s.fields)
-        sep = ", " if args else ""
-        body.append(f"{ind}return _C_{s.name}({args}{sep}_unknown_tags={unknown}), pos")
+        # Fill the slots directly (the class's __init__ only assigns them): cheaper than a
+        # keyword call through type.__call__, which was a large share of small structs' cost.
+        body.append(f"{ind}o = _new(_C_{s.name})")
+        body += [f"{ind}o.{f.attr} = {values[f.attr]}" for f in s.fields]
+        body.append(f"{ind}o._unknown_tags = {unknown}")
+        body.append(f"{ind}return o, pos")
         self.src.append(f"def {fn}(buf, pos):\n" + "\n".join(body) + "\n")
         del self.ns[fn]
         return fn
@@ -392,7 +420,8 @@ class _Gen:
 
     # -- encoding
 
-    def encode_value(self, t: TypeRef, f: FieldSpec, src: str, ind: str, path: str) -> list[str]:
+    def encode_value(self, t: TypeRef, f: FieldSpec, src: str, ind: str, path: str,
+                     element: bool = False) -> list[str]:
         """Lines that append the encoding of ``src`` (an expression) to ``w``."""
         k = t.kind
         p = repr(path)
@@ -404,8 +433,12 @@ class _Gen:
             out.append(f"{ind}w += {s}.pack({arg})")
             return out
         if k in ("string", "bytes", "records", "array"):
-            nullable = self.nullable(f)
+            nullable = self.nullable(f) and not element
             compact = self.compact(f) or (k == "array" and self.flexible)
+            if not src.isidentifier():  # read an attribute once, into a local
+                v = self.name("s")
+                out.append(f"{ind}{v} = {src}")
+                src = v
             out.append(f"{ind}if {src} is None:")
             if nullable:
                 null = b"\x00" if compact else (b"\xff\xff" if k == "string" else b"\xff\xff\xff\xff")
@@ -415,21 +448,23 @@ class _Gen:
             out.append(f"{ind}else:")
             i2 = ind + "    "
             if k == "string":
-                out.append(f"{i2}b = {src}.encode('utf-8')")
-                data, n = "b", "len(b)"
-            elif k == "array":
-                data, n = None, f"len({src})"
+                out.append(f"{i2}b = {src}.encode()")  # str.encode() is strict UTF-8
+                data = "b"
             else:
-                data, n = src, f"len({src})"
+                data = None if k == "array" else src
             if compact:
-                out.append(f"{i2}m = {n} + 1")
+                out.append(f"{i2}m = len({data or src}) + 1")
                 out.append(f"{i2}if m < 128: w.append(m)")
                 out.append(f"{i2}else: _wuv(w, m)")
-            elif k == "string":
-                out.append(f"{i2}if {n} > 32767: raise _TL({p}, {n}, 32767)")
-                out.append(f"{i2}w += _u16.pack({n})")
+                n = "(m - 1)"
             else:
-                out.append(f"{i2}w += _u32.pack({n})")
+                n = "n"
+                out.append(f"{i2}n = len({data or src})")
+                if k == "string":
+                    out.append(f"{i2}if n > 32767: raise _TL({p}, n, 32767)")
+                    out.append(f"{i2}w += _u16.pack(n)")
+                else:
+                    out.append(f"{i2}w += _u32.pack(n)")
             if data is not None:
                 out.append(f"{i2}w += {data}")
                 return out
@@ -437,7 +472,7 @@ class _Gen:
             el = t.element
             if el.kind in ("int32", "int64", "int16", "int8", "uint16", "uint32", "float64", "bool"):
                 fmt = FIXED[el.kind][0]
-                out.append(f"{i2}w += _pack('>%d{fmt}' % len({src}), *{src})")
+                out.append(f"{i2}w += _pack('>%d{fmt}' % {n}, *{src})")
                 return out
             idx = self.name("i")
             x = self.name("x")
@@ -449,7 +484,9 @@ class _Gen:
                 out.append(f"{i3}try: {fn}({x}, w)")
                 out.append(f"{i3}except _EE as e: raise e.prepend('%s[%d]' % ({p}, {idx})) from None")
             else:
-                out += self.encode_value(el, f, x, i3, path + "[]")
+                out.append(f"{i3}try:")
+                out += self.encode_value(el, f, x, i3 + "    ", "", element=True)
+                out.append(f"{i3}except _EE as e: raise e.prepend('%s[%d]' % ({p}, {idx})) from None")
             return out
         if k == "struct":
             assert t.struct is not None
@@ -458,10 +495,12 @@ class _Gen:
                 out.append(f"{ind}if {src} is None: w.append(255)")
                 out.append(f"{ind}else:")
                 out.append(f"{ind}    w.append(1)")
-                out.append(f"{ind}    {fn}({src}, w)")
+                out.append(f"{ind}    try: {fn}({src}, w)")
+                out.append(f"{ind}    except _EE as e: raise e.prepend({p}) from None")
             else:
                 out.append(f"{ind}if {src} is None: raise _NN({p}, {self.version})")
-                out.append(f"{ind}{fn}({src}, w)")
+                out.append(f"{ind}try: {fn}({src}, w)")
+                out.append(f"{ind}except _EE as e: raise e.prepend({p}) from None")
             return out
         raise AssertionError(k)
 
@@ -481,9 +520,10 @@ class _Gen:
             fmt = ">" + "".join(FIXED[f.type.kind][0] for f in run)
             st = self.const(struct.Struct(fmt))
             args = ", ".join(f"o.{f.attr}.bytes" if f.type.kind == "uuid" else f"o.{f.attr}" for f in run)
-            names = "/".join(f.name for f in run)
+            info = ", ".join(self.const(tuple(getattr(f, a) for f in run)) for a in ("attr", "name"))
+            fmts = self.const(tuple(FIXED[f.type.kind][0] for f in run))
             body.append(f"{ind}try: w += {st}.pack({args})")
-            body.append(f"{ind}except Exception as e: raise _EF({names!r}, e) from None")
+            body.append(f"{ind}except Exception as e: raise _RF(o, {info}, {fmts}, e) from None")
             run.clear()
 
         for f in regular:

@@ -164,7 +164,10 @@ class Registry:
     def load(cls, *dirs: Path | str) -> Registry:
         """Load every ``*.json`` spec below the directories (JSON Schemas, ``*.schema.json``
         and data files without ``fields`` are not specs and are skipped)."""
-        roots = [Path(d) for d in dirs] or [default_schema_dir()]
+        roots: list[Path] = []
+        for d in [Path(d) for d in dirs] or [default_schema_dir()]:
+            if d.resolve() not in [r.resolve() for r in roots]:  # the same folder twice is once
+                roots.append(d)
         specs = []
         for root in roots:
             for path in sorted(root.rglob("*.json")):
@@ -192,10 +195,16 @@ class Registry:
         return mt
 
     def request(self, api_key: int) -> MessageType:
-        return self.requests[api_key]
+        try:
+            return self.requests[api_key]
+        except KeyError:  # a bare KeyError(999) would reach CLI users as just "999"
+            raise KeyError(f"no request spec for API key {api_key}") from None
 
     def response(self, api_key: int) -> MessageType:
-        return self.responses[api_key]
+        try:
+            return self.responses[api_key]
+        except KeyError:
+            raise KeyError(f"no response spec for API key {api_key}") from None
 
     def api_name(self, api_key: int) -> str:
         mt = self.requests.get(api_key)

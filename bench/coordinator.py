@@ -1,0 +1,184 @@
+"""Coordinator benchmark: heartbeats per second and rebalance time for N members.
+
+The broker under test runs as its own process (`fakebroker serve`), so its CPU time and
+resident memory are read from /proc apart from the load generator's. Each simulated
+member has its own connection (a parked JoinGroup holds its connection, as in Kafka).
+
+    python bench/coordinator.py                 # N = 100, 1000, 5000
+    python bench/coordinator.py -n 100 --seconds 3 --repeats 5
+
+Figures: rebalance = a settled group of N: every member rejoins -> every member holds its
+SyncGroup answer;
+heartbeats/s = completed Heartbeat round trips per wall second with every member
+heartbeating back to back; CPU ms per 1k heartbeats for the server and for the load
+generator separately; server RSS growth per member.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+
+from fakebroker.client import KafkaConnection
+from fakebroker.protocol import default_registry
+
+REG = default_registry()
+JOIN, SYNC, HB = REG["JoinGroupRequest"], REG["SyncGroupRequest"], REG["HeartbeatRequest"]
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+PAGE = os.sysconf("SC_PAGE_SIZE")
+
+
+@dataclass
+class Result:
+    members: int
+    rebalance_ms: float
+    heartbeats_per_s: float
+    server_cpu_ms_per_1k_hb: float
+    client_cpu_ms_per_1k_hb: float
+    server_rss_bytes_per_member: float
+
+
+def proc_cpu_s(pid: int) -> float:
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
+
+
+def proc_rss(pid: int) -> int:
+    return int(open(f"/proc/{pid}/statm").read().split()[1]) * PAGE
+
+
+def start_server() -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "fakebroker.cli", "serve", "--port", "0", "--log-level", "WARNING",
+         # Kafka's default initial delay gathers the first wave of joins into one generation.
+         "--initial-rebalance-delay-ms", "3000", "--min-session-timeout-ms", "1000",
+         "--max-group-size", "1000000"],
+        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+def join_req(member_id: str, group: str) -> object:
+    return JOIN.new(group_id=group, session_timeout_ms=60_000, rebalance_timeout_ms=60_000,
+                    member_id=member_id, protocol_type="connect",
+                    protocols=[JOIN.cls.JoinGroupRequestProtocol(name="default", metadata=b"m" * 64)])
+
+
+async def rebalance(conns: list[KafkaConnection], ids: list[str], group: str) -> tuple[int, bool]:
+    """Every member (re)joins with its id, then syncs; the leader sends the assignment.
+    Returns the generation and whether every member got it without error."""
+    joined = await asyncio.gather(*(c.send(join_req(m, group), 9, timeout_s=120)
+                                    for c, m in zip(conns, ids)))
+    if any(j.response.error_code for j in joined):
+        return -1, False
+    gen = joined[0].response.generation_id
+    leader = joined[0].response.leader
+    assign = SYNC.cls.SyncGroupRequestAssignment
+    syncs = []
+    for c, m in zip(conns, ids):
+        plan = [assign(member_id=x, assignment=b"a" * 32) for x in ids] if m == leader else []
+        syncs.append(c.send(SYNC.new(group_id=group, generation_id=gen, member_id=m,
+                                     protocol_type="connect", protocol_name="default",
+                                     assignments=plan), 5, timeout_s=120))
+    answers = await asyncio.gather(*syncs)
+    same = len({j.response.generation_id for j in joined}) == 1
+    return gen, same and all(a.response.error_code == 0 for a in answers)
+
+
+async def form_group(conns: list[KafkaConnection], group: str) -> tuple[list[str], int, float]:
+    """Members get ids (v9: MEMBER_ID_REQUIRED) and form the group (untimed: it includes the
+    initial rebalance delay), then one full rebalance of all N members is timed: every
+    member rejoins and syncs."""
+    first = await asyncio.gather(*(c.send(join_req("", group), 9) for c in conns))
+    ids = [ex.response.member_id for ex in first]
+    gen, ok = await rebalance(conns, ids, group)
+    if not ok:
+        raise RuntimeError("the group did not form in one generation")
+    t0 = time.perf_counter()
+    gen, ok = await rebalance(conns, ids, group)
+    elapsed = (time.perf_counter() - t0) * 1000
+    if not ok:
+        raise RuntimeError("the timed rebalance did not complete cleanly")
+    return ids, gen, elapsed
+
+
+async def heartbeat_for(conns: list[KafkaConnection], ids: list[str], gen: int, group: str,
+                        seconds: float) -> int:
+    stop = time.perf_counter() + seconds
+    count = 0
+
+    async def member(c: KafkaConnection, m: str) -> None:
+        nonlocal count
+        req = HB.new(group_id=group, generation_id=gen, member_id=m)
+        while time.perf_counter() < stop:
+            ex = await c.send(req, 4)
+            assert ex.response.error_code == 0, ex.response.error_code
+            count += 1
+
+    await asyncio.gather(*(member(c, m) for c, m in zip(conns, ids)))
+    return count
+
+
+async def one_run(bootstrap: str, pid: int, n: int, seconds: float, run: int) -> Result:
+    group = f"bench-{n}-{run}"
+    conns = await asyncio.gather(*(KafkaConnection.open(bootstrap, timeout_s=120) for _ in range(n)))
+    try:
+        rss0 = proc_rss(pid)
+        ids, gen, rebalance_ms = await form_group(conns, group)
+        rss1 = proc_rss(pid)
+        s0, c0, w0 = proc_cpu_s(pid), time.process_time(), time.perf_counter()
+        beats = await heartbeat_for(conns, ids, gen, group, seconds)
+        s1, c1, w1 = proc_cpu_s(pid), time.process_time(), time.perf_counter()
+    finally:
+        await asyncio.gather(*(c.close() for c in conns))
+    return Result(n, rebalance_ms, beats / (w1 - w0), (s1 - s0) * 1e6 / beats,
+                  (c1 - c0) * 1e6 / beats, (rss1 - rss0) / n)
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-n", type=int, action="append", help="members (repeatable; default 100, 1000, 5000)")
+    p.add_argument("--seconds", type=float, default=3.0, help="heartbeat phase length per run")
+    p.add_argument("--repeats", type=int, default=3, help="runs per N; medians are printed")
+    p.add_argument("--json", action="store_true", help="print results as JSON")
+    a = p.parse_args()
+    sizes = a.n or [100, 1000, 5000]
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * max(sizes) + 256)), hard))
+    proc, bootstrap = start_server()
+    print(f"fake broker at {bootstrap} (pid {proc.pid}); baseline for ratios: Apache Kafka's "
+          f"broker is added by the real-Kafka issue", file=sys.stderr)
+    rows = []
+    try:
+        for n in sizes:
+            runs = [asyncio.run(one_run(bootstrap, proc.pid, n, a.seconds, r)) for r in range(a.repeats)]
+            med = Result(n, *(statistics.median(getattr(r, f) for r in runs)
+                              for f in ("rebalance_ms", "heartbeats_per_s", "server_cpu_ms_per_1k_hb",
+                                        "client_cpu_ms_per_1k_hb", "server_rss_bytes_per_member")))
+            rows.append(med)
+            print(f"N={n}: done ({a.repeats} runs)", file=sys.stderr)
+    finally:
+        proc.terminate()
+        proc.wait(10)
+    if a.json:
+        print(json.dumps([asdict(r) for r in rows], indent=2))
+        return
+    print(f"{'members':>8} {'rebalance ms':>13} {'heartbeats/s':>13} {'server CPU ms/1k hb':>20} "
+          f"{'client CPU ms/1k hb':>20} {'server RSS B/member':>20}")
+    for r in rows:
+        print(f"{r.members:>8} {r.rebalance_ms:>13.1f} {r.heartbeats_per_s:>13.0f} "
+              f"{r.server_cpu_ms_per_1k_hb:>20.1f} {r.client_cpu_ms_per_1k_hb:>20.1f} "
+              f"{r.server_rss_bytes_per_member:>20.0f}")
+    print(f"(medians of {a.repeats} runs; {a.seconds}s heartbeat phase each)")
+
+
+if __name__ == "__main__":
+    main()
