@@ -1,0 +1,67 @@
+"""Explicit events the engine reports (for logs, transcripts and tests; the engine never
+reads them back). Every event carries the virtual time it happened at."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from .member import MemberState
+
+
+class RemovalReason(str, Enum):
+    LEAVE = "leave"                          # heartbeat with member epoch -1
+    SESSION_TIMEOUT = "session-timeout"      # no heartbeat within the session timeout
+    REBALANCE_TIMEOUT = "rebalance-timeout"  # revocation not acknowledged in time
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class EngineEvent:
+    at_ms: int
+
+
+@dataclass(frozen=True)
+class MemberJoined(EngineEvent):
+    member_id: str
+
+
+@dataclass(frozen=True)
+class MemberRemoved(EngineEvent):
+    member_id: str
+    reason: RemovalReason
+
+
+@dataclass(frozen=True)
+class GroupEpochBumped(EngineEvent):
+    epoch: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class TargetAssignmentUpdated(EngineEvent):
+    assignment_epoch: int
+    source: str  # "assignor:<name>" or "install:<member id>"
+
+
+@dataclass(frozen=True)
+class MemberTransitioned(EngineEvent):
+    member_id: str
+    from_state: MemberState
+    from_epoch: int
+    to_state: MemberState
+    to_epoch: int
+
+
+@dataclass(frozen=True)
+class ComputeAssignmentRequested(EngineEvent):
+    """Connect groups: ``member_id`` must compute the target for ``group_epoch``."""
+
+    member_id: str
+    group_epoch: int
+
+
+__all__ = ["RemovalReason", "EngineEvent", "MemberJoined", "MemberRemoved", "GroupEpochBumped",
+           "TargetAssignmentUpdated", "MemberTransitioned", "ComputeAssignmentRequested"]
