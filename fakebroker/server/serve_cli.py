@@ -97,9 +97,9 @@ async def _serve(broker: FakeBroker, ready_file: Path | None) -> None:
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
     async with broker:
-        print(broker.bootstrap, flush=True)
         if ready_file is not None:
             tmp = ready_file.with_name(ready_file.name + ".tmp")
             tmp.write_text(broker.bootstrap + "\n")
             tmp.replace(ready_file)  # atomic: a reader never sees half a line
+        print(broker.bootstrap, flush=True)  # last: whoever reads it may rely on the file
         await stop.wait()
