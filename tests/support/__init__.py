@@ -1,0 +1,1 @@
+"""Helpers shared by the test suite (hypothesis strategies derived from message specs)."""
