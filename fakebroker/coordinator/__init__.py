@@ -4,8 +4,8 @@
     coord = GroupCoordinator()                      # default registry and Kafka's defaults
     replies = coord.handle(RequestContext(1, 11, 9, "client", "127.0.0.1"), join, now_ms=0)
 
-See ``coordinator.py`` for the contract, ``classic/`` for the classic protocol and
-``apis/`` for one module per Kafka API.
+See ``coordinator.py`` for the contract, ``classic/`` (and its README) for the classic
+protocol and ``apis/`` for one module per Kafka API.
 """
 
 from .classic import ClassicGroup, ClassicGroupState, ClassicMember, ProtocolMetadata

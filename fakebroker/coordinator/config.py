@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 # Kafka's ClassicGroup uses "-" between the prefix and the UUID.
 MEMBER_ID_DELIMITER = "-"
@@ -25,6 +26,16 @@ def counting_suffixes(start: int = 1) -> Callable[[], str]:
     """A deterministic suffix source for tests: ``"1"``, ``"2"``, ..."""
     counter = itertools.count(start)
     return lambda: str(next(counter))
+
+
+# Kafka broker property -> CoordinatorConfig field.
+KAFKA_PROPERTY_NAMES: dict[str, str] = {
+    "group.initial.rebalance.delay.ms": "initial_rebalance_delay_ms",
+    "group.min.session.timeout.ms": "min_session_timeout_ms",
+    "group.max.session.timeout.ms": "max_session_timeout_ms",
+    "group.max.size": "max_group_size",
+    "offset.metadata.max.bytes": "offset_metadata_max_bytes",
+}
 
 
 @dataclass
@@ -53,6 +64,20 @@ class CoordinatorConfig:
                      "new_member_join_timeout_ms", "min_session_timeout_ms"):
             if getattr(self, name) < 0:
                 raise ValueError(f"{name} must not be negative")
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str | int], **overrides: Any) -> CoordinatorConfig:
+        """Build from Kafka broker property names (``group.max.size`` ...); unknown names
+        are an error, so a typo does not silently keep a default."""
+        kwargs: dict[str, Any] = {}
+        for name, value in props.items():
+            field_name = KAFKA_PROPERTY_NAMES.get(name)
+            if field_name is None:
+                raise ValueError(f"{name!r} is not a group coordinator property this fake knows "
+                                 f"(known: {', '.join(sorted(KAFKA_PROPERTY_NAMES))})")
+            kwargs[field_name] = int(value)
+        kwargs.update(overrides)
+        return cls(**kwargs)
 
     def member_id(self, client_id: str, group_instance_id: str | None) -> str:
         """Kafka's rule: ``group.instance.id`` (static) or ``client.id`` (dynamic), "-", suffix."""

@@ -27,6 +27,3 @@ class OffsetStore:
         """Every offset of the group, by topic then partition (Kafka's order is hash order)."""
         offsets = self._by_group.get(group_id, {})
         return [(t, p, offsets[(t, p)]) for t, p in sorted(offsets)]
-
-    def has_group(self, group_id: str) -> bool:
-        return bool(self._by_group.get(group_id))

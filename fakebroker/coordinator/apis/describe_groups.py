@@ -8,9 +8,9 @@ placeholder in state Dead with no error.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
-from ...protocol import Struct
+from ...protocol import MessageType, Struct
 from ...protocol.error_codes import ErrorCode
 from ..classic.group import ClassicGroup
 from ..classic.state import ClassicGroupState
@@ -29,10 +29,11 @@ GROUP_AUTHORIZED_OPERATIONS = sum(1 << op for op in GROUP_OPERATIONS)
 
 
 def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
+    b: Any = body
     mt = coord.registry["DescribeGroupsResponse"]
     v = ctx.api_version
-    with_ops = v >= 3 and body.include_authorized_operations  # type: ignore[attr-defined]
-    described = [_describe(coord, mt, v, gid) for gid in body.groups]  # type: ignore[attr-defined]
+    with_ops = v >= 3 and b.include_authorized_operations
+    described = [_describe(coord, mt, v, gid) for gid in b.groups]
     if with_ops:
         for d in described:
             if d.error_code == ErrorCode.NONE:
@@ -40,8 +41,8 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
     coord.env.reply(ctx, mt.new(groups=described))
 
 
-def _describe(coord: GroupCoordinator, mt: object, v: int, group_id: str) -> Struct:
-    cls = mt.cls  # type: ignore[attr-defined]
+def _describe(coord: GroupCoordinator, mt: MessageType, v: int, group_id: str) -> Any:
+    cls: Any = mt.cls
     group = coord.groups.get(group_id)
     if not isinstance(group, ClassicGroup):
         if v >= 6:

@@ -7,7 +7,7 @@ with NONE.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...protocol import Struct
 from ...protocol.error_codes import ErrorCode
@@ -26,14 +26,14 @@ S = ClassicGroupState
 
 
 def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
-    b: object = body
-    member_id: str = b.member_id  # type: ignore[attr-defined]
+    b: Any = body
+    member_id: str = b.member_id
     try:
-        require_group_id_not_empty(b.group_id)  # type: ignore[attr-defined]
-        group = _classic_group(coord, b.group_id)  # type: ignore[attr-defined]
+        require_group_id_not_empty(b.group_id)
+        group = _classic_group(coord, b.group_id)
         require_group_not_dead(group)
-        require_member_identity(group, member_id, b.group_instance_id)  # type: ignore[attr-defined]
-        require_generation_matches(group, b.generation_id)  # type: ignore[attr-defined]
+        require_member_identity(group, member_id, b.group_instance_id)
+        require_generation_matches(group, b.generation_id)
         error = _error_for_state(coord, group, member_id)
     except RuleViolation as v:
         error = v.error

@@ -8,7 +8,7 @@ batch the group rebalances, or completes a join phase the leavers were holding u
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...protocol import Struct
 from ...protocol.error_codes import ErrorCode
@@ -41,15 +41,15 @@ class LeaverResult:
 
 def leavers_of(body: Struct, api_version: int) -> list[Leaver]:
     """Kafka's normalizedData(): v0-2's single MemberId becomes a one-member batch."""
-    b: object = body
+    b: Any = body
     if api_version < 3:
-        return [Leaver(b.member_id, None, None)]  # type: ignore[attr-defined]
-    return [Leaver(m.member_id, m.group_instance_id, m.reason) for m in b.members]  # type: ignore[attr-defined]
+        return [Leaver(b.member_id, None, None)]
+    return [Leaver(m.member_id, m.group_instance_id, m.reason) for m in b.members]
 
 
 def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
     leavers = leavers_of(body, ctx.api_version)
-    group_id: str = body.group_id  # type: ignore[attr-defined]
+    group_id: str = getattr(body, "group_id")
     try:
         require_group_id_not_empty(group_id)
     except RuleViolation as v:
@@ -79,7 +79,7 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
 
 def _leave_one(coord: GroupCoordinator, group: ClassicGroup, m: Leaver) -> LeaverResult:
     rb = coord.rebalancer
-    detail = m.reason or "not provided"
+    detail = m.reason if m.reason is not None else "not provided"
     if m.member_id == "":
         # Removal by instance id alone (e.g. an admin client removing a static member).
         static_id = group.static_member_id(m.group_instance_id) if m.group_instance_id else None
@@ -103,7 +103,7 @@ def _answer(coord: GroupCoordinator, ctx: RequestContext, error: ErrorCode,
             results: list[LeaverResult]) -> None:
     mt = coord.registry["LeaveGroupResponse"]
     if ctx.api_version >= 3:
-        member_cls = mt.cls.MemberResponse  # type: ignore[attr-defined]
+        member_cls: Any = getattr(mt.cls, "MemberResponse")
         body = mt.new(error_code=int(error), members=[
             member_cls(member_id=r.leaver.member_id, group_instance_id=r.leaver.group_instance_id,
                        error_code=int(r.error)) for r in results])

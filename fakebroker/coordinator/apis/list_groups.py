@@ -6,7 +6,7 @@ filter matches everything. Groups are listed by group id (Kafka's order is hash 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...protocol import Struct
 from ..context import RequestContext
@@ -18,10 +18,12 @@ API_KEY = 16
 
 
 def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
+    b: Any = body
     v = ctx.api_version
-    states = {s.strip().lower() for s in body.states_filter} if v >= 4 else set()  # type: ignore[attr-defined]
-    types = {t.lower() for t in body.types_filter} if v >= 5 else set()  # type: ignore[attr-defined]
+    states = {s.strip().lower() for s in b.states_filter} if v >= 4 else set()
+    types = {t.lower() for t in b.types_filter} if v >= 5 else set()
     mt = coord.registry["ListGroupsResponse"]
+    cls: Any = mt.cls
     listed = []
     for group_id in sorted(coord.groups):
         g = coord.groups[group_id]
@@ -29,7 +31,7 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
             continue
         if types and g.type.lower() not in types:
             continue
-        listed.append(mt.cls.ListedGroup(  # type: ignore[attr-defined]
+        listed.append(cls.ListedGroup(
             group_id=group_id, protocol_type=g.listed_protocol_type,
             group_state=g.state_name, group_type=g.type))
     coord.env.reply(ctx, mt.new(groups=listed))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...protocol import Struct
 from ...protocol.error_codes import ErrorCode
@@ -72,31 +72,31 @@ class _Topic:
 
 def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
     v = ctx.api_version
-    b: object = body
+    b: Any = body
     results = _Results()
-    valid = _check_topics(coord.topics, b.topics, v, results)  # type: ignore[attr-defined]
+    valid = _check_topics(coord.topics, b.topics, v, results)
     if valid:
         _commit(coord, ctx, b, valid, results)
     _answer(coord, ctx, results)
 
 
-def _check_topics(catalog: TopicCatalog, topics: list[Struct], v: int,
+def _check_topics(catalog: TopicCatalog, topics: list[Any], v: int,
                   results: _Results) -> list[_Topic]:
     """The request handler's checks; returns the topics and partitions that pass."""
     valid: list[_Topic] = []
     for t in topics:
-        parts = [_Partition(p.partition_index, p.committed_offset,  # type: ignore[attr-defined]
-                            p.committed_leader_epoch, p.committed_metadata)  # type: ignore[attr-defined]
-                 for p in t.partitions]  # type: ignore[attr-defined]
+        parts = [_Partition(p.partition_index, p.committed_offset,
+                            p.committed_leader_epoch, p.committed_metadata)
+                 for p in t.partitions]
         if v >= 10:
-            topic_id: uuid.UUID = t.topic_id  # type: ignore[attr-defined]
+            topic_id: uuid.UUID = t.topic_id
             name = catalog.name_of(topic_id)
             if name is None:
                 for p in parts:
                     results.add("", topic_id, p.index, ErrorCode.UNKNOWN_TOPIC_ID)
                 continue
         else:
-            name = t.name  # type: ignore[attr-defined]
+            name = t.name
             topic_id = ZERO_UUID
         count = catalog.partition_count(name)
         if count is None:
@@ -114,14 +114,14 @@ def _check_topics(catalog: TopicCatalog, topics: list[Struct], v: int,
     return valid
 
 
-def _commit(coord: GroupCoordinator, ctx: RequestContext, b: object, topics: list[_Topic],
+def _commit(coord: GroupCoordinator, ctx: RequestContext, b: Any, topics: list[_Topic],
             results: _Results) -> None:
-    group_id: str = b.group_id  # type: ignore[attr-defined]
-    member_id: str = b.member_id  # type: ignore[attr-defined]
-    generation: int = b.generation_id_or_member_epoch  # type: ignore[attr-defined]
+    group_id: str = b.group_id
+    member_id: str = b.member_id
+    generation: int = b.generation_id_or_member_epoch
     try:
         group = _group_for_commit(coord, group_id, generation, ctx.api_version)
-        group.validate_offset_commit(member_id, b.group_instance_id, generation,  # type: ignore[attr-defined]
+        group.validate_offset_commit(member_id, b.group_instance_id, generation,
                                      ctx.api_version)
     except RuleViolation as v:
         for t in topics:
@@ -159,12 +159,13 @@ def _group_for_commit(coord: GroupCoordinator, group_id: str, generation: int,
 
 def _answer(coord: GroupCoordinator, ctx: RequestContext, results: _Results) -> None:
     mt = coord.registry["OffsetCommitResponse"]
+    cls: Any = mt.cls
     v = ctx.api_version
     topics = []
     for t in results.topics.values():
-        topics.append(mt.cls.OffsetCommitResponseTopic(  # type: ignore[attr-defined]
+        topics.append(cls.OffsetCommitResponseTopic(
             name=t.name if v < 10 else "",
             topic_id=t.topic_id if v >= 10 else ZERO_UUID,
-            partitions=[mt.cls.OffsetCommitResponsePartition(  # type: ignore[attr-defined]
+            partitions=[cls.OffsetCommitResponsePartition(
                 partition_index=p, error_code=int(e)) for p, e in t.partitions]))
     coord.env.reply(ctx, mt.new(topics=topics))

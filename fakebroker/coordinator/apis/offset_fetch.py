@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import uuid
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...protocol import Struct
 from ...protocol.error_codes import ErrorCode
@@ -68,14 +68,14 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
 
 
 def _queries(body: Struct, v: int) -> list[_GroupQuery]:
-    b: object = body
+    b: Any = body
     if v < 8:
-        topics = b.topics  # type: ignore[attr-defined]
-        return [_GroupQuery(b.group_id, None, -1,  # type: ignore[attr-defined]
+        topics = b.topics
+        return [_GroupQuery(b.group_id, None, -1,
                             None if topics is None else
                             [(t.name, ZERO_UUID, list(t.partition_indexes)) for t in topics])]
     out = []
-    for g in b.groups:  # type: ignore[attr-defined]
+    for g in b.groups:
         topics = None if g.topics is None else [
             (t.name if v < 10 else "", t.topic_id if v >= 10 else ZERO_UUID,
              list(t.partition_indexes)) for t in g.topics]
@@ -114,32 +114,32 @@ def _fetch(coord: GroupCoordinator, q: _GroupQuery, v: int) -> _GroupOffsets:
             name = resolved
         t = _TopicOffsets(name, topic_id)
         for p in partitions:
-            c = coord.offsets.get(q.group_id, name, p) if fetchable else None
-            t.partitions.append(_PartitionOffset(p) if c is None else
-                                _PartitionOffset(p, c.offset, c.leader_epoch, c.metadata))
+            got = coord.offsets.get(q.group_id, name, p) if fetchable else None
+            t.partitions.append(_PartitionOffset(p) if got is None else
+                                _PartitionOffset(p, got.offset, got.leader_epoch, got.metadata))
         result.topics.append(t)
     return result
 
 
 def _response(coord: GroupCoordinator, v: int, answers: list[_GroupOffsets]) -> Struct:
     mt = coord.registry["OffsetFetchResponse"]
-    cls = mt.cls
+    cls: Any = mt.cls
     if v >= 8:
-        return mt.new(groups=[cls.OffsetFetchResponseGroup(  # type: ignore[attr-defined]
+        return mt.new(groups=[cls.OffsetFetchResponseGroup(
             group_id=g.group_id,
             error_code=int(g.error),
-            topics=[cls.OffsetFetchResponseTopics(  # type: ignore[attr-defined]
+            topics=[cls.OffsetFetchResponseTopics(
                 name=t.name if v < 10 else "",
                 topic_id=t.topic_id if v >= 10 else ZERO_UUID,
-                partitions=[cls.OffsetFetchResponsePartitions(  # type: ignore[attr-defined]
+                partitions=[cls.OffsetFetchResponsePartitions(
                     partition_index=p.index, committed_offset=p.offset,
                     committed_leader_epoch=p.leader_epoch, metadata=p.metadata,
                     error_code=int(p.error)) for p in t.partitions])
                 for t in g.topics]) for g in answers])
     (g,) = answers
-    topics = [cls.OffsetFetchResponseTopic(  # type: ignore[attr-defined]
+    topics = [cls.OffsetFetchResponseTopic(
         name=t.name,
-        partitions=[cls.OffsetFetchResponsePartition(  # type: ignore[attr-defined]
+        partitions=[cls.OffsetFetchResponsePartition(
             partition_index=p.index, committed_offset=p.offset,
             committed_leader_epoch=p.leader_epoch, metadata=p.metadata,
             error_code=int(p.error)) for p in t.partitions])

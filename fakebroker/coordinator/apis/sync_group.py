@@ -7,7 +7,7 @@ the group Stable. In Stable a SyncGroup is answered at once with the stored assi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from ...protocol import Struct
 from ...protocol.error_codes import ErrorCode
@@ -29,12 +29,12 @@ S = ClassicGroupState
 
 
 def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
-    b: object = body
-    group_id: str = b.group_id  # type: ignore[attr-defined]
-    member_id: str = b.member_id  # type: ignore[attr-defined]
-    instance_id: str | None = b.group_instance_id  # type: ignore[attr-defined]
-    protocol_type: str | None = b.protocol_type  # type: ignore[attr-defined]
-    protocol_name: str | None = b.protocol_name  # type: ignore[attr-defined]
+    b: Any = body
+    group_id: str = b.group_id
+    member_id: str = b.member_id
+    instance_id: str | None = b.group_instance_id
+    protocol_type: str | None = b.protocol_type
+    protocol_name: str | None = b.protocol_name
 
     def answer(result: SyncResult) -> None:
         coord.env.reply(ctx, sync_response(coord.registry, ctx.api_version, result))
@@ -45,7 +45,7 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
         group = _classic_non_empty_group(coord, group_id)
         require_group_not_dead(group)
         require_member_identity(group, member_id, instance_id)
-        require_generation_matches(group, b.generation_id)  # type: ignore[attr-defined]
+        require_generation_matches(group, b.generation_id)
         require_protocol_consistent(group, protocol_type, protocol_name)
         require_not_rebalancing(group)
     except RuleViolation as v:
@@ -59,7 +59,7 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
         rb.remove_pending_sync_member(group, member_id)
         if group.is_leader(member_id):
             assignment: dict[str, bytes] = {}
-            for a in b.assignments:  # type: ignore[attr-defined]
+            for a in b.assignments:
                 assignment[a.member_id] = bytes(a.assignment)  # a repeated id: the last wins
             rb.set_and_propagate_assignment(group, assignment)
             group.transition_to(S.STABLE)

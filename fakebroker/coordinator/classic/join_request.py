@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from dataclasses import dataclass
 
 from ...protocol import Struct
@@ -21,19 +23,19 @@ class JoinRequest:
 
     @staticmethod
     def from_struct(body: Struct, api_version: int) -> JoinRequest:
-        b: object = body
-        session = b.session_timeout_ms  # type: ignore[attr-defined]
+        b: Any = body
+        session = b.session_timeout_ms
         return JoinRequest(
-            group_id=b.group_id,  # type: ignore[attr-defined]
+            group_id=b.group_id,
             session_timeout_ms=session,
             # v0 has no rebalance timeout; Kafka uses the session timeout in its place.
-            rebalance_timeout_ms=session if api_version == 0 else b.rebalance_timeout_ms,  # type: ignore[attr-defined]
-            member_id=b.member_id,  # type: ignore[attr-defined]
-            group_instance_id=b.group_instance_id,  # type: ignore[attr-defined]
-            protocol_type=b.protocol_type,  # type: ignore[attr-defined]
+            rebalance_timeout_ms=session if api_version == 0 else b.rebalance_timeout_ms,
+            member_id=b.member_id,
+            group_instance_id=b.group_instance_id,
+            protocol_type=b.protocol_type,
             protocols=tuple(ProtocolMetadata(p.name, bytes(p.metadata))
-                            for p in b.protocols),  # type: ignore[attr-defined]
-            reason=b.reason,  # type: ignore[attr-defined]
+                            for p in b.protocols),
+            reason=b.reason,
         )
 
     @property

@@ -8,6 +8,7 @@ version, the way Kafka's JoinGroupResponse / SyncGroupResponse constructors adju
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ...protocol import Registry, Struct
 from ...protocol.error_codes import ErrorCode
@@ -36,7 +37,7 @@ class SyncResult:
 
 def join_response(registry: Registry, version: int, r: JoinResult) -> Struct:
     mt = registry["JoinGroupResponse"]
-    member_cls = mt.cls.JoinGroupResponseMember  # type: ignore[attr-defined]
+    member_cls: Any = getattr(mt.cls, "JoinGroupResponseMember")
     name = r.protocol_name
     # Before v7 ProtocolName is not nullable: Kafka sends "" for none; from v7 it sends
     # null for "".
