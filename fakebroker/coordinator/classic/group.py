@@ -21,7 +21,7 @@ from ..errors import RuleViolation
 from ..events import (GenerationChanged, LeaderChanged, MemberJoined, MemberRemoved,
                       RemovalReason, StateChanged)
 from ..group import CLASSIC
-from .member import ClassicMember
+from .member import ClassicMember, ProtocolMetadata
 from .state import ClassicGroupState
 
 S = ClassicGroupState
@@ -50,6 +50,9 @@ class ClassicGroup:
         self.protocol_name: str | None = None
         self.leader_id: str | None = None
         self.members: dict[str, ClassicMember] = {}
+        # How many members list each protocol, kept as members come, go and rejoin, so a
+        # join costs O(its protocols), not O(group size) (Kafka keeps the same count).
+        self._protocol_counts: Counter[str] = Counter()
         self.static_members: dict[str, str] = {}  # group.instance.id -> member id
         # Ordered sets (dicts) keep iteration deterministic.
         self.pending_join: dict[str, None] = {}  # ids issued with MEMBER_ID_REQUIRED
@@ -126,11 +129,11 @@ class ClassicGroup:
             return protocol_type != "" and bool(protocol_names)
         if self.protocol_type != protocol_type:
             return False
-        counts = self._protocol_counts()
+        counts = self._protocol_counts
         return any(counts.get(name, 0) == len(self.members) for name in protocol_names)
 
     def candidate_protocols(self) -> frozenset[str]:
-        counts = self._protocol_counts()
+        counts = self._protocol_counts
         return frozenset(name for name, n in counts.items() if n == len(self.members))
 
     def select_protocol(self) -> str:
@@ -150,9 +153,13 @@ class ClassicGroup:
         return [JoinedMember(m.member_id, m.group_instance_id, m.metadata(self.protocol_name))
                 for m in self.members.values()]
 
-    def _protocol_counts(self) -> Counter[str]:
-        # A name listed twice by one member counts once (Kafka would count it twice).
-        return Counter(name for m in self.members.values() for name in m.protocol_names)
+    def set_protocols(self, member: ClassicMember, protocols: tuple[ProtocolMetadata, ...]) -> None:
+        """Replace a member's protocols, keeping the per-protocol counts right.
+        A name listed twice by one member counts once (Kafka would count it twice)."""
+        self._protocol_counts.subtract(member.protocol_names)
+        member.protocols = protocols
+        self._protocol_counts.update(member.protocol_names)
+        self._protocol_counts += Counter()  # drop names no member lists any more
 
     # ------------------------------------------------------------------ changes
 
@@ -177,6 +184,7 @@ class ClassicGroup:
         if not self.supports_protocols(member.protocol_type, member.protocol_names):
             raise ValueError("the group supports none of the member's protocols")
         self.members[member.member_id] = member
+        self._protocol_counts.update(member.protocol_names)
         self.pending_join.pop(member.member_id, None)
         self._env.emit(MemberJoined(self.group_id, self._env.now_ms, member.member_id,
                                     member.group_instance_id))
@@ -190,6 +198,8 @@ class ClassicGroup:
         self.pending_join.pop(member_id, None)
         self.pending_sync.pop(member_id, None)
         if member is not None:
+            self._protocol_counts.subtract(member.protocol_names)
+            self._protocol_counts += Counter()
             if member.group_instance_id is not None:
                 self.static_members.pop(member.group_instance_id, None)
             self._env.emit(MemberRemoved(self.group_id, self._env.now_ms, member_id,

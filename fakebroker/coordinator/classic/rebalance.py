@@ -168,10 +168,11 @@ class Rebalancer:
             group, f"Adding new member {member_id} with group instance id "
                    f"{_null(req.group_instance_id)}; client reason: {req.reason_text}")
 
-    def update_member(self, member: ClassicMember, req: JoinRequest, ctx: RequestContext) -> None:
+    def update_member(self, group: ClassicGroup, member: ClassicMember, req: JoinRequest,
+                      ctx: RequestContext) -> None:
         """Take the rejoin's protocols and timeouts, and park it. A join already parked for
         this member is dropped unanswered, as Kafka drops its future."""
-        member.protocols = req.protocols
+        group.set_protocols(member, req.protocols)
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.session_timeout_ms = req.session_timeout_ms
         member.awaiting_join = ctx
@@ -179,7 +180,7 @@ class Rebalancer:
     def update_member_then_rebalance_or_complete_join(self, ctx: RequestContext, req: JoinRequest,
                                                       group: ClassicGroup, member: ClassicMember,
                                                       reason: str) -> None:
-        self.update_member(member, req, ctx)
+        self.update_member(group, member, req, ctx)
         self.maybe_prepare_rebalance_or_complete_join(group, reason)
 
     def replace_static_member_then_rebalance_or_complete_join(
@@ -196,7 +197,7 @@ class Rebalancer:
         new = group.replace_static_member(req.group_instance_id, old_member_id, new_member_id)
         # Kafka reschedules before updating, so with the predecessor's session timeout.
         self.reschedule_heartbeat(group, new)
-        self.update_member(new, req, ctx)
+        self.update_member(group, new, req, ctx)
 
         if group.state is S.STABLE:
             if (group.protocol_name or "") == group.select_protocol():
