@@ -31,3 +31,13 @@ if [ ! -f "$stamp" ]; then
   rm -f .venv/.installed-*
   touch "$stamp"
 fi
+
+# A real Apache Kafka beside the fake broker (tests/realkafka, bench/coordinator.py): Kafka
+# 4.2.0's broker jars from Maven Central, resolved once into ~/.cache/connect-conformance
+# (offline afterwards; never into the repository). Needs Java 17+ and Maven.
+if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
+  log "installing Java 17 and Maven (Debian packages)"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq openjdk-17-jre-headless maven >/dev/null
+fi
+.venv/bin/python -m fakebroker.realkafka resolve

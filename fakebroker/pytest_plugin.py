@@ -6,6 +6,10 @@
 ``fake_broker`` runs on the wall clock with one topic ``test`` of 6 partitions and no
 initial rebalance delay; ``fake_broker_factory(**options)`` makes brokers with other
 settings (``virtual_clock=True`` gives one whose time moves only with ``.advance(ms)``).
+
+``real_kafka`` (session scope) is a real Apache Kafka 4.2.0 broker beside it
+(``fakebroker.realkafka``): ``real_kafka.bootstrap``; override ``real_kafka_settings`` to
+configure it.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from typing import Any
 import pytest
 
 from .coordinator.config import CoordinatorConfig
+from .realkafka.fixture import real_kafka, real_kafka_settings  # noqa: F401 - fixtures for users
 from .server.broker import FakeBroker
 from .server.clock import RealClock, VirtualClock
 from .server.config import BrokerConfig, Topic

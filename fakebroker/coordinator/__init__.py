@@ -5,7 +5,9 @@
     replies = coord.handle(RequestContext(1, 11, 9, "client", "127.0.0.1"), join, now_ms=0)
 
 See ``coordinator.py`` for the contract, ``classic/`` (and its README) for the classic
-protocol and ``apis/`` for one module per Kafka API.
+protocol, ``modern/`` (and its README) for the heartbeat-driven consumer and connect group
+types on the reconciliation engine (``reconcile/``), ``connect_assignor.py`` for Connect's
+leader-side incremental cooperative assignor, and ``apis/`` for one module per API.
 """
 
 from .classic import ClassicGroup, ClassicGroupState, ClassicMember, ProtocolMetadata
@@ -13,13 +15,18 @@ from .config import CoordinatorConfig, counting_suffixes, random_suffix
 from .context import Reply, RequestContext
 from .coordinator import GroupCoordinator
 from .errors import RuleViolation
-from .events import (GenerationChanged, GroupCreated, GroupEvent, LeaderChanged, MemberIdIssued,
-                     MemberJoined, MemberRemoved, RebalanceStarted, RemovalReason, StateChanged)
+from .events import (AssignmentComputeRequested, GenerationChanged, GroupCreated, GroupDeleted,
+                     GroupEpochChanged, GroupEvent, LeaderChanged, MemberEpochChanged,
+                     MemberIdIssued, MemberJoined, MemberRemoved, RebalanceStarted,
+                     RemovalReason, StateChanged, TargetAssignmentChanged)
 from .group import Group
+from .modern import ConnectGroup, ConsumerGroup
 from .offsets import CommittedOffset, OffsetStore
 from .topics import FixedTopics, OpenTopics, TopicCatalog
 
 __all__ = [
+    "AssignmentComputeRequested", "ConnectGroup", "ConsumerGroup", "GroupDeleted",
+    "GroupEpochChanged", "MemberEpochChanged", "TargetAssignmentChanged",
     "ClassicGroup", "ClassicGroupState", "ClassicMember", "CommittedOffset", "CoordinatorConfig",
     "FixedTopics", "GenerationChanged", "Group", "GroupCoordinator", "GroupCreated", "GroupEvent",
     "LeaderChanged", "MemberIdIssued", "MemberJoined", "MemberRemoved", "OffsetStore",

@@ -6,6 +6,10 @@
     coord.next_deadline()                               # when to call tick() next
     coord.drain_events()                                # MemberJoined, StateChanged, ...
 
+Group types share one namespace of group ids (``groups``): classic groups, KIP-848
+consumer groups and the draft's connect groups (``modern/``). ``api_keys`` lists the APIs of
+the protocols ``CoordinatorConfig.rebalance_protocols`` enables.
+
 It never touches a socket or a clock. Time only moves forward; every input first fires
 the timers due by its ``now_ms`` (each at its own deadline), so a request and an expiry
 at the same instant see the expiry first. Timers a request sets for its own instant fire
@@ -15,21 +19,27 @@ before ``handle`` returns.
 from __future__ import annotations
 
 from ..protocol import Registry, Struct, default_registry
-from .apis import HANDLERS
+from .apis import HANDLERS, PROTOCOL_OF_API
 from .classic.group import ClassicGroup
 from .classic.rebalance import Rebalancer
 from .config import CoordinatorConfig
 from .context import Reply, RequestContext
 from .env import Env
-from .events import GroupCreated, GroupEvent
+from .events import GroupCreated, GroupDeleted, GroupEvent
 from .group import Group
+from .modern import ConnectGroup, ConsumerGroup, ModernGroup
 from .offsets import OffsetStore
-from .topics import OpenTopics, TopicCatalog
+from .topics import FixedTopics, OpenTopics, TopicCatalog
 
 
 class GroupCoordinator:
     def __init__(self, registry: Registry | None = None, config: CoordinatorConfig | None = None,
-                 *, topics: TopicCatalog | None = None) -> None:
+                 *, topics: TopicCatalog | None = None,
+                 cluster: TopicCatalog | None = None) -> None:
+        """``topics`` answers the offset APIs' topic checks (default: every topic exists).
+        ``cluster`` is the cluster's topics as consumer groups assign them (names, ids,
+        partition counts); it defaults to ``topics`` when that is given, else to no
+        topics at all (a consumer group then has nothing to assign)."""
         self.registry = registry if registry is not None else default_registry()
         self.config = config if config is not None else CoordinatorConfig()
         self.env = Env(self.registry, self.config)
@@ -37,22 +47,27 @@ class GroupCoordinator:
         self.groups: dict[str, Group] = {}
         self.offsets = OffsetStore()
         self.topics: TopicCatalog = topics if topics is not None else OpenTopics()
+        self.cluster: TopicCatalog = (cluster if cluster is not None
+                                      else topics if topics is not None else FixedTopics({}))
         self.rebalancer = Rebalancer(self.env, self.classic_group)
         self._started = False
 
     # ------------------------------------------------------------------ inputs
 
     def api_keys(self) -> list[int]:
-        """The APIs this coordinator answers."""
-        return sorted(HANDLERS)
+        """The APIs this coordinator answers: those of the enabled rebalance protocols."""
+        enabled = set(self.config.rebalance_protocols)
+        return sorted(k for k in HANDLERS if PROTOCOL_OF_API.get(k, "classic") in enabled)
 
     def handle(self, ctx: RequestContext, body: Struct, now_ms: int) -> list[Reply]:
         """Handle one request. Returns the replies ready now: possibly none (a parked
         JoinGroup or SyncGroup), possibly several (a join that completes a phase answers
         every parked join). Replies to requests parked earlier may come first."""
         handler = HANDLERS.get(ctx.api_key)
-        if handler is None:
-            raise ValueError(f"API key {ctx.api_key} is not a group coordinator API")
+        if handler is None or \
+                PROTOCOL_OF_API.get(ctx.api_key, "classic") not in self.config.rebalance_protocols:
+            raise ValueError(f"API key {ctx.api_key} is not a group coordinator API"
+                             + ("" if handler is None else " of an enabled protocol"))
         mt = self.registry.request(ctx.api_key)
         if type(body) is not mt.cls:
             raise TypeError(f"expected a {mt.name}, got {type(body).__name__}")
@@ -98,6 +113,48 @@ class GroupCoordinator:
         self.groups[group_id] = group
         self.env.emit(GroupCreated(group_id, self.env.now_ms, group.type))
         return group
+
+    def consumer_group(self, group_id: str) -> ConsumerGroup | None:
+        group = self.groups.get(group_id)
+        return group if isinstance(group, ConsumerGroup) else None
+
+    def connect_group(self, group_id: str) -> ConnectGroup | None:
+        group = self.groups.get(group_id)
+        return group if isinstance(group, ConnectGroup) else None
+
+    def new_consumer_group(self, group_id: str) -> ConsumerGroup:
+        """A consumer group not yet in ``groups``: ``adopt`` it once a request created it
+        (Kafka materialises a new group only when its records are written)."""
+        return ConsumerGroup(group_id, self.env, self.cluster)
+
+    def new_connect_group(self, group_id: str) -> ConnectGroup:
+        """A connect group not yet in ``groups`` (see ``new_consumer_group``)."""
+        return ConnectGroup(group_id, self.env)
+
+    def adopt(self, group: ModernGroup) -> None:  # type: ignore[type-arg]
+        """Register a new heartbeat-driven group under its id, replacing an empty group of
+        another type there (Kafka deletes an empty classic group a consumer member joins)."""
+        gid = group.group_id
+        previous = self.groups.get(gid)
+        if previous is group:
+            return
+        if previous is not None:
+            if not previous.is_empty():
+                raise ValueError(f"group {gid!r} is not empty")
+            self.drop_group(gid, replaced_by=group.type)
+        self.groups[gid] = group
+        self.env.emit(GroupCreated(gid, self.env.now_ms, group.type))
+        group.arm()  # a group rebuilt from records comes with its members' deadlines
+
+    def drop_group(self, group_id: str, replaced_by: str) -> None:
+        """Delete an empty group (its committed offsets stay: they belong to the id)."""
+        group = self.groups.pop(group_id)
+        if isinstance(group, ModernGroup):
+            group.disarm()
+        else:
+            self.env.timers.cancel_where(
+                lambda k: isinstance(k, tuple) and len(k) >= 2 and k[1] == group_id)
+        self.env.emit(GroupDeleted(group_id, self.env.now_ms, group.type, replaced_by))
 
     # ------------------------------------------------------------------ time
 

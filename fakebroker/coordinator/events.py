@@ -20,6 +20,7 @@ class RemovalReason(str, Enum):
     LEAVE = "leave"                              # LeaveGroup
     FENCED = "fenced"                            # a static member's id replaced by a new one
     GROUP_MAX_SIZE = "group-max-size"            # rejected rejoin of a full group
+    FENCED_EPOCH = "fenced-member-epoch"         # connect groups: a stale member epoch
 
     def __str__(self) -> str:
         return self.value
@@ -81,3 +82,51 @@ class LeaderChanged(GroupEvent):
 class StateChanged(GroupEvent):
     previous: str
     state: str
+
+
+# --- heartbeat-driven groups (consumer, connect) -------------------------------------
+
+@dataclass(frozen=True)
+class GroupDeleted(GroupEvent):
+    """An empty group was replaced by a group of another type using its id (Kafka deletes
+    an empty classic group when a consumer member joins, and vice versa)."""
+
+    group_type: str
+    replaced_by: str
+
+
+@dataclass(frozen=True)
+class GroupEpochChanged(GroupEvent):
+    """The group epoch went up: a new target assignment is due."""
+
+    epoch: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class TargetAssignmentChanged(GroupEvent):
+    """A new target assignment: computed by a server-side assignor ("assignor:<name>") or
+    installed by a member ("install:<member id>")."""
+
+    assignment_epoch: int
+    source: str
+
+
+@dataclass(frozen=True)
+class MemberEpochChanged(GroupEvent):
+    """A member's reconciliation moved: its state (Kafka's MemberState names: STABLE,
+    UNREVOKED_PARTITIONS, UNRELEASED_PARTITIONS, UNKNOWN) or its member epoch."""
+
+    member_id: str
+    from_state: str
+    from_epoch: int
+    to_state: str
+    to_epoch: int
+
+
+@dataclass(frozen=True)
+class AssignmentComputeRequested(GroupEvent):
+    """Connect groups: the member was answered COMPUTE_ASSIGNMENT for ``group_epoch``."""
+
+    member_id: str
+    group_epoch: int

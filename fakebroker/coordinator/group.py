@@ -1,8 +1,8 @@
 """What every group type offers the shared APIs (ListGroups, DescribeGroups, offsets).
 
 Group ids are one namespace across types, as in Kafka: ``GroupCoordinator.groups`` maps a
-group id to exactly one group object, whose ``type`` says which protocol runs it. The
-classic group is the first type; the heartbeat-driven types plug in beside it.
+group id to exactly one group object, whose ``type`` says which protocol runs it: "classic"
+(``classic/``), and the heartbeat-driven "consumer" and "connect" (``modern/``).
 """
 
 from __future__ import annotations

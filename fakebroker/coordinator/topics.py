@@ -28,6 +28,9 @@ class TopicCatalog(Protocol):
     def id_of(self, name: str) -> uuid.UUID | None:
         """The id of ``name``, or None."""
 
+    def names(self) -> list[str]:
+        """Every topic known, sorted (regex subscriptions of consumer groups match these)."""
+
 
 class FixedTopics:
     """A catalogue of known topics: ``FixedTopics({"t": 3})`` (ids derived from names)."""
@@ -46,6 +49,9 @@ class FixedTopics:
 
     def id_of(self, name: str) -> uuid.UUID | None:
         return self._ids.get(name)
+
+    def names(self) -> list[str]:
+        return sorted(self._partitions)
 
 
 class OpenTopics:
@@ -68,3 +74,7 @@ class OpenTopics:
         tid = derived_topic_id(name)
         self._names.setdefault(tid, name)
         return tid
+
+    def names(self) -> list[str]:
+        """Only the names seen so far: every name exists, but none can be listed."""
+        return sorted(self._names.values())

@@ -2,8 +2,9 @@
 
 Each connection becomes one TCP stream from 127.0.0.1:<client port> to 127.0.0.1:<server
 port>: a three-way handshake, the frames as data segments (split at the MSS) with
-consistent sequence and acknowledgement numbers, and a FIN/ACK teardown after the last
-exchange of the whole capture. Frames are written as given, size prefix included, so a
+consistent sequence and acknowledgement numbers, and a FIN/ACK teardown: where a "close"
+exchange says the connection ended (the side that closed sends the first FIN), otherwise
+after the last exchange of the whole capture. Frames are written as given, size prefix included, so a
 transcript of faulty bytes exports as faithfully as a clean one.
 
 The output depends only on the input: ports and initial sequence numbers are derived from
@@ -45,12 +46,14 @@ _SEQ_MOD = 1 << 32
 
 @dataclass(frozen=True)
 class Exchange:
-    """One frame on one connection: a request (client to server) or a response."""
+    """One frame on one connection: a request (client to server) or a response; or, with
+    direction "close" and no frame, the connection ending (``by`` "client" or "server")."""
 
     connection: str | int
-    direction: str  # "request" | "response"
+    direction: str  # "request" | "response" | "close"
     frame: bytes  # the whole frame, 4-byte size prefix included
     time: float  # seconds since the epoch
+    by: str = "client"  # close only: who sends the first FIN
 
 
 def _digest(connection: str | int) -> bytes:
@@ -77,6 +80,7 @@ class _Stream:
         self.seq = [int.from_bytes(d[4:8], "big"), int.from_bytes(d[8:12], "big")]
         # The peer's sequence number each side has acknowledged up to.
         self.acked = [self.seq[_SERVER], self.seq[_CLIENT]]
+        self.closed = False
 
 
 class _Builder:
@@ -136,8 +140,11 @@ class _Builder:
         return s
 
     def add(self, ex: Exchange) -> None:
+        if ex.direction == "close":
+            self._close_one(ex)
+            return
         if ex.direction not in ("request", "response"):
-            raise ValueError(f"direction must be 'request' or 'response', got {ex.direction!r}")
+            raise ValueError(f"direction must be 'request', 'response' or 'close', got {ex.direction!r}")
         frame = bytes(ex.frame)
         if not frame:
             raise ValueError(f"empty frame on connection {ex.connection!r}: nothing to send")
@@ -145,6 +152,8 @@ class _Builder:
             raise ValueError(f"time {ex.time!r} is not a non-negative number of seconds")
         at_us = round(ex.time * 1_000_000)
         s = self.streams.get(ex.connection) or self._open(ex.connection, at_us)
+        if s.closed:
+            raise ValueError(f"a frame on connection {ex.connection!r} after it closed")
         side = _CLIENT if ex.direction == "request" else _SERVER
         peer = 1 - side
         for off in range(0, len(frame), self.mss):
@@ -156,16 +165,31 @@ class _Builder:
             self._emit(s, side, "PA" if last else "A", at_us, chunk)
             s.seq[side] += len(chunk)
 
+    def _teardown(self, s: _Stream, first: int, at_us: int) -> None:
+        second = 1 - first
+        self._emit(s, first, "FA", at_us)
+        s.seq[first] += 1  # a FIN takes a sequence number
+        self._emit(s, second, "FA", at_us)
+        s.seq[second] += 1
+        self._emit(s, first, "A", at_us)
+        s.closed = True
+
+    def _close_one(self, ex: Exchange) -> None:
+        if ex.by not in ("client", "server"):
+            raise ValueError(f"a close is by 'client' or 'server', got {ex.by!r}")
+        s = self.streams.get(ex.connection)
+        if s is None or s.closed:
+            return  # nothing was sent on it (or it is closed already): nothing to tear down
+        if not math.isfinite(ex.time) or ex.time < 0:
+            raise ValueError(f"time {ex.time!r} is not a non-negative number of seconds")
+        self._teardown(s, _CLIENT if ex.by == "client" else _SERVER, round(ex.time * 1_000_000))
+
     def close_all(self) -> None:
         # The client closes first, as a Kafka client disconnecting does; every stream
-        # closes after the last exchange so none ends before the capture does.
+        # still open closes after the last exchange so none ends before the capture does.
         for s in self.streams.values():
-            t = self.last_us + 1
-            self._emit(s, _CLIENT, "FA", t)
-            s.seq[_CLIENT] += 1  # a FIN takes a sequence number
-            self._emit(s, _SERVER, "FA", t)
-            s.seq[_SERVER] += 1
-            self._emit(s, _CLIENT, "A", t)
+            if not s.closed:
+                self._teardown(s, _CLIENT, self.last_us + 1)
 
     def write(self, out: BinaryIO) -> None:
         w = PcapWriter(out, linktype=_DLT_EN10MB, endianness="<", snaplen=_SNAPLEN, sync=False)

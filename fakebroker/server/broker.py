@@ -2,8 +2,15 @@
 
 Each connection is served strictly in order, one request at a time, as Kafka's network
 layer does (it mutes a channel until the response to its request is sent). A client may
-pipeline requests; they wait in the socket buffer and are answered in order, also while
-a JoinGroup is parked in the coordinator.
+pipeline requests; they are read ahead a little and answered in order, also while a
+JoinGroup is parked in the coordinator. A client that disconnects while its request waits
+(parked, delayed, held) is closed at once, as Kafka closes the channel: the request goes
+on in the coordinator, its reply is discarded.
+
+Scripting (``fakebroker.script``) plugs in here: every request passes the broker's
+``hooks`` (request side) before the coordinator and its response passes them again
+(response side) before it is written; every frame read or written, and every connection
+closing, is given to the attached recorders as one transcript event.
 """
 
 from __future__ import annotations
@@ -17,17 +24,22 @@ from typing import Any
 
 from ..coordinator import GroupCoordinator, Reply, RequestContext
 from ..coordinator.config import CoordinatorConfig
+from ..coordinator.topics import FixedTopics
 from ..protocol import DecodeError, EncodeError, Registry, Struct, default_registry
 from ..protocol.error_codes import ErrorCode
-from ..protocol.framing import Request, decode_request, encode_response
+from ..protocol.framing import Request, add_size_prefix, decode_request, encode_response
+from ..script.hooks import (Action, Call, Close, Continue, Defer, Delay, Drop, ErrorResponse,
+                            Hold, Hooks, Respond)
+from ..script.recorder import Recorder
 from .apis import HANDLERS
 from .apis import api_versions
 from .apis.context import BrokerContext
-from .clock import Clock, RealClock
+from .clock import Clock, RealClock, VirtualClock
 from .config import BrokerConfig
 
 log = logging.getLogger("fakebroker")
 _FRAME_SIZE = 4
+_READ_AHEAD = 16  # frames read ahead of the one being served (pipelining)
 
 
 @dataclass
@@ -36,6 +48,13 @@ class Connection:
     peer: str
     writer: asyncio.StreamWriter
     requests: int = 0
+    # Who ends it and why, for the transcript's close event.
+    closed_by: str = "client"
+    close_reason: str | None = None
+    close_notes: list[str] = field(default_factory=list)
+    peer_gone: bool = False  # the client closed (EOF seen by the reader)
+    waiting: int = 0  # waits in progress for its current request (parked, delayed, held)
+    closed: bool = False  # closed and recorded as such: nothing more is sent or recorded
 
 
 @dataclass
@@ -53,9 +72,23 @@ class FakeBroker:
     coordinator_config: CoordinatorConfig = field(default_factory=CoordinatorConfig)
     clock: Clock = field(default_factory=RealClock)
     registry: Registry = field(default_factory=default_registry)
+    # The offset APIs' topic checks use the configured topics instead of accepting any
+    # topic (UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID as a real broker answers).
+    strict_topics: bool = False
 
     def __post_init__(self) -> None:
-        self.coordinator = GroupCoordinator(self.registry, self.coordinator_config)
+        topics = FixedTopics({t.name: t.partitions for t in self.config.topics},
+                             {t.name: t.topic_id for t in self.config.topics}) \
+            if self.strict_topics else None
+        self.coordinator = GroupCoordinator(self.registry, self.coordinator_config, topics=topics)
+        self.hooks = Hooks(self.registry)
+        self.recorders: list[Recorder] = []
+        # Exchanges running, and those of them waiting on something outside (a parked
+        # coordinator reply, the clock, a gate) with the test that says they can go on:
+        # ``quiet()`` reads them so virtual-time drivers know when the broker is idle.
+        self._busy = 0
+        self._waits: dict[int, Any] = {}
+        self._wait_ids = itertools.count(1)
         self._server: asyncio.base_events.Server | None = None
         self._conn_ids = itertools.count(1)
         self._request_ids = itertools.count(1)
@@ -91,6 +124,8 @@ class FakeBroker:
         host, port = self._server.sockets[0].getsockname()[:2]
         self.ctx = BrokerContext(self.registry, self.config, self.clock, host, port,
                                  self.supported_versions())
+        for rec in self.recorders:
+            self._begin(rec)
         self._timer_task = asyncio.create_task(self._timers())
         await self._server.start_serving()
         log.info("listening on %s:%d", host, port)
@@ -100,6 +135,8 @@ class FakeBroker:
         if self._server is not None:
             self._server.close()
         for conn in list(self._connections.values()):
+            if not conn.closed:
+                conn.closed_by, conn.close_reason = "broker", "broker stopped"
             conn.writer.close()
         for task in list(self._tasks) + ([self._timer_task] if self._timer_task else []):
             task.cancel()
@@ -109,6 +146,8 @@ class FakeBroker:
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
+        for rec in list(self.recorders):
+            self.stop_recording(rec)
         log.info("stopped")
 
     async def __aenter__(self) -> FakeBroker:
@@ -117,6 +156,62 @@ class FakeBroker:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.stop()
+
+    # ------------------------------------------------------------------ scripting
+
+    def record(self, sink: Any = None, **options: Any) -> Recorder:
+        """Record every exchange from now on: to a JSON Lines file (a path), a callable
+        taking each line's object, or memory only (None). Returns the recorder; its
+        ``events`` hold what it saw. Options go to ``Recorder``; or pass a Recorder."""
+        rec = sink if isinstance(sink, Recorder) else Recorder(sink, **options)
+        if self.ctx is not None:
+            self._begin(rec)
+        self.recorders.append(rec)
+        return rec
+
+    def stop_recording(self, rec: Recorder) -> None:
+        if rec in self.recorders:
+            self.recorders.remove(rec)
+        rec.close_sink()
+
+    def _begin(self, rec: Recorder) -> None:
+        assert self.ctx is not None
+        rec.begin(host=self.ctx.host, port=self.ctx.port, node_id=self.config.node_id,
+                  clock="virtual" if isinstance(self.clock, VirtualClock) else "real",
+                  coordinator=self.coordinator_config)
+
+    def quiet(self) -> bool:
+        """Nothing can happen without new input: no exchange is running, none of those
+        waiting may go on, no coordinator deadline or clock sleeper is due."""
+        if self._busy:
+            return False
+        if any(ready() for ready in self._waits.values()):
+            return False
+        now = self.clock.now_ms()
+        deadline = self.coordinator.next_deadline()
+        if deadline is not None and deadline <= now:
+            return False
+        deadlines = getattr(self.clock, "deadlines", None)
+        return not (deadlines is not None and any(d <= now for d in deadlines()))
+
+    @contextlib.contextmanager
+    def _waiting(self, ready: Any, conn: Connection | None = None) -> Any:
+        """Mark the current exchange (of ``conn``) as waiting until ``ready()`` says it may
+        go on. A client that has left by now is closed at once (Kafka's channel close)."""
+        token = next(self._wait_ids)
+        self._waits[token] = ready
+        self._busy -= 1
+        if conn is not None:
+            conn.waiting += 1
+            if conn.peer_gone:
+                self._close(conn, "closed by the client while its request waited")
+        try:
+            yield
+        finally:
+            self._busy += 1
+            del self._waits[token]
+            if conn is not None:
+                conn.waiting -= 1
 
     # ------------------------------------------------------------------ connections
 
@@ -128,27 +223,67 @@ class FakeBroker:
         conn = Connection(next(self._conn_ids), f"{peer[0]}:{peer[1]}" if peer else "?", writer)
         self._connections[conn.id] = conn
         log.debug("connection %d from %s", conn.id, conn.peer)
+        frames: asyncio.Queue[bytes | None] = asyncio.Queue(_READ_AHEAD)
+        pump = asyncio.ensure_future(self._pump(reader, conn, frames))
+        try:
+            while True:
+                frame = await frames.get()
+                if frame is None or conn.closed:
+                    break
+                self._busy += 1
+                try:
+                    out = await self._exchange(conn, frame)
+                finally:
+                    self._busy -= 1
+                if conn.closed:
+                    break  # the client left while this request waited
+                if out is None:
+                    conn.closed_by = "broker"
+                    break
+                if out:  # empty: a hook dropped the reply
+                    writer.write(out)
+                    await writer.drain()
+        except (ConnectionError, asyncio.IncompleteReadError) as e:
+            conn.close_reason = conn.close_reason or f"connection error: {e}"
+        except asyncio.CancelledError:
+            conn.closed_by, conn.close_reason = "broker", conn.close_reason or "broker stopped"
+        except Exception:  # noqa: BLE001 - a bug must cost one connection, never the server
+            log.exception("connection %d: internal error; closing it", conn.id)
+            conn.closed_by, conn.close_reason = "broker", "internal error"
+        finally:
+            pump.cancel()
+            self._connections.pop(conn.id, None)
+            self._tasks.discard(task)
+            self._close(conn)
+            log.debug("connection %d closed", conn.id)
+
+    async def _pump(self, reader: asyncio.StreamReader, conn: Connection,
+                    frames: asyncio.Queue[bytes | None]) -> None:
+        """Read frames ahead of the one being served; notice the client leaving."""
         try:
             while True:
                 frame = await self._read_frame(reader, conn)
                 if frame is None:
                     break
-                out = await self._exchange(conn, frame)
-                if out is None:
-                    break
-                writer.write(out)
-                await writer.drain()
-        except (ConnectionError, asyncio.IncompleteReadError):
-            pass
-        except asyncio.CancelledError:
-            pass
-        except Exception:  # noqa: BLE001 - a bug must cost one connection, never the server
-            log.exception("connection %d: internal error; closing it", conn.id)
-        finally:
-            self._connections.pop(conn.id, None)
-            self._tasks.discard(task)
-            writer.close()
-            log.debug("connection %d closed", conn.id)
+                await frames.put(frame)
+        except (ConnectionError, asyncio.IncompleteReadError) as e:
+            conn.close_reason = conn.close_reason or f"connection error: {e}"
+        if conn.closed_by == "client":
+            conn.peer_gone = True
+            if conn.waiting:
+                self._close(conn, "closed by the client while its request waited")
+        await frames.put(None)
+
+    def _close(self, conn: Connection, reason: str | None = None) -> None:
+        """Close the connection and record it, once."""
+        if conn.closed:
+            return
+        conn.closed = True
+        conn.close_reason = conn.close_reason or reason
+        conn.writer.close()
+        for rec in list(self.recorders):
+            rec.close(conn.id, conn.closed_by, self.clock.now_ms(), conn.close_reason,
+                      conn.close_notes)
 
     async def _read_frame(self, reader: asyncio.StreamReader, conn: Connection) -> bytes | None:
         try:
@@ -162,6 +297,7 @@ class FakeBroker:
         if size < 0 or size > self.config.max_frame_bytes:
             log.error("connection %d: frame size %d outside [0, %d] (rule frame-too-large); "
                       "closing", conn.id, size, self.config.max_frame_bytes)
+            conn.closed_by, conn.close_reason = "broker", f"frame size {size} refused"
             return None
         try:
             return await reader.readexactly(size)
@@ -171,28 +307,141 @@ class FakeBroker:
             return None
 
     async def _exchange(self, conn: Connection, frame: bytes) -> bytes | None:
-        """One request in, its response frame out; None closes the connection."""
+        """One request in, its response frame out; None closes the connection, b"" sends
+        nothing (a hook dropped the reply)."""
         assert self.ctx is not None
         try:
             req = decode_request(self.registry, frame)
         except DecodeError as e:
+            self._record_request(conn, frame, error=str(e))
             return self._refuse(conn, e)
         conn.requests += 1
         if req.api_key not in self.ctx.supported or not (
                 self.ctx.supported[req.api_key][0] <= req.version <= self.ctx.supported[req.api_key][1]):
             log.error("connection %d: %s v%d is not advertised; closing", conn.id,
                       self.registry.api_name(req.api_key), req.version)
+            self._record_request(conn, frame, req)
+            conn.close_reason = "version not advertised"
             return None
-        body = await self.dispatch(conn, req)
-        if body is None:
+        call = Call(self.registry, conn.id, req.api_key, req.version, req.correlation_id,
+                    req.header.client_id, req.body, self.clock.now_ms(), peer=conn.peer)  # type: ignore[attr-defined]
+        received = req.body.to_json() if self.recorders else None  # before a hook edits it
+        notes: list[str] = []
+        action = self._decide(call, notes)
+        self._record_request(conn, frame, req, received, notes)
+        outcome, body = await self._perform(call, action, conn)
+        if outcome == "continue":
+            req.body = call.request
+            body = await self.dispatch(conn, req)
+        if outcome in ("drop", "close") or body is None:
+            return self._no_reply(conn, outcome, notes)
+        call.side, call.response, call.now_ms = "response", body, self.clock.now_ms()
+        action = self._decide(call, notes)
+        if action is not None:
+            outcome, replaced = await self._perform(call, action, conn)
+            if outcome in ("drop", "close"):
+                return self._no_reply(conn, outcome, notes)
+            body = replaced if outcome == "respond" else call.response
+        assert body is not None
+        if getattr(type(body), "_message_type", None) is not self.registry.response(req.api_key):
+            log.error("connection %d: a hook answered %s with %s; closing", conn.id,
+                      self.registry.api_name(req.api_key), type(body).__name__)
+            conn.close_reason = "hook answered with the wrong type"
             return None
         try:
-            return encode_response(self.registry, body, req.version, req.correlation_id,
-                                   size_prefix=True)
+            out = encode_response(self.registry, body, req.version, req.correlation_id,
+                                  size_prefix=True)
         except EncodeError as e:
             log.error("connection %d: cannot encode %s v%d response: %s; closing", conn.id,
                       self.registry.api_name(req.api_key), req.version, e)
+            conn.close_reason = f"cannot encode the response: {e}"
             return None
+        if conn.closed:
+            return None  # the client left while it waited: the reply is discarded
+        for rec in list(self.recorders):
+            rec.response(self.registry, conn.id, req.api_key, req.version, req.correlation_id,
+                         body, out, self.clock.now_ms(), notes)
+        return out
+
+    def _decide(self, call: Call, notes: list[str]) -> Action | None:
+        if not len(self.hooks):
+            return None
+        action, hook = self.hooks.decide(call)
+        if action is not None and hook is not None:
+            notes.append(f"{call.side}:{call.label or hook.name}:{action.describe()}")
+        return action
+
+    def _no_reply(self, conn: Connection, outcome: str, notes: list[str]) -> bytes | None:
+        if outcome == "drop":
+            return b""
+        conn.close_reason, conn.close_notes = "closed by a hook", notes
+        return None
+
+    async def _perform(self, call: Call, action: Action | None,
+                       conn: Connection | None = None) -> tuple[str, Struct | None]:
+        """Carry out a hook's action: ("continue" | "respond" | "drop" | "close", body)."""
+        while action is not None:
+            if isinstance(action, Continue):
+                break
+            if isinstance(action, Respond):
+                body = action.body
+                if isinstance(body, dict):
+                    body = self.registry.response(call.api_key).cls.from_json(body)
+                return "respond", body
+            if isinstance(action, ErrorResponse):
+                return "respond", call.error_response(action.code, action.message)
+            if isinstance(action, Drop):
+                return "drop", None
+            if isinstance(action, Close):
+                return "close", None
+            if isinstance(action, Delay):
+                if action.real:
+                    with self._waiting(lambda: False, conn):
+                        await asyncio.sleep(action.ms / 1000)
+                else:
+                    deadline = self.clock.now_ms() + action.ms
+                    with self._waiting(lambda: self.clock.now_ms() >= deadline, conn):
+                        await self.clock.sleep_until(deadline)
+                action = action.then
+            elif isinstance(action, Hold):
+                await self._hold(action, conn)
+                action = action.then
+            elif isinstance(action, Defer):
+                with self._waiting(lambda: False, conn):
+                    action = await action.decide()
+            else:
+                raise TypeError(f"unknown action {action!r}")
+        return "continue", None
+
+    async def _hold(self, action: Hold, conn: Connection | None) -> None:
+        gate = action.gate
+        if action.timeout_ms is None:
+            with self._waiting(lambda: gate.opened, conn):
+                await gate.wait()
+            return
+        deadline = self.clock.now_ms() + action.timeout_ms
+        with self._waiting(lambda: gate.opened or self.clock.now_ms() >= deadline, conn):
+            waiters = [asyncio.ensure_future(gate.wait()),
+                       asyncio.ensure_future(self.clock.sleep_until(deadline))]
+            try:
+                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                for w in waiters:
+                    w.cancel()
+
+    def _record_request(self, conn: Connection, frame: bytes, req: Request | None = None,
+                        body: dict[str, Any] | None = None, notes: list[str] | None = None,
+                        error: str | None = None) -> None:
+        if not self.recorders:
+            return
+        raw = add_size_prefix(frame)
+        now = self.clock.now_ms()
+        for rec in list(self.recorders):
+            if req is None:
+                rec.request(self.registry, conn.id, raw, now, error=error)
+            else:
+                rec.request(self.registry, conn.id, raw, now, header=req.header,
+                            body=body if body is not None else req.body.to_json(), hooks=notes)
 
     def _refuse(self, conn: Connection, e: DecodeError) -> bytes | None:
         header = e.header
@@ -202,9 +451,14 @@ class FakeBroker:
             # client can retry with a version both sides know.
             assert self.ctx is not None
             body = api_versions.response(self.ctx, ErrorCode.UNSUPPORTED_VERSION)
-            return encode_response(self.registry, body, 0, header.correlation_id,  # type: ignore[attr-defined]
-                                   size_prefix=True)
+            out = encode_response(self.registry, body, 0, header.correlation_id,  # type: ignore[attr-defined]
+                                  size_prefix=True)
+            for rec in list(self.recorders):
+                rec.response(self.registry, conn.id, api_versions.API_KEY, 0,
+                             header.correlation_id, body, out, self.clock.now_ms())  # type: ignore[attr-defined]
+            return out
         log.error("connection %d: malformed request: %s; closing", conn.id, e)
+        conn.close_reason = f"malformed request: {e}"
         return None
 
     async def dispatch(self, conn: Connection, req: Request) -> Struct | None:
@@ -214,7 +468,9 @@ class FakeBroker:
         if handler is not None:
             result = handler.handle(self.ctx, req.body, req.version)
             if asyncio.iscoroutine(result):
-                result = await result
+                # (A Fetch waiting on the clock: quiet() sees its sleeper.)
+                with self._waiting(lambda: False, conn):
+                    result = await result
             return result
         rid = next(self._request_ids)
         fut: asyncio.Future[Struct] = asyncio.get_running_loop().create_future()
@@ -223,7 +479,8 @@ class FakeBroker:
         rctx = RequestContext(rid, req.api_key, req.version, client_id, conn.peer.rsplit(":", 1)[0])
         self._deliver(self.coordinator.handle(rctx, req.body, self.clock.now_ms()))
         try:
-            return await fut
+            with self._waiting(fut.done, conn):
+                return await fut
         finally:
             self._pending.pop(rid, None)
 
@@ -243,7 +500,7 @@ class FakeBroker:
         while True:
             self._wake.clear()
             deadline = self.coordinator.next_deadline()
-            waiters = [asyncio.ensure_future(self._wake.wait())]
+            waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(self._wake.wait())]
             if deadline is not None:
                 waiters.append(asyncio.ensure_future(self.clock.sleep_until(deadline)))
             try:

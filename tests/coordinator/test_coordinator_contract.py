@@ -17,8 +17,23 @@ from .harness import REG, E, Harness
 
 def test_api_keys() -> None:
     # OffsetCommit, OffsetFetch, JoinGroup, Heartbeat, LeaveGroup, SyncGroup, DescribeGroups,
-    # ListGroups.
-    assert GroupCoordinator(REG).api_keys() == [8, 9, 11, 12, 13, 14, 15, 16]
+    # ListGroups; ConsumerGroupHeartbeat, ConsumerGroupDescribe (consumer protocol); the
+    # draft's ConnectGroupHeartbeat, -PrepareAssignment, -InstallAssignment (connect).
+    classic = [8, 9, 11, 12, 13, 14, 15, 16]
+    assert GroupCoordinator(REG).api_keys() == classic + [68, 69, 1000, 1001, 1002]
+    only_classic = CoordinatorConfig(rebalance_protocols=("classic",))
+    assert GroupCoordinator(REG, only_classic).api_keys() == classic
+    no_connect = CoordinatorConfig.from_properties(
+        {"group.coordinator.rebalance.protocols": "classic,consumer"})
+    coord = GroupCoordinator(REG, no_connect)
+    assert coord.api_keys() == classic + [68, 69]
+    hb = REG["ConnectGroupHeartbeatRequest"].new(group_id="g", member_id="m")
+    with pytest.raises(ValueError, match="enabled protocol"):
+        coord.handle(RequestContext(1, 1000, 0, "c", "h"), hb, 0)
+    with pytest.raises(ValueError):
+        CoordinatorConfig(rebalance_protocols=("consumer",))  # classic cannot be disabled
+    with pytest.raises(ValueError):
+        CoordinatorConfig(rebalance_protocols=("classic", "share"))
 
 
 def test_defaults_are_kafkas() -> None:

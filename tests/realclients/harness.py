@@ -20,12 +20,21 @@ WAIT_S = 30.0
 
 class Member:
     def __init__(self, client: str, bootstrap: str, group: str, topic: str, name: str,
-                 strategies: str = "range", session_timeout_ms: int = 3000) -> None:
+                 strategies: str = "range", session_timeout_ms: int = 3000,
+                 group_protocol: str = "classic", remote_assignor: str | None = None,
+                 instance_id: str | None = None, debug: str | None = None) -> None:
         self.name = name
+        extra = ["--group-protocol", group_protocol]
+        if remote_assignor is not None:
+            extra += ["--remote-assignor", remote_assignor]
+        if instance_id is not None:
+            extra += ["--instance-id", instance_id]
+        if debug is not None:
+            extra += ["--debug", debug]
         self.proc = subprocess.Popen(
             [sys.executable, str(MEMBER), client, "--bootstrap", bootstrap, "--group", group,
              "--topic", topic, "--name", name, "--strategies", strategies,
-             "--session-timeout-ms", str(session_timeout_ms)],
+             "--session-timeout-ms", str(session_timeout_ms), *extra],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
             env={**os.environ, "PYTHONUNBUFFERED": "1"})
         self.assignment: list[tuple[str, int]] | None = None

@@ -1,7 +1,8 @@
 """One consumer-group member driven by a real client library, as a separate process.
 
 Prints one JSON line per assignment change: {"client": ..., "assignment": [[topic, p], ...]}.
-Reads commands on stdin: "close" leaves the group cleanly and exits. The test may also
+Reads commands on stdin: "close" leaves the group cleanly and exits. confluent-kafka members
+speak the classic protocol or, with ``--group-protocol consumer``, KIP-848's. The test may also
 SIGSTOP the process, which is how a member stops heartbeating for real.
 """
 
@@ -61,12 +62,22 @@ def run_kafka_python(a: argparse.Namespace) -> None:
 def run_confluent(a: argparse.Namespace) -> None:
     from confluent_kafka import Consumer
 
-    c = Consumer({"bootstrap.servers": a.bootstrap, "group.id": a.group,
-                  "session.timeout.ms": a.session_timeout_ms,
-                  "heartbeat.interval.ms": a.heartbeat_interval_ms,
-                  "partition.assignment.strategy": a.strategies,
-                  "enable.auto.commit": False, "client.id": a.name,
-                  "group.protocol": "classic"})
+    conf: dict[str, Any] = {"bootstrap.servers": a.bootstrap, "group.id": a.group,
+                            "enable.auto.commit": False, "client.id": a.name,
+                            "group.protocol": a.group_protocol}
+    if a.group_protocol == "classic":
+        conf.update({"session.timeout.ms": a.session_timeout_ms,
+                     "heartbeat.interval.ms": a.heartbeat_interval_ms,
+                     "partition.assignment.strategy": a.strategies})
+    elif a.remote_assignor:
+        # KIP-848: the session timeout, the heartbeat interval and the assignor are the
+        # broker's; the member may only ask for a server-side assignor.
+        conf["group.remote.assignor"] = a.remote_assignor
+    if a.instance_id:
+        conf["group.instance.id"] = a.instance_id
+    if a.debug:
+        conf["debug"] = a.debug
+    c = Consumer(conf)
     c.subscribe([a.topic])
 
     def poll() -> list[tuple[str, int]]:
@@ -118,6 +129,12 @@ def main() -> None:
     p.add_argument("--strategies", default="range")
     p.add_argument("--session-timeout-ms", type=int, default=3000)
     p.add_argument("--heartbeat-interval-ms", type=int, default=300)
+    # confluent-kafka only: "classic" (JoinGroup/SyncGroup) or "consumer" (KIP-848).
+    p.add_argument("--group-protocol", choices=["classic", "consumer"], default="classic")
+    p.add_argument("--remote-assignor", default=None,
+                   help="group.remote.assignor (with --group-protocol consumer)")
+    p.add_argument("--instance-id", default=None, help="group.instance.id (confluent-kafka)")
+    p.add_argument("--debug", default=None, help="librdkafka debug contexts (to stderr)")
     a = p.parse_args()
     threading.Thread(target=watch_stdin, daemon=True).start()
     {"kafka-python": run_kafka_python, "confluent-kafka": run_confluent,

@@ -11,8 +11,10 @@ from typing import TYPE_CHECKING
 
 from ...protocol import Struct
 from ..context import RequestContext
-from . import (describe_groups, heartbeat, join_group, leave_group, list_groups, offset_commit,
-               offset_fetch, sync_group)
+from . import (connect_group_heartbeat, connect_group_install_assignment,
+               connect_group_prepare_assignment, consumer_group_describe,
+               consumer_group_heartbeat, describe_groups, heartbeat, join_group, leave_group,
+               list_groups, offset_commit, offset_fetch, sync_group)
 
 if TYPE_CHECKING:
     from ..coordinator import GroupCoordinator
@@ -22,5 +24,17 @@ Handler = Callable[["GroupCoordinator", RequestContext, Struct], None]
 HANDLERS: dict[int, Handler] = {
     m.API_KEY: m.handle
     for m in (offset_commit, offset_fetch, join_group, heartbeat, leave_group, sync_group,
-              describe_groups, list_groups)
+              describe_groups, list_groups, consumer_group_heartbeat, consumer_group_describe,
+              connect_group_heartbeat, connect_group_prepare_assignment,
+              connect_group_install_assignment)
+}
+
+#: The rebalance protocol (``CoordinatorConfig.rebalance_protocols``) an API belongs to;
+#: APIs not listed (the classic and shared ones) are always served.
+PROTOCOL_OF_API: dict[int, str] = {
+    consumer_group_heartbeat.API_KEY: "consumer",
+    consumer_group_describe.API_KEY: "consumer",
+    connect_group_heartbeat.API_KEY: "connect",
+    connect_group_prepare_assignment.API_KEY: "connect",
+    connect_group_install_assignment.API_KEY: "connect",
 }

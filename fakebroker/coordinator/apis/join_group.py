@@ -1,9 +1,10 @@
 """JoinGroup (API 11, v0-9) for classic groups.
 
 Kafka's order of checks: group id, session timeout bounds (before the group is looked up),
-group type, unknown group with a member id, group.max.size; then the new-member or the
-existing-member path. A join that must wait is parked on its member and answered when the
-join phase completes.
+group type (an empty consumer or connect group is deleted, a non-empty one is
+INCONSISTENT_GROUP_PROTOCOL), unknown group with a member id, group.max.size; then the
+new-member or the existing-member path. A join that must wait is parked on its member and
+answered when the join phase completes.
 """
 
 from __future__ import annotations
@@ -45,9 +46,16 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
 
     existing = coord.groups.get(req.group_id)
     if existing is not None and not isinstance(existing, ClassicGroup):
-        # Another group type owns the id.
-        answer(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
-        return
+        if not existing.is_empty():
+            # Another group type owns the id. (Kafka 4.x lets a classic member with protocol
+            # type "consumer" join a non-empty consumer group - online migration, not
+            # modelled here; every other protocol type gets this error there too.)
+            answer(JoinResult(ErrorCode.INCONSISTENT_GROUP_PROTOCOL))
+            return
+        # Kafka deletes an empty consumer group a classic member joins (the draft: a connect
+        # group converts back when its last new-protocol worker has left).
+        coord.drop_group(req.group_id, replaced_by="classic")
+        existing = None
     is_unknown_member = req.member_id == ""
     if existing is None and not is_unknown_member:
         # Only a member without an id creates a group.

@@ -61,6 +61,15 @@ class EngineConfig:
     max_size: int = 2**31 - 1             # group.consumer.max.size
     #: KAFKA-19233: a known member may rejoin with epoch 0 (False: Kafka before the fix).
     rejoin_at_zero: bool = True
+    #: The draft's ConnectGroupHeartbeat, Request Handling step 3: a heartbeat answered
+    #: FENCED_MEMBER_EPOCH also removes the member from the group (Kafka's consumer groups
+    #: keep it: False).
+    fence_removes_member: bool = False
+    #: KIP-848 static membership (consumer groups): a member with an instance id may leave
+    #: temporarily (epoch -2) and rejoin under a new member id in its place; other uses of
+    #: its instance id are UNRELEASED_INSTANCE_ID / FENCED_INSTANCE_ID / UNKNOWN_MEMBER_ID.
+    #: False: the instance id is only recorded and epoch -2 is refused.
+    static_membership: bool = False
 
     @classmethod
     def connect(cls, group_id: str, **overrides: int | bool) -> EngineConfig:
@@ -215,6 +224,7 @@ class GroupEngine(Generic[U]):
         self._seq = itertools.count()
         self._selected: str | None = None
         self._membership: dict[int, frozenset[str]] = {0: frozenset()}
+        self._undo: tuple = ()  # type: ignore[type-arg]  # the last static replacement
 
     # ----------------------------------------------------------------- read access
 
@@ -321,20 +331,122 @@ class GroupEngine(Generic[U]):
 
     def heartbeat(self, hb: Heartbeat[U], now_ms: int) -> HeartbeatResult[U]:
         expired = self.advance(now_ms)
+        static = self.config.static_membership and hb.instance_id is not None
+        replaced: Outcome | None = None
         try:
+            if static and hb.member_epoch != JOIN_EPOCH:
+                self._require_static_member(hb.instance_id, hb.member_id)  # type: ignore[arg-type]
             if hb.member_epoch == LEAVE_EPOCH:
                 return self._leave(hb.member_id, now_ms, expired)
             if hb.member_epoch == STATIC_LEAVE_EPOCH:
-                raise Rejected(E.INVALID_REQUEST, "static-leave-unsupported",
-                               "static membership is not implemented by this engine")
+                if not self.config.static_membership:
+                    raise Rejected(E.INVALID_REQUEST, "static-leave-unsupported",
+                                   "static membership is not implemented by this engine")
+                return self._static_leave(hb.member_id, now_ms, expired)
             if hb.member_epoch < LEAVE_EPOCH:
                 raise Rejected(E.INVALID_REQUEST, "member-epoch-valid", "MemberEpoch is invalid")
-            plan = self._plan_heartbeat(hb, now_ms)
+            if static and hb.member_epoch == JOIN_EPOCH:
+                replaced = self._replace_static_member(hb, now_ms)
+            try:
+                plan = self._plan_heartbeat(hb, now_ms)
+            except Rejected:
+                if replaced is not None:
+                    self._undo_replacement(replaced)
+                raise
         except Rejected as rejected:
+            if (rejected.error == E.FENCED_MEMBER_EPOCH and self.config.fence_removes_member
+                    and hb.member_id in self._metadata):
+                expired += self._remove(hb.member_id, RemovalReason.FENCED, now_ms)
             return HeartbeatResult(error=rejected.error, member_id=hb.member_id,
                                    rule=rejected.rule, message=rejected.message,
                                    outcome=expired)
+        if replaced is not None:
+            expired += replaced
         return self._apply_heartbeat(hb, plan, now_ms, expired)
+
+    # ----------------------------------------------------------------- static members
+
+    def static_member(self, instance_id: str) -> str | None:
+        """The member holding ``instance_id``, if any."""
+        return next((mid for mid, (md, _) in sorted(self._metadata.items())
+                     if md.instance_id == instance_id), None)
+
+    def _require_static_member(self, instance_id: str, member_id: str) -> None:
+        """Kafka's throwIfStaticMemberIsUnknown / throwIfInstanceIdIsFenced."""
+        holder = self.static_member(instance_id)
+        if holder is None:
+            raise Rejected(E.UNKNOWN_MEMBER_ID, "static-member-known",
+                           f"Instance id {instance_id} is unknown.")
+        if holder != member_id:
+            raise Rejected(E.FENCED_INSTANCE_ID, "instance-id-owned-by-member",
+                           f"Static member {member_id} with instance id {instance_id} was "
+                           f"fenced by member {holder}.")
+
+    def _static_leave(self, member_id: str, now_ms: int, expired: Outcome) -> HeartbeatResult[U]:
+        """Epoch -2: the static member leaves for now. It stays in the group, keeping its
+        assignment (minus anything pending revocation) at member epoch -2, until it
+        rejoins or its session times out. No group epoch bump."""
+        require_member_known(self._metadata, member_id)
+        before = self._current_of(member_id)
+        after = replace(before, member_epoch=STATIC_LEAVE_EPOCH,
+                        pending_revocation=frozenset())
+        records: list[Record] = [CurrentAssignmentRecord(self.group_id, member_id,
+                                                         _current_value(after))]
+        self._commit(records)
+        event = MemberTransitioned(now_ms, member_id, before.state, before.member_epoch,
+                                   after.state, after.member_epoch)
+        return HeartbeatResult(member_id=member_id, member_epoch=STATIC_LEAVE_EPOCH,
+                               outcome=expired + Outcome(tuple(records), (event,)))
+
+    def _replace_static_member(self, hb: Heartbeat[U], now_ms: int) -> Outcome | None:
+        """A join with an instance id another member holds: UNRELEASED_INSTANCE_ID unless
+        that member left with epoch -2; then the joining member takes its place - its
+        metadata, target and current assignment under the new id, at member epoch 0
+        (Kafka's replaceMember). Committed at once (the plan reads it); undone if the
+        heartbeat is refused later."""
+        instance_id: str = hb.instance_id  # type: ignore[assignment]
+        old = self.static_member(instance_id)
+        if old is None:
+            return None
+        current = self._current_of(old)
+        if current.member_epoch != STATIC_LEAVE_EPOCH:
+            raise Rejected(E.UNRELEASED_INSTANCE_ID, "instance-id-released",
+                           f"Static member {hb.member_id} with instance id {instance_id} cannot "
+                           f"join the group because the instance id is owned by {old} member.")
+        new = hb.member_id
+        md, md_epoch = self._metadata[old]
+        target = self.target(old)
+        copy = replace(current, member_epoch=JOIN_EPOCH, previous_member_epoch=JOIN_EPOCH)
+        records: list[Record] = [
+            CurrentAssignmentRecord(self.group_id, old, None),
+            TargetAssignmentMemberRecord(self.group_id, old, None),
+            MemberMetadataRecord(self.group_id, old, None),
+            MemberMetadataRecord(self.group_id, new, _md_value(md, md_epoch)),
+            TargetAssignmentMemberRecord(self.group_id, new, TargetMemberValue(
+                sorted_units(target.units), target.payload)),
+            CurrentAssignmentRecord(self.group_id, new, _current_value(copy))]
+        # (A rebalance deadline never fences a member at -2: only its session is kept.)
+        session_deadline = self.deadline(_SESSION, old)
+        self._commit(records)
+        self._cancel(_SESSION, old)
+        self._cancel(_REBALANCE, old)
+        self._undo = (old, md, md_epoch, target, current, new, session_deadline)
+        events = (MemberRemoved(now_ms, old, RemovalReason.REPLACED),
+                  MemberJoined(now_ms, new, replaces=old))
+        return Outcome(tuple(records), events)
+
+    def _undo_replacement(self, replaced: Outcome) -> None:
+        old, md, md_epoch, target, current, new, session_deadline = self._undo
+        self._commit([
+            CurrentAssignmentRecord(self.group_id, new, None),
+            TargetAssignmentMemberRecord(self.group_id, new, None),
+            MemberMetadataRecord(self.group_id, new, None),
+            MemberMetadataRecord(self.group_id, old, _md_value(md, md_epoch)),
+            TargetAssignmentMemberRecord(self.group_id, old, TargetMemberValue(
+                sorted_units(target.units), target.payload)),
+            CurrentAssignmentRecord(self.group_id, old, _current_value(current))])
+        if session_deadline is not None:
+            self._schedule(_SESSION, old, session_deadline)
 
     def leave(self, member_id: str, now_ms: int) -> HeartbeatResult[U]:
         return self.heartbeat(Heartbeat(member_id=member_id, member_epoch=LEAVE_EPOCH), now_ms)
@@ -548,6 +660,11 @@ class GroupEngine(Generic[U]):
         self._commit(records)
         event = TargetAssignmentUpdated(now_ms, group_epoch, f"install:{member_id}")
         return InstallResult(outcome=expired + Outcome(tuple(records), (event,)))
+
+    def require_installer(self, member_id: str, member_epoch: int) -> None:
+        """Prepare / Install, Request Handling steps 2-4: the member exists, at its epoch,
+        and is the one selected to compute (raises ``Rejected``; changes nothing)."""
+        self._require_installer(member_id, member_epoch)
 
     def _require_installer(self, member_id: str, member_epoch: int) -> None:
         require_member_known(self._metadata, member_id)

@@ -13,6 +13,8 @@ class RemovalReason(str, Enum):
     LEAVE = "leave"                          # heartbeat with member epoch -1
     SESSION_TIMEOUT = "session-timeout"      # no heartbeat within the session timeout
     REBALANCE_TIMEOUT = "rebalance-timeout"  # revocation not acknowledged in time
+    FENCED = "fenced-member-epoch"           # connect groups: a stale member epoch (draft)
+    REPLACED = "replaced"                    # a static member rejoined under a new member id
 
     def __str__(self) -> str:
         return self.value
@@ -26,6 +28,7 @@ class EngineEvent:
 @dataclass(frozen=True)
 class MemberJoined(EngineEvent):
     member_id: str
+    replaces: str | None = None  # the member id a static member rejoined in place of
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,180 @@
+"""The requirement catalogue: ``schemas/requirements.json``, validated, as dataclasses.
+
+    cat = load_catalogue()
+    req = cat["CLS-JOIN-01"]          # Requirement(level="MUST", source=Source(...), ...)
+    cat.for_suite("coordinator")     # the entries a coordinator target is certified on
+
+Validation is the JSON Schema (``schemas/requirements.schema.json``) plus the named rules
+below; every problem is reported with the entry id and the rule.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from fakebroker.protocol import default_schema_dir
+
+CATALOGUE_FILE = "requirements.json"
+SCHEMA_FILE = "requirements.schema.json"
+LEVELS = ("MUST", "SHOULD", "MAY")
+
+
+class CatalogueError(ValueError):
+    """The catalogue breaks its schema or a rule; ``problems`` lists every one."""
+
+    def __init__(self, problems: list[str]) -> None:
+        super().__init__("invalid requirement catalogue:\n  " + "\n  ".join(problems))
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class Source:
+    file: str      # below shared/: "DESIGN.md" or "spec/000_....txt"
+    section: str   # headings, outermost first, " > " between them
+
+    @property
+    def short(self) -> str:
+        name = Path(self.file).name
+        return f"{name.split('_')[0] if name[:3].isdigit() else name} § {self.section}"
+
+
+@dataclass(frozen=True, repr=False)
+class Requirement:
+    id: str
+    level: str
+    feature: str
+    binds: tuple[str, ...]
+    protocols: tuple[str, ...]
+    source: Source
+    statement: str
+    needs: tuple[str, ...] = ()
+    untestable: str | None = None
+    errata: tuple[int, ...] = ()
+
+    def __repr__(self) -> str:  # short: pytest and Allure show it as the parameter's value
+        return self.id
+
+    @property
+    def family(self) -> str:
+        return self.id.split("-")[0]
+
+
+@dataclass(frozen=True)
+class Catalogue:
+    requirements: tuple[Requirement, ...]
+
+    def __iter__(self) -> Iterator[Requirement]:
+        return iter(self.requirements)
+
+    def __len__(self) -> int:
+        return len(self.requirements)
+
+    def __getitem__(self, req_id: str) -> Requirement:
+        for r in self.requirements:
+            if r.id == req_id:
+                return r
+        raise KeyError(f"no requirement {req_id!r} in the catalogue")
+
+    def __contains__(self, req_id: object) -> bool:
+        return any(r.id == req_id for r in self.requirements)
+
+    def for_suite(self, suite: str) -> list[Requirement]:
+        """The entries binding ``suite`` ("coordinator" or "worker"); "all" gives every one."""
+        if suite == "all":
+            return list(self.requirements)
+        return [r for r in self.requirements if suite in r.binds]
+
+
+# ---------------------------------------------------------------- rules
+
+def rule_schema(data: Any, schema: dict[str, Any]) -> list[str]:
+    """The JSON Schema, every violation with its path."""
+    v = jsonschema.Draft202012Validator(schema)
+    out = []
+    for e in sorted(v.iter_errors(data), key=lambda e: list(e.absolute_path)):
+        where = "/".join(str(p) for p in e.absolute_path) or "(top)"
+        out.append(f"{where}: {e.message} (rule schema)")
+    return out
+
+
+def rule_unique_ids(entries: list[dict[str, Any]]) -> list[str]:
+    """An id names one statement, once."""
+    seen: set[str] = set()
+    out = []
+    for e in entries:
+        if e["id"] in seen:
+            out.append(f"{e['id']}: used twice (rule unique-ids)")
+        seen.add(e["id"])
+    return out
+
+
+def rule_source_files_exist(entries: list[dict[str, Any]], shared_dir: Path | None) -> list[str]:
+    """Each source file exists below shared/ (checked only when shared/ is present)."""
+    if shared_dir is None or not shared_dir.is_dir():
+        return []
+    return [f"{e['id']}: source file {e['source']['file']} is not in {shared_dir} (rule source-exists)"
+            for e in entries if not (shared_dir / e["source"]["file"]).is_file()]
+
+
+def rule_untestable_has_no_needs_mismatch(entries: list[dict[str, Any]]) -> list[str]:
+    """An untestable entry explains itself in words, not only by a missing capability."""
+    return [f"{e['id']}: 'untestable' must say why (rule untestable-reason)"
+            for e in entries if "untestable" in e and len(e["untestable"].split()) < 5]
+
+
+def validate_catalogue_data(data: Any, schema: dict[str, Any],
+                            shared_dir: Path | None = None) -> list[str]:
+    problems = rule_schema(data, schema)
+    if problems:
+        return problems
+    entries = data["requirements"]
+    return (rule_unique_ids(entries) + rule_source_files_exist(entries, shared_dir)
+            + rule_untestable_has_no_needs_mismatch(entries))
+
+
+# ---------------------------------------------------------------- loading
+
+def shared_dir() -> Path | None:
+    """The shared/ folder (DESIGN.md, spec/): $CONFORMANCE_SHARED_DIR, else ../shared of the
+    checkout."""
+    env = os.environ.get("CONFORMANCE_SHARED_DIR")
+    if env:
+        return Path(env)
+    candidate = Path(__file__).resolve().parent.parent.parent / "shared"
+    return candidate if candidate.is_dir() else None
+
+
+def _from_entry(e: dict[str, Any]) -> Requirement:
+    return Requirement(
+        id=e["id"], level=e["level"], feature=e["feature"], binds=tuple(e["binds"]),
+        protocols=tuple(e["protocols"]), source=Source(e["source"]["file"], e["source"]["section"]),
+        statement=e["statement"], needs=tuple(e.get("needs", ())), untestable=e.get("untestable"),
+        errata=tuple(e.get("errata", ())))
+
+
+def load_catalogue(path: Path | str | None = None) -> Catalogue:
+    schemas = default_schema_dir()
+    path = Path(path) if path is not None else schemas / CATALOGUE_FILE
+    data = json.loads(path.read_text(encoding="utf-8"))
+    schema = json.loads((schemas / SCHEMA_FILE).read_text(encoding="utf-8"))
+    problems = validate_catalogue_data(data, schema, shared_dir())
+    if problems:
+        raise CatalogueError(problems)
+    return Catalogue(tuple(_from_entry(e) for e in data["requirements"]))
+
+
+_DEFAULT: Catalogue | None = None
+
+
+def default_catalogue() -> Catalogue:
+    global _DEFAULT
+    if _DEFAULT is None:
+        _DEFAULT = load_catalogue()
+    return _DEFAULT

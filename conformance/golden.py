@@ -1,0 +1,155 @@
+"""Golden transcripts as cases: each rule of ``fixtures/golden/rules.json`` (the scripting
+layer's golden catalogue of the classic group APIs) becomes one case, its rule id the test
+id, replayed client-side against the target (``fakebroker.script.replay``).
+
+- builtin target: every transcript is replayed on a fresh in-process broker built with the
+  transcript's own coordinator settings (and the target's mutant, if any), on a virtual clock;
+- external target: replayed in real time against its bootstrap address; a transcript that
+  needs virtual time, or coordinator settings the target does not declare, is
+  NOT-APPLICABLE.
+
+A golden rule pins Kafka's classic coordinator behaviour, which DESIGN.md makes binding:
+it counts as a MUST. Its outcome: replay PASS -> PASS, FAIL (first divergence, with field,
+expected and actual) -> FAIL, SKIP -> NOT-APPLICABLE, BROKEN -> BROKEN.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from .harness.outcomes import CaseResult, Outcome
+from .target import Target
+
+RULES_FILE = "rules.json"
+# Settings of the transcript header that must match what an external target declares.
+_TIMING_OF = {"initial_rebalance_delay_ms": "initial_rebalance_delay_ms",
+              "min_session_timeout_ms": "min_session_timeout_ms",
+              "max_session_timeout_ms": "max_session_timeout_ms"}
+
+
+@dataclass(frozen=True, repr=False)
+class GoldenRule:
+    id: str
+    api: str
+    title: str
+    expect: str
+    source: str
+    transcripts: tuple[Path, ...]
+
+    def __repr__(self) -> str:
+        return self.id
+
+
+def golden_dir() -> Path | None:
+    env = os.environ.get("CONFORMANCE_GOLDEN_DIR")
+    d = Path(env) if env else Path(__file__).resolve().parent.parent / "fixtures" / "golden"
+    return d if (d / RULES_FILE).is_file() else None
+
+
+def replay_available() -> bool:
+    import importlib.util
+    try:
+        return importlib.util.find_spec("fakebroker.script.replay") is not None
+    except ImportError:
+        return False
+
+
+def load_golden_rules(directory: Path | None = None) -> list[GoldenRule]:
+    """The rules with their transcripts; empty when there is no golden catalogue (or no
+    replay engine) yet."""
+    d = directory or golden_dir()
+    if d is None or not replay_available():
+        return []
+    doc = json.loads((d / RULES_FILE).read_text(encoding="utf-8"))
+    return [GoldenRule(r["id"], r.get("api", ""), r.get("title", ""), r.get("expect", ""),
+                       r.get("source", ""), tuple(d / t for t in r.get("transcripts", [])))
+            for r in doc.get("rules", [])]
+
+
+def applies(rule: GoldenRule, target: Target) -> str | None:
+    """Why the rule does not apply (None when it does)."""
+    if target.kind != "coordinator":
+        return "golden transcripts script a coordinator; the target is a worker"
+    if "classic" not in target.protocols:
+        return "golden transcripts cover the classic group APIs; the target does not claim classic"
+    if not rule.transcripts:
+        return "the rule lists no transcript"
+    return None
+
+
+def run_golden(rule: GoldenRule, target: Target, bootstrap: str | None) -> CaseResult:
+    result = CaseResult(rule.id, "MUST", Outcome.PASS)
+    why = applies(rule, target)
+    if why:
+        result.outcome, result.message = Outcome.NOT_APPLICABLE, why
+        return result
+    started = time.monotonic()
+    try:
+        reports = asyncio.run(_replay_all(rule, target, bootstrap))
+    except Exception as e:  # noqa: BLE001 - a harness fault is BROKEN
+        result.outcome, result.message = Outcome.BROKEN, f"replay could not run: {type(e).__name__}: {e}"
+        return result
+    result.duration_s = time.monotonic() - started
+    from fakebroker.protocol import default_registry
+    reg = default_registry()
+    statuses = [r.status for _, r in reports]
+    worst = next((s for s in ("BROKEN", "FAIL") if s in statuses), None)
+    if worst is not None:
+        path, rep = next((p, r) for p, r in reports if r.status == worst)
+        result.outcome = Outcome.BROKEN if worst == "BROKEN" else Outcome.FAIL
+        result.message = f"{path.name}: {rep.render(reg)}"
+        f = getattr(rep, "failure", None)
+        if f is not None and f.divergence is not None:
+            result.expected, result.actual = f.divergence.expected, f.divergence.actual
+    elif all(s == "SKIP" for s in statuses):
+        result.outcome = Outcome.NOT_APPLICABLE
+        result.message = "; ".join(f"{p.name}: {r.skipped}" for p, r in reports)
+    else:
+        result.notes = [f"{p.name}: {r.status}" for p, r in reports]
+    return result
+
+
+async def _replay_all(rule: GoldenRule, target: Target, bootstrap: str | None) -> list[tuple[Path, Any]]:
+    from fakebroker.protocol import default_registry
+    from fakebroker.script.replay import RealPacer, Report, precheck, replay, run_token
+    from fakebroker.script.transcript import load
+    reg = default_registry()
+    out: list[tuple[Path, Any]] = []
+    for path in rule.transcripts:
+        t = load(path, reg)
+        head = t.header or {}
+        if target.builtin is not None:
+            out.append((path, await _replay_builtin(t, head, target, reg)))
+            continue
+        mismatch = [k for k, attr in _TIMING_OF.items()
+                    if k in head.get("coordinator", {}) and head["coordinator"][k] != getattr(target.timing, attr)]
+        skip = precheck(t, real_time=True, max_step_s=30.0)
+        if mismatch or skip:
+            settings = ", ".join(f"{k}={head['coordinator'][k]}" for k in mismatch)
+            why = skip or f"recorded with coordinator settings {settings} that the target does not declare"
+            out.append((path, Report(str(path), path.stem, skipped=why)))
+            continue
+        assert bootstrap is not None
+        out.append((path, await replay(t, bootstrap, reg, pacer=RealPacer(), unique=run_token())))
+    return out
+
+
+async def _replay_builtin(t: Any, head: dict[str, Any], target: Target, reg: Any) -> Any:
+    from fakebroker.script.golden.generate import golden_broker
+    from fakebroker.script.replay import VirtualPacer, replay, run_token
+    broker = golden_broker(head.get("coordinator", {}), reg)
+    if target.mutant is not None:
+        from .mutants import apply_mutant
+        apply_mutant(broker, target.mutant)
+    await broker.start()
+    try:
+        return await replay(t, broker.bootstrap, reg, pacer=VirtualPacer(broker), timeout_s=5,
+                            unique=run_token())
+    finally:
+        await broker.stop()

@@ -1,0 +1,212 @@
+"""What a coordinator case works with: the target, its requirement, a fresh group, the
+clock, scripted members, and checks that turn a difference into a ``Violation``.
+
+    async def case(ctx: CoordinatorContext) -> None:
+        a, b = ctx.member("a"), ctx.member("b")
+        gen = await ctx.form_group([a, b])
+        ctx.expect_error(await a.heartbeat(generation=gen.generation + 1), "ILLEGAL_GENERATION",
+                         "Heartbeat with the next generation")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fakebroker.client import ClientError
+from fakebroker.protocol.error_codes import ErrorCode
+
+from ..catalogue import Requirement
+from ..target import Target
+from .clock import CaseClock
+from .members import ClassicMember, Pending
+from .outcomes import Broken, Violation
+from .transcript import RecordedConnection, Transcript
+
+
+def error_name(code: int, extra: dict[str, int] | None = None) -> str:
+    for name, value in (extra or {}).items():
+        if value == code:
+            return name
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error {code}"
+
+
+@dataclass
+class Generation:
+    """One completed join + sync round, as the members saw it."""
+
+    generation: int
+    leader: str
+    protocol: str | None
+    joins: dict[str, Any]          # member name -> JoinGroup response
+    syncs: dict[str, Any] = field(default_factory=dict)  # member name -> SyncGroup response
+
+
+class CoordinatorContext:
+    def __init__(self, target: Target, requirement: Requirement, bootstrap: str,
+                 clock: CaseClock, transcript: Transcript) -> None:
+        self.target = target
+        self.requirement = requirement
+        self.bootstrap = bootstrap
+        self.clock = clock
+        self.transcript = transcript
+        self.group_id = f"{requirement.id.lower()}-{uuid.uuid4().hex[:8]}"
+        self.members: list[ClassicMember] = []
+        self.notes: list[str] = []
+        t = target.timing
+        self.session_ms = t.session_timeout_ms
+        self.rebalance_ms = t.rebalance_timeout_ms
+        self.initial_delay_ms = t.initial_rebalance_delay_ms
+
+    # ---------------------------------------------------------------- members
+
+    async def connect(self, name: str) -> RecordedConnection:
+        host, _, port = self.bootstrap.rpartition(":")
+        # On a virtual clock nothing the suite waits for needs real time: a short bound
+        # keeps a target that never answers from costing more than a few seconds.
+        timeout = 3.0 if self.clock.virtual else self.wait_s(10_000)
+        conn = RecordedConnection(host, int(port), name=name, transcript=self.transcript,
+                                  client_id=name, timeout_s=timeout)
+        try:
+            await conn.connect()
+        except ClientError as e:
+            raise Broken(f"cannot reach the target at {self.bootstrap}: {e}") from None
+        return conn
+
+    async def member(self, name: str, **kw: Any) -> ClassicMember:
+        kw.setdefault("session_timeout_ms", self.session_ms)
+        kw.setdefault("rebalance_timeout_ms", self.rebalance_ms)
+        m = ClassicMember(name, await self.connect(name), kw.pop("group_id", self.group_id), **kw)
+        self.members.append(m)
+        return m
+
+    async def close(self) -> None:
+        for m in self.members:
+            await m.conn.close()
+
+    def wait_s(self, ms: int) -> float:
+        """A bounded real wait for ``ms`` of target time, with slack for scheduling."""
+        return ms * self.target.timing.wait_scale / 1000 + 5.0
+
+    # ---------------------------------------------------------------- time
+
+    async def advance(self, ms: int, *, keep_alive: Sequence[ClassicMember] = (),
+                      step_ms: int | None = None) -> None:
+        """Let ``ms`` pass, heartbeating the ``keep_alive`` members that are idle between
+        steps so their sessions do not expire."""
+        step = step_ms or max(1, min(ms, self.session_ms // 4))
+        left = ms
+        while left > 0:
+            d = min(step, left)
+            await self.clock.advance(d)
+            left -= d
+            for m in keep_alive:
+                if m.idle and m.member_id:
+                    await m.heartbeat()
+
+    async def until_answered(self, pending: Sequence[Pending], within_ms: int, *,
+                             keep_alive: Sequence[ClassicMember] = (),
+                             step_ms: int | None = None) -> bool:
+        """Let time pass in steps until every request is answered; False if some are still
+        parked after ``within_ms`` of target time."""
+        step = step_ms or max(1, min(self.session_ms // 4, within_ms or 1))
+        spent = 0
+        while True:
+            await asyncio.sleep(0.02 if self.clock.virtual else 0)
+            if all(p.done() for p in pending):
+                return True
+            if spent >= within_ms:
+                # A bounded real-time grace for answers already in flight (the target, even
+                # on a virtual clock, runs in another thread or process).
+                await asyncio.wait([p.future for p in pending if not p.done()],
+                                   timeout=0.3 if self.clock.virtual else 2.0)
+                return all(p.done() for p in pending)
+            d = min(step, within_ms - spent)
+            if self.clock.virtual:
+                await self.advance(d, keep_alive=[m for m in keep_alive if m.idle], step_ms=d)
+            else:
+                # Real time: wake as soon as the answers arrive, not at the end of the step.
+                await asyncio.wait([p.future for p in pending if not p.done()],
+                                   timeout=d * self.target.timing.wait_scale / 1000)
+                for m in keep_alive:
+                    if m.idle and m.member_id:
+                        await m.heartbeat()
+            spent += d
+
+    # ---------------------------------------------------------------- scenarios
+
+    async def join_all(self, members: Sequence[ClassicMember], *, version: int = 9,
+                       new: bool = True, keep_alive: Sequence[ClassicMember] = (),
+                       **join_kw: Any) -> Generation:
+        """Every member (re)joins; waits for the join phase to complete (the initial delay of
+        a new group included). New members first get their id through MEMBER_ID_REQUIRED."""
+        pending: list[Pending] = []
+        for m in members:
+            if new and not m.member_id and version >= 4 and m.instance_id is None:
+                await m.obtain_member_id(version, **join_kw)
+            pending.append(m.submit_join(version, **join_kw))
+        budget = self.initial_delay_ms + max(m.rebalance_timeout_ms for m in members)
+        if not await self.until_answered(pending, budget, keep_alive=keep_alive,
+                                         step_ms=max(1, min(self.initial_delay_ms or 1000, 1000))):
+            raise Violation("join phase", f"every JoinGroup answered within {budget} ms",
+                            f"{sum(not p.done() for p in pending)} still parked")
+        joins = {}
+        for m, p in zip(members, pending):
+            joins[m.name] = m.take_join(await p.response())
+        for m in members:
+            self.expect_error(joins[m.name], "NONE", f"{m.name}'s JoinGroup")
+        first = joins[members[0].name]
+        return Generation(first.generation_id, first.leader, first.protocol_name, joins)
+
+    async def sync_all(self, gen: Generation, members: Sequence[ClassicMember], *,
+                       assignments: dict[str, bytes] | None = None, version: int = 5) -> Generation:
+        """The leader syncs with ``assignments`` (member id -> bytes; default: b"<name>"),
+        followers sync too; waits for every answer."""
+        leader = next((m for m in members if m.member_id == gen.leader), None)
+        if leader is None:
+            raise Violation("leader", "one of the joined members",
+                            f"{gen.leader!r} not among {[m.member_id for m in members]}")
+        given = assignments if assignments is not None else {
+            m.member_id: f"assignment-of-{m.name}".encode() for m in members}
+        pending = [m.submit_sync(version) for m in members if m is not leader]
+        pending.append(leader.submit_sync(version, assignments=given))
+        ok = await self.until_answered(pending, self.rebalance_ms)
+        if not ok:
+            raise Violation("sync phase", "every SyncGroup answered once the leader synced",
+                            f"{sum(not p.done() for p in pending)} still parked")
+        order = [m for m in members if m is not leader] + [leader]
+        for m, p in zip(order, pending):
+            gen.syncs[m.name] = await p.response()
+        return gen
+
+    async def form_group(self, members: Sequence[ClassicMember], *, version: int = 9,
+                         assignments: dict[str, bytes] | None = None, **join_kw: Any) -> Generation:
+        gen = await self.join_all(members, version=version, **join_kw)
+        gen = await self.sync_all(gen, members, assignments=assignments)
+        for m in members:
+            self.expect_error(gen.syncs[m.name], "NONE", f"{m.name}'s SyncGroup")
+        return gen
+
+    # ---------------------------------------------------------------- checks
+
+    def check(self, ok: bool, what: str, expected: Any, actual: Any) -> None:
+        if not ok:
+            raise Violation(what, expected, actual)
+
+    def expect_equal(self, actual: Any, expected: Any, what: str) -> None:
+        self.check(actual == expected, what, expected, actual)
+
+    def expect_error(self, response: Any, expected: str | int, what: str) -> None:
+        want = expected if isinstance(expected, int) else ErrorCode[expected].value
+        got = response.error_code
+        if got != want:
+            raise Violation(what, f"error {error_name(want)}", f"error {error_name(got)}")
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)

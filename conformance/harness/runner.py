@@ -1,0 +1,100 @@
+"""Run one requirement's case against a target and decide its outcome.
+
+Applicability comes first (never a pass by default): an untestable entry, a target of the
+other kind, unclaimed protocols or missing capabilities give NOT-APPLICABLE; an applicable
+requirement without a case is BROKEN. Then the case runs under a hard timeout and its end
+maps to an outcome: return -> PASS; Violation -> FAIL (MUST), NON-STRICT (SHOULD) or
+NOT-APPLICABLE (MAY: the optional behaviour is absent); NotApplicable -> NOT-APPLICABLE;
+Broken, a timeout or any other exception -> BROKEN.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import traceback
+from typing import Any, Protocol
+
+from ..catalogue import Requirement
+from ..target import Target
+from .cases import Case, load_cases
+from .outcomes import Broken, CaseResult, NotApplicable, Outcome, Violation
+from .transcript import Transcript
+
+
+class Session(Protocol):
+    """A started target: makes the context a case of its kind runs with."""
+
+    target: Target
+
+    def context(self, requirement: Requirement, transcript: Transcript) -> Any: ...
+
+
+def applicability(req: Requirement, target: Target, suite_case: Case | None) -> tuple[Outcome, str] | None:
+    """None when the case should run; otherwise the outcome and the reason."""
+    if req.untestable:
+        return Outcome.NOT_APPLICABLE, f"not checkable from outside: {req.untestable}"
+    if target.kind not in req.binds:
+        return Outcome.NOT_APPLICABLE, f"binds {' and '.join(req.binds)}s, the target is a {target.kind}"
+    if not target.claims(req.protocols):
+        return (Outcome.NOT_APPLICABLE,
+                f"the target claims none of {', '.join(req.protocols)} "
+                f"(it claims {', '.join(sorted(target.protocols))})")
+    missing = [n for n in req.needs if n not in target.capabilities]
+    if missing:
+        return Outcome.NOT_APPLICABLE, f"needs capability {', '.join(missing)}, not claimed by the target"
+    if suite_case is None:
+        return Outcome.BROKEN, "no case is implemented for this requirement yet"
+    return None
+
+
+def run_case(req: Requirement, session: Session) -> CaseResult:
+    target = session.target
+    c = load_cases().get(req.id)
+    result = CaseResult(req.id, req.level, Outcome.PASS)
+    skip = applicability(req, target, c)
+    if skip is not None:
+        result.outcome, result.message = skip
+        return result
+    assert c is not None
+    transcript = Transcript()
+    started = time.monotonic()
+    try:
+        asyncio.run(_run(c, req, session, transcript, result))
+    except Violation as v:
+        result.expected, result.actual = v.expected, v.actual
+        if req.level == "MUST":
+            result.outcome, result.message = Outcome.FAIL, str(v)
+        elif req.level == "SHOULD":
+            result.outcome, result.message = Outcome.NON_STRICT, str(v)
+        else:
+            result.outcome, result.message = Outcome.NOT_APPLICABLE, f"optional behaviour absent: {v}"
+    except NotApplicable as e:
+        result.outcome, result.message = Outcome.NOT_APPLICABLE, str(e)
+    except Broken as e:
+        result.outcome, result.message = Outcome.BROKEN, str(e)
+    except (TimeoutError, asyncio.TimeoutError):
+        result.outcome = Outcome.BROKEN
+        result.message = f"the case did not finish within {c.timeout_s}s (harness bound)"
+    except Exception as e:  # noqa: BLE001 - a harness fault is BROKEN, never a pass
+        result.outcome = Outcome.BROKEN
+        result.message = f"harness error: {type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"
+    result.duration_s = time.monotonic() - started
+    result.transcript = transcript.entries
+    result.frames = [(f.connection, f.direction, f.frame, f.time) for f in transcript.frames]  # type: ignore[misc]
+    return result
+
+
+async def _run(c: Case, req: Requirement, session: Session, transcript: Transcript,
+               result: CaseResult) -> None:
+    ctx = session.context(req, transcript)
+    try:
+        await asyncio.wait_for(c.fn(ctx), c.timeout_s)
+    finally:
+        close = getattr(ctx, "close", None)
+        if close is not None:
+            try:
+                await asyncio.wait_for(close(), 30)
+            except Exception:  # noqa: BLE001 - closing must not change the outcome
+                pass
+        result.notes = list(getattr(ctx, "notes", []))

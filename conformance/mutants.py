@@ -1,0 +1,271 @@
+"""Mutants: deliberately non-conformant coordinators, made from the fake broker, to measure
+the coordinator suite's power. Each one injects a single defect; a target file in
+``fixtures/mutants/`` selects it (``[fakebroker] mutant = "<name>"``).
+
+Until the scripting layer's response hooks exist, a mutant is a small ``GroupCoordinator``
+subclass: most rewrite one kind of reply on its way out (``rewrite``), a few change one
+decision inside the classic group (``MutantGroup``). Every mutant is named for its defect.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from typing import Any
+
+from fakebroker.coordinator import GroupCoordinator, Reply, RequestContext
+from fakebroker.coordinator.classic.group import ClassicGroup
+from fakebroker.coordinator.config import CoordinatorConfig
+from fakebroker.protocol import Struct
+from fakebroker.protocol.error_codes import ErrorCode
+from fakebroker.server.broker import FakeBroker
+
+JOIN, HEARTBEAT, LEAVE, SYNC = 11, 12, 13, 14
+
+
+@dataclass(frozen=True)
+class Sent:
+    api_key: int
+    version: int
+    group_id: str
+    member_id: str
+
+
+class MutantCoordinator(GroupCoordinator):
+    """A coordinator whose replies pass through ``rewrite`` (identity here)."""
+
+    defect = "none"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._sent: dict[int, Sent] = {}
+
+    def handle(self, ctx: RequestContext, body: Struct, now_ms: int) -> list[Reply]:
+        self._sent[ctx.request_id] = Sent(ctx.api_key, ctx.api_version,
+                                          getattr(body, "group_id", ""), getattr(body, "member_id", ""))
+        ctx, body = self.rewrite_request(ctx, body)
+        return self._out(self.handle_mutated(ctx, body, now_ms))
+
+    def handle_mutated(self, ctx: RequestContext, body: Struct, now_ms: int) -> list[Reply]:
+        return super().handle(ctx, body, now_ms)
+
+    def tick(self, now_ms: int) -> list[Reply]:
+        return self._out(super().tick(now_ms))
+
+    def _out(self, replies: list[Reply]) -> list[Reply]:
+        out = []
+        for r in replies:
+            sent = self._sent.pop(r.request_id, None)
+            out.append(Reply(r.request_id, self.rewrite(sent, r.body)) if sent else r)
+        return out
+
+    def rewrite_request(self, ctx: RequestContext, body: Struct) -> tuple[RequestContext, Struct]:
+        return ctx, body
+
+    def rewrite(self, sent: Sent, body: Any) -> Any:
+        return body
+
+
+# ---------------------------------------------------------------- reply rewriters
+
+class HeartbeatOkWhileRebalancing(MutantCoordinator):
+    defect = "Heartbeat during PreparingRebalance answered NONE instead of REBALANCE_IN_PROGRESS"
+
+    def rewrite(self, sent: Sent, body: Any) -> Any:
+        if sent.api_key == HEARTBEAT and body.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
+            body.error_code = 0
+        return body
+
+
+class IllegalGenerationIgnored(MutantCoordinator):
+    defect = "Heartbeat with a wrong generation answered NONE instead of ILLEGAL_GENERATION"
+
+    def rewrite(self, sent: Sent, body: Any) -> Any:
+        if sent.api_key == HEARTBEAT and body.error_code == ErrorCode.ILLEGAL_GENERATION:
+            body.error_code = 0
+        return body
+
+
+class SyncOkWhileRebalancing(MutantCoordinator):
+    defect = "SyncGroup during PreparingRebalance answered NONE (empty assignment)"
+
+    def rewrite(self, sent: Sent, body: Any) -> Any:
+        if sent.api_key == SYNC and body.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
+            body.error_code = 0
+        return body
+
+
+class EveryMemberLeader(MutantCoordinator):
+    defect = "every JoinGroup response names its own member as the leader"
+
+    def rewrite(self, sent: Sent, body: Any) -> Any:
+        if sent.api_key == JOIN and body.error_code == 0:
+            body.leader = body.member_id
+        return body
+
+
+class MetadataCorrupted(MutantCoordinator):
+    defect = "the leader receives each member's metadata with its last byte flipped"
+
+    def rewrite(self, sent: Sent, body: Any) -> Any:
+        if sent.api_key == JOIN and body.error_code == 0:
+            for m in body.members:
+                md = bytes(m.metadata)
+                if md:
+                    m.metadata = md[:-1] + bytes([md[-1] ^ 0xFF])
+        return body
+
+
+class AssignmentTruncated(MutantCoordinator):
+    defect = "SyncGroup returns the member's assignment without its last byte"
+
+    def rewrite(self, sent: Sent, body: Any) -> Any:
+        if sent.api_key == SYNC and body.error_code == 0 and body.assignment:
+            body.assignment = bytes(body.assignment)[:-1]
+        return body
+
+
+class StaticNotFenced(MutantCoordinator):
+    defect = "a replaced static member id gets UNKNOWN_MEMBER_ID instead of FENCED_INSTANCE_ID"
+
+    def rewrite(self, sent: Sent, body: Any) -> Any:
+        if getattr(body, "error_code", 0) == ErrorCode.FENCED_INSTANCE_ID:
+            body.error_code = int(ErrorCode.UNKNOWN_MEMBER_ID)
+        return body
+
+
+# ---------------------------------------------------------------- request rewriters
+
+class NoMemberIdRequired(MutantCoordinator):
+    defect = "JoinGroup v4+ without a member id is admitted at once (no MEMBER_ID_REQUIRED)"
+
+    def rewrite_request(self, ctx: RequestContext, body: Struct) -> tuple[RequestContext, Struct]:
+        b: Any = body
+        if ctx.api_key == JOIN and ctx.api_version >= 4 and b.member_id == "" and b.group_instance_id is None:
+            # Take the pre-KIP-394 path; the response is still built for a v4+ request.
+            return dataclasses.replace(ctx, api_version=3), body
+        return ctx, body
+
+
+class LeaveWithoutRebalance(MutantCoordinator):
+    defect = "LeaveGroup removes the member but starts no rebalance"
+
+    def handle_mutated(self, ctx: RequestContext, body: Struct, now_ms: int) -> list[Reply]:
+        if ctx.api_key != LEAVE:
+            return super().handle_mutated(ctx, body, now_ms)
+        rb = self.rebalancer
+        rb.maybe_prepare_rebalance_or_complete_join = lambda *a, **k: None  # type: ignore[method-assign]
+        try:
+            return super().handle_mutated(ctx, body, now_ms)
+        finally:
+            del rb.maybe_prepare_rebalance_or_complete_join  # back to the class's method
+
+
+class SessionsNeverExpire(MutantCoordinator):
+    defect = "members that stop heartbeating are never removed"
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        rb = self.rebalancer
+        original = rb.expire_heartbeat
+
+        def expire(group_id: str, member_id: str) -> None:
+            group = self.classic_group(group_id)
+            if group is not None and group.is_pending(member_id):
+                original(group_id, member_id)  # only pending ids still expire
+        rb.expire_heartbeat = expire  # type: ignore[method-assign]
+
+
+class FollowerSyncNotHeld(MutantCoordinator):
+    defect = "a follower's SyncGroup is answered at once with an empty assignment instead of waiting for the leader"
+
+    def handle_mutated(self, ctx: RequestContext, body: Struct, now_ms: int) -> list[Reply]:
+        replies = super().handle_mutated(ctx, body, now_ms)
+        if ctx.api_key == SYNC and not any(r.request_id == ctx.request_id for r in replies):
+            group = self.classic_group(getattr(body, "group_id", ""))
+            member_id = getattr(body, "member_id", "")
+            if group is not None and group.has_member(member_id) and not group.is_leader(member_id):
+                group.member(member_id).awaiting_sync = None
+                replies.append(Reply(ctx.request_id, self.registry["SyncGroupResponse"].new(
+                    error_code=0, protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                    assignment=b"")))
+        return replies
+
+
+# ---------------------------------------------------------------- decisions inside the group
+
+class _GroupMutant(MutantCoordinator):
+    group_class: type[ClassicGroup] = ClassicGroup
+
+    def create_classic_group(self, group_id: str) -> ClassicGroup:
+        if group_id in self.groups:
+            raise ValueError(f"group {group_id!r} already exists")
+        group = self.group_class(group_id, self.env)
+        self.groups[group_id] = group
+        return group
+
+
+class _NoBumpGroup(ClassicGroup):
+    def init_next_generation(self) -> None:
+        before = self.generation_id
+        super().init_next_generation()
+        if before >= 1:
+            self.generation_id = before  # the defect: later rebalances reuse the generation
+
+
+class NoGenerationBump(_GroupMutant):
+    defect = "rebalances after the first keep the same generation id"
+    group_class = _NoBumpGroup
+
+
+class _FirstMemberVoteGroup(ClassicGroup):
+    def select_protocol(self) -> str:
+        candidates = self.candidate_protocols()
+        first = next(iter(self.members.values()))
+        return first.vote(candidates)  # the defect: the longest-standing member decides alone
+
+
+class FirstMemberDecidesProtocol(_GroupMutant):
+    defect = "the protocol is the first member's preference, not the vote of all members"
+    group_class = _FirstMemberVoteGroup
+
+
+class WideSessionBounds(MutantCoordinator):
+    defect = "session timeouts outside [min, max] are accepted (no INVALID_SESSION_TIMEOUT)"
+
+    def __init__(self, registry: Any = None, config: CoordinatorConfig | None = None, **kw: Any) -> None:
+        cfg = dataclasses.replace(config or CoordinatorConfig(), min_session_timeout_ms=1,
+                                  max_session_timeout_ms=2**31 - 1)
+        super().__init__(registry, cfg, **kw)
+
+
+MUTANTS: dict[str, type[MutantCoordinator]] = {
+    "heartbeat-ok-while-rebalancing": HeartbeatOkWhileRebalancing,
+    "illegal-generation-ignored": IllegalGenerationIgnored,
+    "sync-ok-while-rebalancing": SyncOkWhileRebalancing,
+    "every-member-leader": EveryMemberLeader,
+    "metadata-corrupted": MetadataCorrupted,
+    "assignment-truncated": AssignmentTruncated,
+    "static-not-fenced": StaticNotFenced,
+    "no-member-id-required": NoMemberIdRequired,
+    "leave-without-rebalance": LeaveWithoutRebalance,
+    "sessions-never-expire": SessionsNeverExpire,
+    "follower-sync-not-held": FollowerSyncNotHeld,
+    "no-generation-bump": NoGenerationBump,
+    "first-member-decides-protocol": FirstMemberDecidesProtocol,
+    "wide-session-bounds": WideSessionBounds,
+}
+
+
+def apply_mutant(broker: FakeBroker, name: str) -> None:
+    """Replace the broker's coordinator by the named mutant (before the broker starts)."""
+    try:
+        cls = MUTANTS[name]
+    except KeyError:
+        raise ValueError(f"unknown mutant {name!r}; known: {', '.join(sorted(MUTANTS))}") from None
+    broker.coordinator = cls(broker.registry, broker.coordinator_config)
+
+
+def describe_mutants() -> dict[str, str]:
+    return {name: cls.defect for name, cls in MUTANTS.items()}
+

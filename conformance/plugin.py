@@ -1,0 +1,340 @@
+"""The conformance pytest plugin (entry point ``pytest11``: ``conformance``).
+
+    pytest --pyargs conformance --target fixtures/targets/fakebroker.toml [-n auto]
+           [--conformance-strict] [--suite coordinator|worker|all] [--alluredir reports/allure-results]
+
+Without ``--target`` the plugin only registers its options: it collects nothing and changes
+nothing, so other test suites (the project's own ``tests/``) are unaffected.
+
+With a target, ``conformance/test_conformance.py`` is parametrised with one test per
+requirement of the selected suite, the requirement id being the test id. Each case runs
+while its fixture is set up; the outcome maps onto pytest as follows:
+
+| outcome        | pytest                         | status word (-v) |
+| -------------- | ------------------------------ | ---------------- |
+| PASS           | passed                         | PASS             |
+| NON-STRICT     | xfailed (failed with --conformance-strict) | NON-STRICT |
+| NOT-APPLICABLE | skipped, with the reason       | NOT-APPLICABLE   |
+| FAIL           | failed (AssertionError)        | FAIL             |
+| BROKEN         | error (raised in fixture setup)| BROKEN           |
+
+The controlling process (also under pytest-xdist) collects every outcome and writes
+``results.json`` (``--conformance-results``), which ``conformance report`` turns into the
+certificate; with ``--alluredir`` it also writes Allure's ``environment.properties``,
+``categories.json`` and ``executor.json``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from .allure_support import attach_failure, label_case, label_golden, write_allure_extras
+from .catalogue import Requirement, default_catalogue
+from .harness.outcomes import CaseResult, Outcome
+from .target import Target, TargetError, load_target
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+TARGET_KEY = pytest.StashKey[Target]()
+RESULTS_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
+STARTED_KEY = pytest.StashKey[float]()
+USER_PROPERTY = "conformance"
+
+
+class ConformanceFailure(AssertionError):
+    """A MUST (or, under --conformance-strict, a SHOULD) that the target does not meet."""
+
+
+class BrokenCase(Exception):
+    """The case could not run: reported as a pytest error."""
+
+
+# ---------------------------------------------------------------- options and activation
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    g = parser.getgroup("conformance", "Connect group-protocol conformance")
+    g.addoption("--target", metavar="FILE", default=None,
+                help="target file (TOML) of the implementation under test; enables the suite")
+    g.addoption("--conformance-strict", action="store_true", default=False,
+                help="a SHOULD not met (NON-STRICT) fails instead of xfailing")
+    g.addoption("--suite", choices=("coordinator", "worker", "all"), default=None,
+                help="which requirements to run (default: those binding the target's kind)")
+    g.addoption("--conformance-results", metavar="FILE", default="reports/results.json",
+                help="where the controlling process writes every outcome (default %(default)s)")
+
+
+def active(config: pytest.Config) -> bool:
+    return config.getoption("--target", default=None) is not None
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "conformance: a requirement case of the conformance suite")
+    if not active(config):
+        return
+    try:
+        config.stash[TARGET_KEY] = load_target(config.getoption("--target"))
+    except TargetError as e:
+        raise pytest.UsageError(str(e)) from None
+    config.stash[RESULTS_KEY] = {}
+    config.stash[STARTED_KEY] = time.time()
+
+
+def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
+    """Without --target, the suite's own test modules are not collected at all; the golden
+    module only when there are golden rules for this run."""
+    if active(config):
+        if collection_path.name == "test_golden.py" and collection_path.parent.resolve() == PACKAGE_DIR:
+            return True if not _golden_rules(config) else None
+        return None
+    try:
+        inside = collection_path.resolve().is_relative_to(PACKAGE_DIR)
+    except OSError:
+        return None
+    if inside and collection_path.name.startswith("test_"):
+        return True
+    return None
+
+
+def _golden_rules(config: pytest.Config) -> list[Any]:
+    """The golden rules this run covers: coordinator suites only."""
+    from .golden import load_golden_rules
+    if suite_of(config) == "worker" or config.stash[TARGET_KEY].kind != "coordinator":
+        return []
+    return load_golden_rules()
+
+
+def suite_of(config: pytest.Config) -> str:
+    return config.getoption("--suite") or config.stash[TARGET_KEY].kind
+
+
+def selected_requirements(config: pytest.Config) -> list[Requirement]:
+    return default_catalogue().for_suite(suite_of(config))
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if not active(metafunc.config):
+        return
+    if "golden_rule" in metafunc.fixturenames:
+        rules = _golden_rules(metafunc.config)
+        metafunc.parametrize("golden_rule", rules, ids=[r.id for r in rules])
+        return
+    if "requirement" not in metafunc.fixturenames:
+        return
+    reqs = selected_requirements(metafunc.config)
+    metafunc.parametrize("requirement", reqs, ids=[r.id for r in reqs])
+
+
+# ---------------------------------------------------------------- fixtures
+
+@pytest.fixture(scope="session")
+def conformance_target(request: pytest.FixtureRequest) -> Target:
+    if not active(request.config):
+        pytest.skip("no --target given")
+    return request.config.stash[TARGET_KEY]
+
+
+@pytest.fixture(scope="session")
+def conformance_session(conformance_target: Target) -> Iterator[Any]:
+    """The started target of this process (for the builtin broker: one per xdist worker)."""
+    from .harness.sessions import CoordinatorSession
+    from .suites.worker.framework import WorkerSession
+    try:
+        if conformance_target.kind == "coordinator":
+            session: Any = CoordinatorSession.start(conformance_target)
+        else:
+            session = WorkerSession.start(conformance_target)
+    except Exception as e:  # noqa: BLE001 - a target that cannot start makes every case BROKEN
+        yield e
+        return
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture
+def conformance_result(request: pytest.FixtureRequest, requirement: Requirement,
+                       conformance_target: Target, conformance_session: Any) -> CaseResult:
+    """Runs the requirement's case; a BROKEN case errors here, in setup."""
+    from .harness.runner import run_case
+    if isinstance(conformance_session, Exception):
+        result = CaseResult(requirement.id, requirement.level, Outcome.BROKEN,
+                            f"the target could not be started: {conformance_session}")
+    else:
+        result = run_case(requirement, conformance_session)
+    strict = request.config.getoption("--conformance-strict")
+    record = result.record()
+    record["strict"] = strict
+    request.node.user_properties.append((USER_PROPERTY, json.dumps(record)))
+    if result.outcome is Outcome.BROKEN:
+        # Reported as a setup error; the labels and attachments go with it.
+        label_case(requirement, conformance_target, result)
+        attach_failure(result)
+        raise BrokenCase(f"BROKEN {requirement.id}: {result.message}")
+    return result
+
+
+@pytest.fixture
+def golden_result(request: pytest.FixtureRequest, golden_rule: Any, conformance_target: Target,
+                  conformance_session: Any) -> CaseResult:
+    """Replays the golden rule's transcripts; BROKEN errors here, in setup."""
+    from .golden import run_golden
+    if isinstance(conformance_session, Exception):
+        result = CaseResult(golden_rule.id, "MUST", Outcome.BROKEN,
+                            f"the target could not be started: {conformance_session}")
+    else:
+        result = run_golden(golden_rule, conformance_target, getattr(conformance_session, "bootstrap", None))
+    record = result.record()
+    record.update(strict=request.config.getoption("--conformance-strict"), golden=True,
+                  title=golden_rule.title, api=golden_rule.api,
+                  transcripts=[p.name for p in golden_rule.transcripts])
+    request.node.user_properties.append((USER_PROPERTY, json.dumps(record)))
+    if result.outcome is Outcome.BROKEN:
+        label_golden(golden_rule, conformance_target, result)
+        raise BrokenCase(f"BROKEN {golden_rule.id}: {result.message}")
+    return result
+
+
+def label_and_attach_golden(result: CaseResult, rule: Any, target: Target) -> None:
+    label_golden(rule, target, result)
+
+
+def label_and_attach(result: CaseResult, requirement: Requirement, target: Target) -> None:
+    """In the test's call phase, so Allure files them under the test itself."""
+    label_case(requirement, target, result)
+    if result.outcome in (Outcome.FAIL, Outcome.NON_STRICT):
+        attach_failure(result)
+
+
+def report_outcome(result: CaseResult, strict: bool) -> None:
+    """The test body: turn the outcome into pytest's terms."""
+    __tracebackhide__ = True
+    detail = result.message
+    if result.expected is not None or result.actual is not None:
+        detail += f"\n  expected: {result.expected!r}\n  actual:   {result.actual!r}"
+    if result.outcome is Outcome.PASS:
+        return
+    if result.outcome is Outcome.NOT_APPLICABLE:
+        pytest.skip(f"NOT-APPLICABLE: {result.message}")
+    if result.outcome is Outcome.NON_STRICT:
+        if strict:
+            raise ConformanceFailure(f"NON-STRICT {result.requirement_id} (SHOULD, strict mode): {detail}")
+        pytest.xfail(f"NON-STRICT: {detail}")
+    if result.outcome is Outcome.FAIL:
+        raise ConformanceFailure(f"FAIL {result.requirement_id} ({result.level}): {detail}")
+    raise BrokenCase(result.message)  # unreachable: BROKEN errors in the fixture
+
+
+# ---------------------------------------------------------------- reporting
+
+def _record_of(report: pytest.TestReport) -> dict[str, Any] | None:
+    for key, value in getattr(report, "user_properties", ()):
+        if key == USER_PROPERTY:
+            return json.loads(value)
+    return None
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -> Any:
+    if not active(config):
+        return None
+    rec = _record_of(report)
+    if rec is None:
+        return None
+    outcome = rec["outcome"]
+    if report.when == "setup" and report.failed:
+        return "error", "B", "BROKEN"
+    if report.when != "call" and not (report.when == "setup" and report.skipped):
+        return None
+    if report.skipped and hasattr(report, "wasxfail"):
+        return "xfailed", "s", "NON-STRICT"
+    if report.skipped:
+        return "skipped", "n", "NOT-APPLICABLE"
+    if report.failed:
+        return "failed", "F", ("NON-STRICT (strict)" if outcome == "NON-STRICT" else "FAIL")
+    if report.passed:
+        return "passed", ".", "PASS"
+    return None
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    rec = _record_of(report)
+    if rec is not None:
+        _RESULTS_SEEN[report.nodeid] = rec
+
+
+_RESULTS_SEEN: dict[str, dict[str, Any]] = {}
+
+
+def _is_controller(config: pytest.Config) -> bool:
+    return not hasattr(config, "workerinput")
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    config = session.config
+    if not active(config) or not _is_controller(config):
+        return
+    target = config.stash[TARGET_KEY]
+    from .harness.inprocess import builtin_version
+    version = builtin_version(target) if target.builtin else target.implementation_version
+    results = sorted(_RESULTS_SEEN.values(), key=lambda r: r["id"])
+    selected = [r.id for r in selected_requirements(config) if _keyword_selected(config, r.id)]
+    selected += [r.id for r in _golden_rules(config) if _keyword_selected(config, r.id, "test_golden")]
+    doc = {
+        "target": {"name": target.name, "path": target.path, "kind": target.kind,
+                   "implementation": target.implementation_name, "version": version,
+                   "protocols": sorted(target.protocols), "capabilities": sorted(target.capabilities),
+                   "mutant": target.mutant},
+        "suite": suite_of(config),
+        "strict": bool(config.getoption("--conformance-strict")),
+        "selected": selected,
+        "versions": environment_versions(),
+        "started": config.stash[STARTED_KEY],
+        "finished": time.time(),
+        "workers": getattr(config.option, "numprocesses", None) or 0,
+        "results": results,
+    }
+    out = Path(config.getoption("--conformance-results"))
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(doc, indent=1), encoding="utf-8")
+    alluredir = getattr(config.option, "allure_report_dir", None)
+    if alluredir:
+        write_allure_extras(Path(alluredir), doc)
+
+
+def _keyword_selected(config: pytest.Config, req_id: str, test: str = "test_requirement") -> bool:
+    """Whether ``-k`` keeps this requirement's test (pytest's own expression and its
+    case-insensitive substring matching on the test's names); a run narrowed with -k
+    certifies only what it ran."""
+    keyword = config.getoption("keyword", default="")
+    if not keyword:
+        return True
+    from _pytest.mark.expression import Expression
+    module = "test_golden.py" if test == "test_golden" else "test_conformance.py"
+    names = ["conformance", module, test, f"{test}[{req_id}]", req_id]
+    return Expression.compile(keyword).evaluate(
+        lambda sub, **kw: any(sub.lower() in n.lower() for n in names))
+
+
+def environment_versions() -> dict[str, str]:
+    from importlib import metadata
+
+    def v(dist: str) -> str:
+        try:
+            return metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            return "not installed"
+    from fakebroker import __version__
+    return {"python": platform.python_version(), "platform": platform.platform(terse=True),
+            "connect-conformance": __version__, "pytest": pytest.__version__,
+            "pytest-xdist": v("pytest-xdist"), "allure-pytest": v("allure-pytest"),
+            "kafka-python": v("kafka-python"), "executable": sys.executable,
+            "ci": os.environ.get("CI", "")}

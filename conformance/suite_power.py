@@ -1,0 +1,62 @@
+"""Suite power: run the coordinator suite in-process against each mutant and see which MUST
+cases catch it. ``conformance mutants`` prints the kill rate; the project's tests require
+every mutant to be caught and the unmodified fake broker to be certified."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .catalogue import default_catalogue
+from .harness.outcomes import CaseResult, Outcome
+from .harness.runner import run_case
+from .harness.sessions import CoordinatorSession
+from .target import Target, load_target
+
+
+def run_suite(target: Target, *, ids: Iterable[str] | None = None,
+              stop_at_must_fail: bool = False) -> list[CaseResult]:
+    """Every coordinator-suite case in one process, without pytest (for mutants and tests)."""
+    wanted = set(ids) if ids is not None else None
+    session = CoordinatorSession.start(target)
+    out: list[CaseResult] = []
+    try:
+        for req in default_catalogue().for_suite("coordinator"):
+            if wanted is not None and req.id not in wanted:
+                continue
+            r = run_case(req, session)
+            out.append(r)
+            if stop_at_must_fail and r.outcome is Outcome.FAIL and req.level == "MUST":
+                break
+    finally:
+        session.stop()
+    return out
+
+
+@dataclass
+class MutantVerdict:
+    name: str
+    path: str
+    defect: str
+    killed_by: list[str] = field(default_factory=list)   # MUST cases that failed
+    broken: list[str] = field(default_factory=list)
+
+    @property
+    def killed(self) -> bool:
+        return bool(self.killed_by)
+
+
+def judge_mutant(path: Path, *, first_only: bool = False) -> MutantVerdict:
+    from .mutants import MUTANTS
+    target = load_target(path)
+    assert target.mutant is not None, f"{path} names no mutant"
+    results = run_suite(target, stop_at_must_fail=first_only)
+    return MutantVerdict(
+        target.mutant, str(path), MUTANTS[target.mutant].defect,
+        [r.requirement_id for r in results if r.outcome is Outcome.FAIL and r.level == "MUST"],
+        [r.requirement_id for r in results if r.outcome is Outcome.BROKEN])
+
+
+def mutant_files(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.toml"))

@@ -1,0 +1,1 @@
+"""Coordinator suite: scripted workers talk to the target over the wire."""

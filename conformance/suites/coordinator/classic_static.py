@@ -1,0 +1,64 @@
+"""Static membership (group.instance.id, KIP-345) as the classic coordinator keeps it."""
+
+from __future__ import annotations
+
+from ...harness.cases import case
+from ...harness.context import CoordinatorContext
+from .common import leader_and_followers
+
+
+@case("CLS-STATIC-01")
+async def static_join_without_round_trip(ctx: CoordinatorContext) -> None:
+    s = await ctx.member("s1", instance_id="instance-1")
+    p = s.submit_join(member_id="")
+    ctx.check(await ctx.until_answered([p], ctx.initial_delay_ms + ctx.rebalance_ms),
+              "static member's first JoinGroup", "answered", "parked")
+    r = s.take_join(await p.response())
+    ctx.expect_error(r, "NONE", "JoinGroup v9 of a static member without a member id")
+    ctx.check(bool(r.member_id), "member id given to the static member", "non-empty", r.member_id)
+
+
+async def _static_pair(ctx: CoordinatorContext):  # type: ignore[no-untyped-def]
+    other = await ctx.member("other")
+    s = await ctx.member("static", instance_id="instance-1")
+    gen = await ctx.form_group([other, s])
+    return other, s, gen
+
+
+@case("CLS-STATIC-02")
+async def restart_fences_old_id(ctx: CoordinatorContext) -> None:
+    other, s, gen = await _static_pair(ctx)
+    old_id = s.member_id
+    again = await ctx.member("static-restarted", instance_id="instance-1", protocols=s.protocols)
+    p = again.submit_join(member_id="")
+    ctx.check(await ctx.until_answered([p], ctx.rebalance_ms, keep_alive=[other]),
+              "JoinGroup of the restarted static member", "answered", "parked")
+    r = again.take_join(await p.response())
+    ctx.expect_error(r, "NONE", "JoinGroup of the restarted static member")
+    ctx.check(r.member_id != old_id and bool(r.member_id), "member id after the restart",
+              f"a new id (not {old_id!r})", r.member_id)
+    ctx.expect_error(await s.heartbeat(member_id=old_id, generation=gen.generation), "FENCED_INSTANCE_ID",
+                     "Heartbeat with the replaced member id and the instance id")
+
+
+@case("CLS-STATIC-03")
+async def restart_without_rebalance(ctx: CoordinatorContext) -> None:
+    other, s, gen = await _static_pair(ctx)
+    leader, _ = leader_and_followers([other, s], gen)
+    if leader is s:
+        ctx.note("the static member leads; the case restarts it as a follower is not possible here")
+    again = await ctx.member("static-restarted", instance_id="instance-1", protocols=s.protocols)
+    p = again.submit_join(member_id="")
+    await ctx.until_answered([p], 0)
+    ctx.expect_error(await other.heartbeat(), "NONE",
+                     "the other member's heartbeat after the static member restarted unchanged")
+
+
+@case("CLS-STATIC-04")
+async def static_leave(ctx: CoordinatorContext) -> None:
+    other, s, gen = await _static_pair(ctx)
+    r = await s.leave(version=5, members=[(s.member_id, "instance-1")])
+    ctx.expect_error(r, "NONE", "LeaveGroup v5 of the static member (top level)")
+    ctx.expect_error(r.members[0], "NONE", "LeaveGroup v5 of the static member (per member)")
+    ctx.expect_error(await other.heartbeat(), "REBALANCE_IN_PROGRESS",
+                     "the other member's heartbeat after the static member left")

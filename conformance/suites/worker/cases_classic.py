@@ -1,0 +1,524 @@
+"""Worker suite, classic group behaviour and Connect's embedded protocol: what the worker
+sends, observed at the fake broker, with scripted peers as the other members."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fakebroker.protocol import DecodeError
+
+from ...harness.cases import case
+from ...harness.connect_bytes import ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, assignment_bytes, units_of
+from ...harness.outcomes import Violation
+from .framework import Seen, WorkerContext, WorkerProcess
+
+EXPECTED_PROTOCOLS = {"eager": ["default"], "compatible": ["compatible", "default"],
+                      "sessioned": ["sessioned", "compatible", "default"]}
+W = "worker"
+PEER_SESSION_MS = 30_000  # scripted peers outlive any scenario without heartbeating
+
+
+def decode_metadata(ctx: WorkerContext, name: str, data: bytes) -> tuple[int, Any]:
+    try:
+        return METADATA.decode_versioned(data)
+    except DecodeError as e:
+        raise Violation(f"worker metadata for protocol {name}", "strictly decodable Connect metadata", str(e)) from None
+
+
+def decode_assignment(data: bytes, what: str) -> tuple[int, Any]:
+    try:
+        return ASSIGNMENT.decode_versioned(data)
+    except DecodeError as e:
+        raise Violation(what, "a strictly decodable Connect assignment", str(e)) from None
+
+
+async def alone(ctx: WorkerContext, **kw: Any) -> tuple[WorkerProcess, Seen, Seen]:
+    """The worker alone in a new group: it leads generation 1. (its JoinGroup, its SyncGroup)"""
+    w = await ctx.start_worker(**kw)
+    sync = await ctx.worker_synced(w)
+    join = [s for s in ctx.seen(w, "JoinGroup") if s.ok][-1]
+    return w, join, sync
+
+
+async def worker_leads_with_peer(ctx: WorkerContext, *, peer_protocols: list[tuple[str, bytes]] | None = None):  # type: ignore[no-untyped-def]
+    """The worker leads; a scripted peer joins; returns (worker, peer, the worker's next
+    JoinGroup and SyncGroup as leader of the two-member generation, the peer's SyncGroup)."""
+    w, _, first_sync = await alone(ctx)
+    peer = await ctx.member("peer", session_timeout_ms=PEER_SESSION_MS, protocols=peer_protocols or [
+        ("sessioned", METADATA.encode_versioned(METADATA.new(url="http://peer/", config_offset=1, allocation=None), 2)),
+        ("compatible", METADATA.encode_versioned(METADATA.new(url="http://peer/", config_offset=1, allocation=None), 1)),
+        ("default", METADATA.encode_versioned(METADATA.new(url="http://peer/", config_offset=1), 0))])
+    await peer.obtain_member_id()
+    p = peer.submit_join()
+    if not await ctx.until_answered([p], ctx.rebalance_ms):
+        raise Violation("the worker rejoining after a peer joined", "the join phase completes", "the peer's JoinGroup is still parked")
+    peer.take_join(await p.response())
+    ps = peer.submit_sync()  # parked until the worker, leading, sends the assignments
+    sync = await ctx.worker_synced(w, after=first_sync)
+    psync = await ps.response()
+    ctx.expect_error(psync, "NONE", "the peer's SyncGroup (setup)")
+    join = [s for s in ctx.seen(w, "JoinGroup") if s.index < sync.index and s.ok][-1]
+    return w, peer, join, sync, psync
+
+
+async def join_and_sync(ctx: WorkerContext, peer: Any, attempts: int = 5) -> Any:
+    """A scripted peer (re)joins and syncs, rejoining while the worker under test starts
+    further rounds (REBALANCE_IN_PROGRESS), as any member must; returns the SyncGroup."""
+    for _ in range(attempts):
+        p = peer.submit_join()
+        if not await ctx.until_answered([p], ctx.rebalance_ms):
+            raise Violation("a round with the worker (setup)", "the peer's JoinGroup answered", "parked")
+        j = peer.take_join(await p.response())
+        if j.error_code != 0:
+            continue
+        r = await peer.submit_sync().response()
+        if r.error_code == 0:
+            return r
+    raise Violation("a round with the worker (setup)", f"a completed join and sync within {attempts} tries",
+                    "the worker kept starting new rounds")
+
+
+async def peer_follows_round(ctx: WorkerContext, w: WorkerProcess, peer: Any, after: Seen) -> Any:
+    """The worker rejoined after ``after`` (e.g. after releasing revoked work): the peer
+    rejoins too and syncs; returns the peer's SyncGroup response (checked NONE)."""
+    await ctx.next_request(w, "JoinGroup", after=after, answered=False, within_ms=5000,
+                           what="the worker's rejoin")
+    p = peer.submit_join()
+    if not await ctx.until_answered([p], ctx.rebalance_ms):
+        raise Violation("the next round (harness)", "the peer's JoinGroup answered", "parked")
+    peer.take_join(await p.response())
+    r = await peer.submit_sync().response()
+    ctx.expect_error(r, "NONE", "the peer's SyncGroup in the next round (harness)")
+    return r
+
+
+# ---------------------------------------------------------------- classic membership
+
+@case("CLS-W-01", suite=W, timeout_s=60)
+async def rejoins_with_given_id(ctx: WorkerContext) -> None:
+    w = await ctx.start_worker()
+    first = await ctx.next_request(w, "JoinGroup", what="the worker's first JoinGroup")
+    if first.version < 4 or first.request.member_id:
+        raise Violation("first JoinGroup", "v4+ with an empty member id (so MEMBER_ID_REQUIRED applies)",
+                        f"v{first.version}, member id {first.request.member_id!r}")
+    ctx.expect_error(first.response, "MEMBER_ID_REQUIRED", "the coordinator's answer (harness check)")
+    second = await ctx.next_request(w, "JoinGroup", after=first, what="the JoinGroup after MEMBER_ID_REQUIRED")
+    ctx.expect_equal(second.request.member_id, first.response.member_id, "member id of the worker's second JoinGroup")
+
+
+@case("CLS-W-02", suite=W, timeout_s=90)
+async def rejoins_on_rebalance_in_progress(ctx: WorkerContext) -> None:
+    w, _, sync1 = await alone(ctx)
+    peer = await ctx.member("peer")
+    await peer.obtain_member_id()
+    p = peer.submit_join()
+    hb = await ctx.next_request(w, "Heartbeat", after=sync1, where=lambda s: s.answered and s.response.error_code == 27,
+                                within_ms=ctx.target.timing.session_timeout_ms * 2,
+                                what="a heartbeat answered REBALANCE_IN_PROGRESS")
+    await ctx.next_request(w, "JoinGroup", after=hb, within_ms=ctx.target.timing.session_timeout_ms,
+                           answered=False, what="the worker's JoinGroup after REBALANCE_IN_PROGRESS")
+    await ctx.until_answered([p], ctx.rebalance_ms)
+
+
+@case("CLS-W-03", suite=W, timeout_s=60)
+async def syncs_after_join(ctx: WorkerContext) -> None:
+    w = await ctx.start_worker()
+    join = await ctx.next_request(w, "JoinGroup", where=lambda s: s.ok,
+                                  what="a successful JoinGroup")
+    sync = await ctx.next_request(w, "SyncGroup", after=join, what="SyncGroup after the JoinGroup")
+    ctx.expect_equal(sync.request.generation_id, join.response.generation_id, "SyncGroup generation")
+    ctx.expect_equal(sync.request.member_id, join.response.member_id, "SyncGroup member id")
+
+
+@case("CLS-W-04", suite=W, timeout_s=120)
+async def leader_assigns_every_member(ctx: WorkerContext) -> None:
+    w, peer, join, sync, psync = await worker_leads_with_peer(ctx)
+    ctx.expect_equal(join.response.leader, join.response.member_id, "leader of the two-member generation (the worker)")
+    listed = sorted(m.member_id for m in join.response.members)
+    given = sorted(a.member_id for a in sync.request.assignments)
+    ctx.expect_equal(given, listed, "members the leader's SyncGroup assigns")
+
+
+@case("CLS-W-05", suite=W, timeout_s=90)
+async def heartbeats_in_time(ctx: WorkerContext) -> None:
+    w, _, sync = await alone(ctx)
+    session = ctx.target.timing.session_timeout_ms
+    await ctx.advance(2 * session)
+    beats = [s.t_request for s in ctx.seen(w, "Heartbeat") if s.index > sync.index]
+    points = [sync.t_response] + beats
+    gaps = [b - a for a, b in zip(points, points[1:])] or [2 * session / 1000]
+    ctx.check(len(beats) >= 2 and max(gaps) * 1000 < session, "heartbeat gaps over two session timeouts",
+              f"at least 2 heartbeats, every gap < {session} ms", f"{len(beats)} heartbeats, max gap {max(gaps):.2f}s")
+
+
+@case("CLS-W-06", suite=W, timeout_s=60)
+async def leaves_on_shutdown(ctx: WorkerContext) -> None:
+    w, _, sync = await alone(ctx)
+    w.proc.terminate()
+    leave = await ctx.next_request(w, "LeaveGroup", after=sync, within_ms=10_000, what="LeaveGroup on shutdown")
+    ids = ([leave.request.member_id] if leave.version < 3 else [m.member_id for m in leave.request.members])
+    ctx.expect_equal(ids, [sync.request.member_id], "member id(s) in the worker's LeaveGroup")
+
+
+# ---------------------------------------------------------------- embedded protocol
+
+@case("CONN-PROT-01", suite=W, timeout_s=60)
+async def protocol_type_connect(ctx: WorkerContext) -> None:
+    w = await ctx.start_worker()
+    join = await ctx.next_request(w, "JoinGroup")
+    ctx.expect_equal(join.request.protocol_type, "connect", "JoinGroup ProtocolType")
+
+
+@case("CONN-PROT-02", suite=W, timeout_s=120)
+async def protocol_list_by_mode(ctx: WorkerContext) -> None:
+    modes = sorted(m for m in ("eager", "compatible", "sessioned") if m in ctx.target.protocols)
+    for mode in modes:
+        w = await ctx.start_worker(connect_protocol=mode)
+        join = await ctx.next_request(w, "JoinGroup")
+        ctx.expect_equal([p.name for p in join.request.protocols], EXPECTED_PROTOCOLS[mode],
+                         f"JoinGroup protocols with connect.protocol={mode}")
+        w.terminate()
+
+
+@case("CONN-PROT-03", suite=W, timeout_s=60)
+async def metadata_version_per_protocol(ctx: WorkerContext) -> None:
+    w = await ctx.start_worker()
+    join = await ctx.next_request(w, "JoinGroup")
+    for p in join.request.protocols:
+        version, _ = decode_metadata(ctx, p.name, bytes(p.metadata))
+        ctx.expect_equal(version, PROTOCOL_VERSIONS.get(p.name), f"metadata version for protocol {p.name}")
+
+
+@case("CONN-META-01", suite=W, timeout_s=60)
+async def metadata_strict(ctx: WorkerContext) -> None:
+    w = await ctx.start_worker()
+    join = await ctx.next_request(w, "JoinGroup")
+    for p in join.request.protocols:
+        version, md = decode_metadata(ctx, p.name, bytes(p.metadata))
+        ctx.check(bool(md.url), f"url in the {p.name} metadata", "non-empty", md.url)
+        if version >= 1 and md.allocation is not None:
+            decode_assignment(bytes(md.allocation), f"allocation in the {p.name} metadata")
+
+
+@case("CONN-META-02", suite=W, timeout_s=120)
+async def allocation_reports_owned(ctx: WorkerContext) -> None:
+    w = await ctx.start_worker()
+    first = await ctx.next_request(w, "JoinGroup")
+    for p in first.request.protocols:
+        v, md = decode_metadata(ctx, p.name, bytes(p.metadata))
+        if v >= 1:
+            ctx.expect_equal(md.allocation, None, f"allocation of a worker owning nothing ({p.name})")
+    sync = await ctx.worker_synced(w)
+    v, a = decode_assignment(bytes(sync.response.assignment), "the worker's assignment")
+    owned = units_of(a.assignment)
+    peer = await ctx.member("peer", session_timeout_ms=PEER_SESSION_MS)
+    await peer.obtain_member_id()
+    p = peer.submit_join()
+    rejoin = await ctx.next_request(w, "JoinGroup", after=sync, within_ms=2 * ctx.target.timing.session_timeout_ms,
+                                    answered=False, what="the worker's rejoin after a peer joined")
+    await ctx.until_answered([p], ctx.rebalance_ms)
+    for proto in rejoin.request.protocols:
+        v, md = decode_metadata(ctx, proto.name, bytes(proto.metadata))
+        if v >= 1:
+            reported = units_of(decode_assignment(bytes(md.allocation), "allocation")[1].assignment) if md.allocation else set()
+            ctx.expect_equal(reported, owned, f"allocation reported in the rejoin ({proto.name})")
+
+
+@case("CONN-ASSIGN-01", suite=W, timeout_s=60)
+async def assignment_strict(ctx: WorkerContext) -> None:
+    w, join, sync = await alone(ctx)
+    selected = join.response.protocol_name
+    for a in sync.request.assignments:
+        v, _ = decode_assignment(bytes(a.assignment), f"assignment for {a.member_id}")
+        ctx.expect_equal(v, PROTOCOL_VERSIONS[selected], f"assignment version under protocol {selected}")
+
+
+@case("CONN-ASSIGN-05", suite=W, timeout_s=60)
+async def first_leader_takes_all(ctx: WorkerContext) -> None:
+    w, join, sync = await alone(ctx)
+    (a,) = sync.request.assignments
+    v, asg = decode_assignment(bytes(a.assignment), "the first leader's own assignment")
+    ctx.check(bool(units_of(asg.assignment)), "work the first worker assigns itself", "all of it (non-empty)", [])
+    if v >= 1:
+        ctx.expect_equal(units_of(asg.revoked), set(), "revoked in the first assignment")
+        ctx.expect_equal(asg.scheduled_delay, 0, "ScheduledDelay in the first assignment")
+
+
+@case("CONN-ASSIGN-06", suite=W, timeout_s=60)
+async def assignment_header(ctx: WorkerContext) -> None:
+    w, join, sync = await alone(ctx)
+    proto = join.response.protocol_name
+    sent = {p.name: p.metadata for p in join.request.protocols}
+    _, md = decode_metadata(ctx, proto, bytes(sent[proto]))
+    _, asg = decode_assignment(bytes(sync.response.assignment), "the worker's assignment")
+    ctx.expect_equal(asg.leader, join.response.leader, "assignment Leader")
+    ctx.expect_equal(asg.leader_url, md.url, "assignment LeaderUrl (the leader's metadata url)")
+    ctx.expect_equal(asg.config_offset, md.config_offset, "assignment ConfigOffset")
+
+
+@case("CONN-ASSIGN-02", suite=W, timeout_s=120)
+async def no_unit_twice(ctx: WorkerContext) -> None:
+    w, peer, join, sync, psync = await worker_leads_with_peer(ctx)
+    seen: dict[tuple[str, int], str] = {}
+    for a in sync.request.assignments:
+        _, asg = decode_assignment(bytes(a.assignment), f"assignment for {a.member_id}")
+        for u in units_of(asg.assignment):
+            ctx.check(u not in seen, f"unit {u}", "assigned to one member", [seen.get(u), a.member_id])
+            seen[u] = a.member_id
+
+
+@case("CONN-ASSIGN-03", suite=W, timeout_s=120)
+async def revoke_before_assign(ctx: WorkerContext) -> None:
+    w, peer, join, sync, psync = await worker_leads_with_peer(ctx)
+    leader_id = join.response.member_id
+    owned_by_leader = set()
+    for m in join.response.members:
+        if m.member_id == leader_id:
+            for p in join.request.protocols:
+                if p.name == join.response.protocol_name:
+                    _, md = decode_metadata(ctx, p.name, bytes(p.metadata))
+                    if getattr(md, "allocation", None):
+                        owned_by_leader = units_of(decode_assignment(bytes(md.allocation), "allocation")[1].assignment)
+    _, pa = decode_assignment(bytes(psync.assignment), "the peer's assignment")
+    ctx.expect_equal(units_of(pa.assignment) & owned_by_leader, set(),
+                     "work given to the peer that the leader still reported owning")
+
+
+@case("CONN-ASSIGN-04", suite=W, timeout_s=120)
+async def only_new_work(ctx: WorkerContext) -> None:
+    w, peer, join, sync, psync = await worker_leads_with_peer(ctx)
+    leader_id = join.response.member_id
+    own = next(a for a in sync.request.assignments if a.member_id == leader_id)
+    proto = join.response.protocol_name
+    md_bytes = {p.name: p.metadata for p in join.request.protocols}[proto]
+    _, md = decode_metadata(ctx, proto, bytes(md_bytes))
+    owned = units_of(decode_assignment(bytes(md.allocation), "allocation")[1].assignment) if getattr(md, "allocation", None) else set()
+    _, asg = decode_assignment(bytes(own.assignment), "the leader's own assignment")
+    ctx.expect_equal(units_of(asg.assignment) & owned, set(), "already-owned work listed again as assigned")
+
+
+@case("CONN-INC-09", suite=W, timeout_s=120)
+async def balance_by_revoking(ctx: WorkerContext) -> None:
+    w, peer, join, sync, psync = await worker_leads_with_peer(ctx)
+    own = next(a for a in sync.request.assignments if a.member_id == join.response.member_id)
+    _, asg = decode_assignment(bytes(own.assignment), "the leader's own assignment")
+    ctx.check(bool(units_of(asg.revoked)), "the leader's assignment to itself when a peer joins",
+              "revokes part of its work to balance", "revokes nothing")
+    # In the next round the revoked work goes to the peer.
+    r = await peer_follows_round(ctx, w, peer, sync)
+    _, pa = decode_assignment(bytes(r.assignment), "the peer's next assignment")
+    ctx.check(units_of(pa.assignment) >= units_of(asg.revoked), "peer's assignment in the next round",
+              sorted(units_of(asg.revoked)), sorted(units_of(pa.assignment)))
+
+
+@case("CONN-EAGER-01", suite=W, timeout_s=60)
+async def eager_full_assignment(ctx: WorkerContext) -> None:
+    w, join, sync = await alone(ctx, connect_protocol="eager")
+    ctx.expect_equal([p.name for p in join.request.protocols], ["default"], "protocols of an eager worker")
+    v, md = decode_metadata(ctx, "default", bytes(join.request.protocols[0].metadata))
+    ctx.expect_equal(v, 0, "metadata version of an eager worker")
+    av, asg = decode_assignment(bytes(sync.response.assignment), "eager assignment")
+    ctx.expect_equal(av, 0, "assignment version under default")
+    ctx.check(bool(units_of(asg.assignment)), "eager leader's own assignment", "every unit it runs", [])
+
+
+@case("CONN-DOWN-01", suite=W, timeout_s=120)
+async def downgrade_to_v0(ctx: WorkerContext) -> None:
+    eager_only = [("default", METADATA.encode_versioned(METADATA.new(url="http://peer/", config_offset=1), 0))]
+    w, peer, join, sync, psync = await worker_leads_with_peer(ctx, peer_protocols=eager_only)
+    ctx.expect_equal(join.response.protocol_name, "default", "protocol once an eager peer joined (harness)")
+    for a in sync.request.assignments:
+        v, _ = decode_assignment(bytes(a.assignment), f"assignment for {a.member_id}")
+        ctx.expect_equal(v, 0, f"version of the assignment for {a.member_id} after the downgrade")
+
+
+async def peer_leads(ctx: WorkerContext, *, mode: str | None = None):  # type: ignore[no-untyped-def]
+    """A scripted peer leads generation 1 alone; the worker joins; the peer (still leader)
+    receives both members. Returns (worker, peer, the generation) before anyone synced."""
+    peer = await ctx.member("peer", session_timeout_ms=PEER_SESSION_MS)
+    await ctx.form_group([peer])
+    w = await ctx.start_worker(connect_protocol=mode)
+    await ctx.next_request(w, "JoinGroup", where=lambda s: s.answered and s.response.error_code == 79, within_ms=20_000)
+    hb_deadline = 2 * ctx.target.timing.session_timeout_ms
+    r = await peer.heartbeat()
+    waited = 0
+    while r.error_code == 0 and waited < hb_deadline:
+        await ctx.advance(200)
+        waited += 200
+        r = await peer.heartbeat()
+    ctx.expect_error(r, "REBALANCE_IN_PROGRESS", "peer heartbeat once the worker joined (harness)")
+    gen = await ctx.join_all([peer], new=False)
+    if gen.leader != peer.member_id:
+        raise Violation("leader after the worker joined (harness setup)", peer.member_id, gen.leader)
+    return w, peer, gen
+
+
+def worker_id_in(gen: Any, peer: Any) -> str:
+    return next(m.member_id for m in gen.joins[peer.name].members if m.member_id != peer.member_id)
+
+
+@case("CONN-INC-01", suite=W, timeout_s=120)
+async def revoked_then_rejoin(ctx: WorkerContext) -> None:
+    w, peer, gen = await peer_leads(ctx)
+    wid = worker_id_in(gen, peer)
+    version = PROTOCOL_VERSIONS[gen.protocol]
+    give = {("conn-x", -1), ("conn-x", 0)}
+    await peer.sync(assignments={peer.member_id: assignment_bytes(version, leader=peer.member_id),
+                                 wid: assignment_bytes(version, leader=peer.member_id, assigned=give)})
+    sync1 = await ctx.worker_synced(w, keep_alive=[peer])
+    # Next round: the peer (leader) rejoins and revokes one unit from the worker.
+    p = peer.submit_join()
+    ok = await ctx.until_answered([p], ctx.rebalance_ms)
+    ctx.check(ok, "rebalance started by the leader (harness)", "completes", "parked")
+    peer.take_join(await p.response())
+    await peer.sync(assignments={peer.member_id: assignment_bytes(version, leader=peer.member_id),
+                                 wid: assignment_bytes(version, leader=peer.member_id, revoked={("conn-x", 0)})})
+    sync2 = await ctx.worker_synced(w, after=sync1, keep_alive=[peer])
+    rejoin = await ctx.next_request(w, "JoinGroup", after=sync2, within_ms=3000, answered=False,
+                                    what="the worker's JoinGroup right after a revocation")
+    proto = {p.name: p.metadata for p in rejoin.request.protocols}[gen.protocol]
+    _, md = decode_metadata(ctx, gen.protocol, bytes(proto))
+    reported = units_of(decode_assignment(bytes(md.allocation), "allocation")[1].assignment) if md.allocation else set()
+    ctx.expect_equal(reported, {("conn-x", -1)}, "allocation after releasing the revoked task")
+
+
+@case("CONN-INC-02", suite=W, timeout_s=120)
+async def scheduled_delay_respected(ctx: WorkerContext) -> None:
+    w, peer, gen = await peer_leads(ctx)
+    wid = worker_id_in(gen, peer)
+    version = PROTOCOL_VERSIONS[gen.protocol]
+    delay = 3000
+    await peer.sync(assignments={peer.member_id: assignment_bytes(version, leader=peer.member_id, delay_ms=delay),
+                                 wid: assignment_bytes(version, leader=peer.member_id, assigned={("conn-y", -1)},
+                                                       delay_ms=delay)})
+    sync = await ctx.worker_synced(w, keep_alive=[peer])
+    early = await ctx.maybe_next_request(w, "JoinGroup", after=sync, within_ms=int(delay * 0.8), keep_alive=[peer])
+    ctx.check(early is None, f"JoinGroup within {int(delay * 0.8)} ms of a {delay} ms ScheduledDelay", "none",
+              f"one after {(early.t_request - sync.t_response) * 1000:.0f} ms" if early else None)
+    late = await ctx.maybe_next_request(w, "JoinGroup", after=sync, within_ms=delay + 5000, keep_alive=[peer])
+    ctx.check(late is not None, "JoinGroup once the ScheduledDelay passed", f"within {delay + 5000} ms", "none")
+
+
+@case("CONN-INC-03", suite=W, timeout_s=120)
+async def no_rejoin_without_reason(ctx: WorkerContext) -> None:
+    w, peer, gen = await peer_leads(ctx)
+    wid = worker_id_in(gen, peer)
+    version = PROTOCOL_VERSIONS[gen.protocol]
+    await peer.sync(assignments={peer.member_id: assignment_bytes(version, leader=peer.member_id),
+                                 wid: assignment_bytes(version, leader=peer.member_id, assigned={("conn-z", -1)})})
+    sync = await ctx.worker_synced(w, keep_alive=[peer])
+    extra = await ctx.maybe_next_request(w, "JoinGroup", after=sync, within_ms=4000, keep_alive=[peer])
+    ctx.check(extra is None, "JoinGroup after an assignment with no revocation and no delay", "none within 4 s",
+              "a rejoin")
+
+
+@case("CONN-INC-04", suite=W, timeout_s=150)
+async def delay_not_above_max(ctx: WorkerContext) -> None:
+    verdict = await _peer_leaves(ctx)
+    for d in verdict["delays"]:
+        ctx.check(d <= ctx.target.timing.scheduled_rebalance_delay_ms, "ScheduledDelay set by the leader",
+                  f"<= {ctx.target.timing.scheduled_rebalance_delay_ms}", d)
+
+
+@case("CONN-INC-05", suite=W, timeout_s=150)
+async def lost_work_held_back(ctx: WorkerContext) -> None:
+    verdict = await _peer_leaves(ctx)
+    ctx.check(verdict["held_back"] and verdict["delays"][0] > 0, "the leader's first assignment after a peer left",
+              "lost work unassigned and a ScheduledDelay > 0",
+              f"assigned {sorted(verdict['first_assigned'])}, delay {verdict['delays'][0]}")
+
+
+@case("CONN-INC-06", suite=W, timeout_s=150)
+async def lost_work_reassigned(ctx: WorkerContext) -> None:
+    verdict = await _peer_leaves(ctx, follow_delay=True)
+    ctx.check(verdict["lost"] <= verdict["owned_at_end"], "work of the departed peer once the delay expired",
+              f"reassigned: {sorted(verdict['lost'])}", sorted(verdict["owned_at_end"]))
+
+
+@case("CONN-INC-07", suite=W, timeout_s=150)
+async def bounce_within_delay(ctx: WorkerContext) -> None:
+    verdict = await _peer_leaves(ctx, bounce=True)
+    ctx.check(verdict["bounce_delay"] is not None and 0 < verdict["bounce_delay"] <= verdict["delays"][0],
+              "ScheduledDelay when the departed worker returns within the delay",
+              f"the remaining delay (0 < d' <= {verdict['delays'][0]})", verdict["bounce_delay"])
+    ctx.check(verdict["lost"] <= verdict["returned_owns"], "work of the returning worker once the delay expired",
+              sorted(verdict["lost"]), sorted(verdict["returned_owns"]))
+
+
+async def _peer_leaves(ctx: WorkerContext, *, follow_delay: bool = False, bounce: bool = False) -> dict[str, Any]:
+    """The worker leads, a peer gets work over two rounds, then leaves."""
+    w, peer, join, sync, psync = await worker_leads_with_peer(ctx)
+    # The worker revoked work for the peer; in the next round the peer receives it.
+    r = await peer_follows_round(ctx, w, peer, sync)
+    sync2 = await ctx.worker_synced(w, after=sync)
+    _, pa = decode_assignment(bytes(r.assignment), "the peer's assignment")
+    lost = units_of(pa.assignment)
+    if not lost:
+        raise Violation("work given to the peer in the second round (setup)", "some work", "none")
+    ctx.expect_error(await peer.leave(), "NONE", "the peer's LeaveGroup (harness)")
+    sync3 = await ctx.worker_synced(w, after=sync2)
+    _, asg = decode_assignment(bytes(sync3.response.assignment), "the worker's assignment after the peer left")
+    out: dict[str, Any] = {"lost": lost, "first_assigned": units_of(asg.assignment),
+                           "held_back": not (units_of(asg.assignment) & lost), "delays": [asg.scheduled_delay]}
+    owned = set()
+    for s in ctx.seen(w, "SyncGroup"):
+        if s.ok:
+            _, a = decode_assignment(bytes(s.response.assignment), "assignment")
+            owned = (owned - units_of(getattr(a, "revoked", None))) | units_of(a.assignment)
+    if bounce:
+        back = await ctx.member("peer-back", session_timeout_ms=PEER_SESSION_MS)
+        await back.obtain_member_id()
+        r = await join_and_sync(ctx, back)
+        _, ba = decode_assignment(bytes(r.assignment), "the returning worker's assignment")
+        out["bounce_delay"] = ba.scheduled_delay
+        returned = units_of(ba.assignment)
+        # After the remaining delay the leader rejoins and hands the held-back work out.
+        deadline_ms = ba.scheduled_delay + 15_000
+        spent = 0
+        while not (lost <= returned) and spent < deadline_ms:
+            hb = await back.heartbeat()
+            if hb.error_code == 27:
+                q = back.submit_join()
+                await ctx.until_answered([q], ctx.rebalance_ms)
+                back.take_join(await q.response())
+                r = await back.submit_sync().response()
+                if r.error_code == 0:
+                    _, ba = decode_assignment(bytes(r.assignment), "the returning worker's assignment")
+                    returned = (returned - units_of(ba.revoked)) | units_of(ba.assignment)
+            await ctx.advance(500)
+            spent += 500
+        out["returned_owns"] = returned
+    if follow_delay:
+        later = await ctx.worker_synced(w, after=sync3, within_ms=asg.scheduled_delay + 15_000)
+        _, a4 = decode_assignment(bytes(later.response.assignment), "the worker's assignment after the delay")
+        out["delays"].append(a4.scheduled_delay)
+        owned = (owned - units_of(getattr(a4, "revoked", None))) | units_of(a4.assignment)
+    out["owned_at_end"] = owned
+    return out
+
+
+@case("CONN-INC-08", suite=W, timeout_s=150)
+async def new_leader_assigns_at_once(ctx: WorkerContext) -> None:
+    w, peer, gen = await peer_leads(ctx)
+    wid = worker_id_in(gen, peer)
+    version = PROTOCOL_VERSIONS[gen.protocol]
+    peer_work = {("conn-a", -1), ("conn-a", 0)}
+    await peer.sync(assignments={peer.member_id: assignment_bytes(version, leader=peer.member_id, assigned=peer_work),
+                                 wid: assignment_bytes(version, leader=peer.member_id)})
+    sync = await ctx.worker_synced(w, keep_alive=[peer])
+    ctx.expect_error(await peer.leave(), "NONE", "the leader peer's LeaveGroup (harness)")
+    nxt = await ctx.worker_synced(w, after=sync)
+    _, asg = decode_assignment(bytes(nxt.response.assignment), "the new leader's own assignment")
+    ctx.expect_equal(asg.scheduled_delay, 0, "ScheduledDelay set by a new leader with no delay in progress")
+    ctx.check(units_of(asg.assignment) >= (peer_work & set(_all_units(ctx))), "work of the departed leader",
+              "assigned at once", sorted(units_of(asg.assignment)))
+
+
+def _all_units(ctx: WorkerContext) -> list[tuple[str, int]]:
+    """The units the bundled worker's command configures (``--connectors``), if visible."""
+    from ...workers.kafka_python_worker import all_units
+    cmd = ctx.target.command or ""
+    if "--connectors" not in cmd:
+        return []
+    spec = cmd.split("--connectors", 1)[1].split()[0]
+    return all_units(spec)

@@ -1,0 +1,208 @@
+"""Target files: TOML describing one implementation under test, validated, as a dataclass.
+
+    target = load_target("fixtures/targets/fakebroker.toml")
+    target.kind, target.protocols, target.timing.min_session_timeout_ms
+
+An invalid file raises ``TargetError`` whose ``problems`` each name the field and the
+reason (JSON Schema ``schemas/target.schema.json`` first, then the named rules below).
+"""
+
+from __future__ import annotations
+
+import json
+import string
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+
+from fakebroker.protocol import default_schema_dir
+
+SCHEMA_FILE = "target.schema.json"
+PLACEHOLDERS = frozenset({
+    "bootstrap", "group", "worker_id", "rest_port", "python", "connect_protocol",
+    "session_timeout_ms", "rebalance_timeout_ms", "heartbeat_interval_ms",
+    "scheduled_rebalance_delay_ms"})
+# The draft leaves these open; the project's numbers (schemas/ERRATA.md, "Numbers chosen").
+DEFAULT_API_KEYS = {"ConnectGroupHeartbeat": 1000, "ConnectGroupPrepareAssignment": 1001,
+                    "ConnectGroupInstallAssignment": 1002}
+DEFAULT_ERROR_CODES = {"COMPUTE_ASSIGNMENT": 1000, "INVALID_ASSIGNMENT": 1001}
+
+
+class TargetError(ValueError):
+    def __init__(self, path: str, problems: list[str]) -> None:
+        super().__init__(f"invalid target file {path}:\n  " + "\n  ".join(problems))
+        self.path = path
+        self.problems = problems
+
+
+@dataclass(frozen=True)
+class Timing:
+    clock: str = "real"
+    min_session_timeout_ms: int = 6000        # Kafka's group.min.session.timeout.ms
+    max_session_timeout_ms: int = 1_800_000   # Kafka's group.max.session.timeout.ms
+    initial_rebalance_delay_ms: int = 3000    # Kafka's group.initial.rebalance.delay.ms
+    session_timeout_ms: int = 10_000          # Connect's session.timeout.ms
+    rebalance_timeout_ms: int = 60_000        # Connect's rebalance.timeout.ms
+    heartbeat_interval_ms: int = 3_000        # Connect's heartbeat.interval.ms
+    scheduled_rebalance_delay_ms: int = 300_000  # scheduled.rebalance.max.delay.ms
+    wait_scale: float = 1.0
+    startup_timeout_s: float = 30.0
+
+
+@dataclass(frozen=True)
+class Target:
+    path: str
+    name: str
+    kind: str
+    protocols: frozenset[str]
+    capabilities: frozenset[str]
+    builtin: str | None
+    bootstrap: str | None
+    command: str | None
+    timing: Timing
+    description: str = ""
+    implementation_name: str = ""
+    implementation_version: str = "unknown"
+    connect_protocol: str = "sessioned"
+    mutant: str | None = None
+    api_keys: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_API_KEYS))
+    error_codes: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_ERROR_CODES))
+
+    @property
+    def virtual_clock(self) -> bool:
+        return self.timing.clock == "virtual"
+
+    def claims(self, protocols: tuple[str, ...] | frozenset[str]) -> frozenset[str]:
+        """The claimed protocols among ``protocols``."""
+        return self.protocols & frozenset(protocols)
+
+    def render_command(self, **values: Any) -> str:
+        assert self.command is not None
+        return self.command.format(**{k: values.get(k, "") for k in PLACEHOLDERS})
+
+
+# ---------------------------------------------------------------- rules
+
+def rule_schema(data: Any, schema: dict[str, Any]) -> list[str]:
+    v = jsonschema.Draft202012Validator(schema)
+    out = []
+    for e in sorted(v.iter_errors(data), key=lambda e: list(e.absolute_path)):
+        where = ".".join(str(p) for p in e.absolute_path) or "(top level)"
+        out.append(f"{where}: {e.message} (rule schema)")
+    return out
+
+
+def rule_start_one_way(data: dict[str, Any]) -> list[str]:
+    """[start] names exactly one of builtin, bootstrap, command."""
+    ways = [k for k in ("builtin", "bootstrap", "command") if k in data["start"]]
+    if len(ways) != 1:
+        return [f"start: give exactly one of builtin, bootstrap, command; got {ways or 'none'} "
+                f"(rule start-one-way)"]
+    return []
+
+
+def rule_kind_start_match(data: dict[str, Any]) -> list[str]:
+    """A coordinator is builtin or at a bootstrap address; a worker is started by a command."""
+    start = data["start"]
+    if data["kind"] == "worker" and "command" not in start:
+        return ["start.command: a worker target needs a command template (rule kind-start-match)"]
+    if data["kind"] == "coordinator" and "command" in start:
+        return ["start.command: a coordinator target is builtin or given by bootstrap "
+                "(rule kind-start-match)"]
+    return []
+
+
+def rule_placeholders_known(data: dict[str, Any]) -> list[str]:
+    """Every {placeholder} of the command template is one the harness fills in."""
+    command = data["start"].get("command")
+    if command is None:
+        return []
+    try:
+        names = {f for _, f, _, _ in string.Formatter().parse(command) if f is not None}
+    except ValueError as e:
+        return [f"start.command: not a valid template: {e} (rule placeholders-known)"]
+    unknown = sorted(n for n in names if n not in PLACEHOLDERS)
+    if unknown:
+        return [f"start.command: unknown placeholder(s) {', '.join('{' + n + '}' for n in unknown)}; "
+                f"known: {', '.join(sorted(PLACEHOLDERS))} (rule placeholders-known)"]
+    if data["kind"] == "worker" and "bootstrap" not in names:
+        return ["start.command: a worker command must contain {bootstrap} (rule placeholders-known)"]
+    return []
+
+
+def rule_virtual_clock_builtin_only(data: dict[str, Any]) -> list[str]:
+    """Only an in-process implementation can run on the harness's virtual clock."""
+    if data.get("timing", {}).get("clock") == "virtual" and "builtin" not in data["start"]:
+        return ["timing.clock: \"virtual\" needs start.builtin (rule virtual-clock-builtin-only)"]
+    return []
+
+
+def rule_session_bounds_ordered(data: dict[str, Any]) -> list[str]:
+    t = data.get("timing", {})
+    lo = t.get("min_session_timeout_ms", Timing.min_session_timeout_ms)
+    hi = t.get("max_session_timeout_ms", Timing.max_session_timeout_ms)
+    if lo > hi:
+        return [f"timing.min_session_timeout_ms: {lo} exceeds max_session_timeout_ms {hi} "
+                f"(rule session-bounds-ordered)"]
+    return []
+
+
+def rule_mutant_builtin_only(data: dict[str, Any]) -> list[str]:
+    if "fakebroker" in data and "builtin" not in data["start"]:
+        return ["fakebroker: options for the builtin fake broker need start.builtin "
+                "(rule fakebroker-options-builtin-only)"]
+    return []
+
+
+def validate_target_data(data: Any, schema: dict[str, Any]) -> list[str]:
+    problems = rule_schema(data, schema)
+    if problems:
+        return problems
+    out: list[str] = []
+    for rule in (rule_start_one_way, rule_kind_start_match, rule_placeholders_known,
+                 rule_virtual_clock_builtin_only, rule_session_bounds_ordered,
+                 rule_mutant_builtin_only):
+        out += rule(data)
+    return out
+
+
+# ---------------------------------------------------------------- loading
+
+def target_schema() -> dict[str, Any]:
+    return json.loads((default_schema_dir() / SCHEMA_FILE).read_text(encoding="utf-8"))
+
+
+def parse_target(data: dict[str, Any], path: str) -> Target:
+    problems = validate_target_data(data, target_schema())
+    if problems:
+        raise TargetError(path, problems)
+    start = data["start"]
+    impl = data.get("implementation", {})
+    timing = Timing(**data.get("timing", {}))
+    return Target(
+        path=path, name=data["name"], kind=data["kind"],
+        protocols=frozenset(data["protocols"]), capabilities=frozenset(data.get("capabilities", [])),
+        builtin=start.get("builtin"), bootstrap=start.get("bootstrap"), command=start.get("command"),
+        timing=timing, description=data.get("description", ""),
+        implementation_name=impl.get("name", data["name"]),
+        implementation_version=impl.get("version", "unknown"),
+        connect_protocol=data.get("connect_protocol", "sessioned"),
+        mutant=data.get("fakebroker", {}).get("mutant"),
+        api_keys={**DEFAULT_API_KEYS, **data.get("api_keys", {})},
+        error_codes={**DEFAULT_ERROR_CODES, **data.get("error_codes", {})})
+
+
+def load_target(path: str | Path) -> Target:
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise TargetError(str(p), [f"(file): cannot read: {e.strerror or e} (rule readable)"]) from None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise TargetError(str(p), [f"(file): not valid TOML: {e} (rule toml)"]) from None
+    return parse_target(data, str(p))

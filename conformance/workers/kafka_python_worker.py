@@ -1,0 +1,239 @@
+"""A bundled Connect-style worker for the worker suite, on kafka-python's group client.
+
+kafka-python's ``BaseCoordinator`` does the classic group membership (FindCoordinator,
+JoinGroup with the MEMBER_ID_REQUIRED retry, SyncGroup, background heartbeats,
+LeaveGroup); this program adds what a Connect worker puts inside it, as KIP-415 describes:
+
+- protocol type ``connect``, protocols by ``--connect-protocol`` (eager: default;
+  compatible: compatible, default; sessioned: sessioned, compatible, default), each with
+  worker metadata at its own version and, from v1, the current allocation;
+- as leader: eager round-robin for v0; for v1/v2 incremental cooperative assignment
+  (revoke before assign, balance by revoking extras, lost work held back for
+  ``--scheduled-rebalance-delay-ms`` before it is reassigned);
+- as member: revoked work is released and the worker rejoins at once; an assignment with
+  a ScheduledDelay makes it rejoin when the delay has passed;
+- SIGTERM: leave the group (LeaveGroup) and exit.
+
+It runs no connectors; its "work" is the set of units it owns. It prints one JSON line
+per event on stdout (for the suite's logs).
+
+    python -m conformance.workers.kafka_python_worker --bootstrap H:P --group G \\
+        --worker-id w1 --rest-port 8083 --connect-protocol sessioned --connectors a:2,b:1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import math
+import signal
+import sys
+import threading
+import time
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from kafka.coordinator.base import BaseCoordinator
+from kafka.net.compat import KafkaNetClient
+
+from conformance.harness.connect_bytes import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, Unit,
+                                               connector_list, units_of)
+
+PROTOCOLS_BY_MODE = {"eager": ("default",), "compatible": ("compatible", "default"),
+                     "sessioned": ("sessioned", "compatible", "default")}
+
+
+def all_units(spec: str) -> list[Unit]:
+    """``a:2,b:1`` -> each connector instance (task -1) and its tasks 0..n-1."""
+    out: list[Unit] = []
+    for part in filter(None, spec.split(",")):
+        name, _, n = part.partition(":")
+        out += [(name, -1)] + [(name, t) for t in range(int(n or 0))]
+    return sorted(out)
+
+
+def emit(event: str, **fields: Any) -> None:
+    print(json.dumps({"event": event, "t": round(time.time(), 3), **fields}, default=sorted), flush=True)
+
+
+class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
+    DEFAULT_CONFIG = {**BaseCoordinator.DEFAULT_CONFIG, "metric_group_prefix": "connect"}
+
+    def __init__(self, client: KafkaNetClient, args: argparse.Namespace, **configs: Any) -> None:
+        super().__init__(client, **configs)
+        self.client = client
+        self.url = f"http://{args.worker_id}:{args.rest_port}/"
+        self.protocols = PROTOCOLS_BY_MODE[args.connect_protocol]
+        self.units = all_units(args.connectors)
+        self.max_delay_ms = args.scheduled_rebalance_delay_ms
+        self.config_offset = 1
+        self.owned: set[Unit] = set()
+        self.lock = threading.Lock()
+        self.rejoin_at: float | None = None
+        # Leader state (KIP-415): what it handed out last time, and a delay in progress.
+        self.known: set[Unit] = set()
+        self.delay_deadline: float | None = None
+        self.last_leader = ("", "")
+
+    # ---- what BaseCoordinator asks of a group type
+
+    def protocol_type(self) -> str:
+        return "connect"
+
+    def group_protocols(self) -> list[tuple[str, bytes]]:
+        with self.lock:
+            owned = set(self.owned)
+        out = []
+        for p in self.protocols:
+            v = PROTOCOL_VERSIONS[p]
+            if v == 0:
+                md = METADATA.new(url=self.url, config_offset=self.config_offset)
+            else:
+                allocation = None
+                if owned:
+                    allocation = ASSIGNMENT.encode_versioned(ASSIGNMENT.new(
+                        error=0, leader=self.last_leader[0], leader_url=self.last_leader[1],
+                        config_offset=self.config_offset, assignment=connector_list(owned),
+                        revoked=None, scheduled_delay=0), v)
+                md = METADATA.new(url=self.url, config_offset=self.config_offset, allocation=allocation)
+            out.append((p, METADATA.encode_versioned(md, v)))
+        emit("join", protocols=[p for p, _ in out], owned=sorted(owned))
+        return out
+
+    def _perform_assignment(self, leader_id: str, protocol: str, members: Sequence[Any]) -> dict[str, bytes]:
+        version = PROTOCOL_VERSIONS[protocol]
+        owned: dict[str, set[Unit]] = {}
+        for m in members:
+            v, md = METADATA.decode_versioned(bytes(m.metadata))
+            alloc = getattr(md, "allocation", None)
+            owned[m.member_id] = units_of(ASSIGNMENT.decode_versioned(alloc)[1].assignment) if alloc else set()
+        header = dict(error=0, leader=leader_id, leader_url=self.url, config_offset=self.config_offset)
+        if version == 0:
+            share = self._round_robin(self.units, sorted(owned))
+            out = {m: ASSIGNMENT.encode_versioned(ASSIGNMENT.new(**header, assignment=connector_list(u)), 0)
+                   for m, u in share.items()}
+            emit("lead", protocol=protocol, assignments={m: sorted(u) for m, u in share.items()})
+            return out
+        new, revoked, delay = self._incremental(owned)
+        emit("lead", protocol=protocol, assigned={m: sorted(u) for m, u in new.items()},
+             revoked={m: sorted(u) for m, u in revoked.items()}, delay=delay)
+        return {m: ASSIGNMENT.encode_versioned(ASSIGNMENT.new(
+            **header, assignment=connector_list(new[m]), revoked=connector_list(revoked[m]),
+            scheduled_delay=delay), version) for m in owned}
+
+    @staticmethod
+    def _round_robin(units: Iterable[Unit], members: list[str]) -> dict[str, set[Unit]]:
+        share: dict[str, set[Unit]] = {m: set() for m in members}
+        for i, u in enumerate(sorted(units)):
+            share[members[i % len(members)]].add(u)
+        return share
+
+    def _incremental(self, owned: dict[str, set[Unit]]) -> tuple[dict[str, set[Unit]], dict[str, set[Unit]], int]:
+        members = sorted(owned)
+        held = set().union(*owned.values()) if owned else set()
+        unassigned = set(self.units) - held
+        lost = unassigned & self.known
+        now = time.monotonic()
+        withheld: set[Unit] = set()
+        delay = 0
+        if lost and self.max_delay_ms > 0:
+            if self.delay_deadline is None:
+                self.delay_deadline = now + self.max_delay_ms / 1000
+            if now < self.delay_deadline:
+                withheld = lost
+                delay = max(1, int((self.delay_deadline - now) * 1000))
+            else:
+                self.delay_deadline = None
+        elif not lost:
+            self.delay_deadline = None
+        if withheld and self.delay_deadline is not None:
+            delay = max(1, int((self.delay_deadline - now) * 1000))
+        to_assign = sorted(unassigned - withheld)
+        cap = math.ceil((len(self.units) - len(withheld)) / len(members)) if members else 0
+        revoked = {m: set(sorted(owned[m])[cap:]) if len(owned[m]) > cap else set() for m in members}
+        load = {m: len(owned[m]) - len(revoked[m]) for m in members}
+        new: dict[str, set[Unit]] = {m: set() for m in members}
+        for u in to_assign:
+            m = min(members, key=lambda x: (load[x], x))
+            new[m].add(u)
+            load[m] += 1
+        # Work being revoked this round is not lost: it is handed out in the next round.
+        self.known = {u for m in members for u in (owned[m] - revoked[m]) | new[m]} | withheld
+        return new, revoked, delay
+
+    async def _on_join_complete_async(self, generation: int, member_id: str, protocol: str,
+                                      member_assignment_bytes: bytes) -> None:
+        version, a = ASSIGNMENT.decode_versioned(bytes(member_assignment_bytes))
+        assigned = units_of(a.assignment)
+        revoked = units_of(getattr(a, "revoked", None))
+        delay = getattr(a, "scheduled_delay", 0) or 0
+        with self.lock:
+            self.last_leader = (a.leader, a.leader_url)
+            if version == 0:
+                self.owned = assigned
+            else:
+                self.owned = (self.owned - revoked) | assigned
+            owned = sorted(self.owned)
+        emit("assigned", generation=generation, protocol=protocol, version=version,
+             assigned=sorted(assigned), revoked=sorted(revoked), delay=delay, owned=owned)
+        if revoked:
+            self.request_rejoin()  # released at once; the leader can hand them over
+        elif delay > 0:
+            self.rejoin_at = time.monotonic() + delay / 1000
+
+    # ---- main loop
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            self.ensure_active_group(timeout_ms=200)
+            self.poll_heartbeat()
+            if self.rejoin_at is not None and time.monotonic() >= self.rejoin_at:
+                self.rejoin_at = None
+                emit("scheduled-rejoin")
+                self.request_rejoin()
+            if not self.need_rejoin():
+                stop.wait(0.05)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description="A Connect-style worker on kafka-python (group protocol only).")
+    p.add_argument("--bootstrap", required=True)
+    p.add_argument("--group", required=True)
+    p.add_argument("--worker-id", required=True)
+    p.add_argument("--rest-port", type=int, default=8083)
+    p.add_argument("--connect-protocol", choices=sorted(PROTOCOLS_BY_MODE), default="sessioned")
+    p.add_argument("--connectors", default="conn-a:2,conn-b:1")
+    p.add_argument("--session-timeout-ms", type=int, default=10000)
+    p.add_argument("--rebalance-timeout-ms", type=int, default=60000)
+    p.add_argument("--heartbeat-interval-ms", type=int, default=3000)
+    p.add_argument("--scheduled-rebalance-delay-ms", type=int, default=300000)
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
+
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    client = KafkaNetClient(bootstrap_servers=args.bootstrap, client_id=args.worker_id)
+    client._net.start()
+    client._manager.bootstrap(10000)
+    worker = Worker(client, args, group_id=args.group, api_version=client._manager.broker_version,
+                    session_timeout_ms=args.session_timeout_ms,
+                    heartbeat_interval_ms=args.heartbeat_interval_ms,
+                    max_poll_interval_ms=args.rebalance_timeout_ms, retry_backoff_ms=100)
+    emit("started", worker=args.worker_id, protocols=list(worker.protocols))
+    try:
+        worker.run(stop)
+    finally:
+        emit("stopping")
+        try:
+            worker.close(timeout_ms=5000)  # sends LeaveGroup
+        finally:
+            client._net.stop(timeout_ms=5000)
+            client.close()
+        emit("stopped")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,90 @@
+"""``python -m fakebroker.realkafka``: provision and run a real Apache Kafka broker.
+
+    python -m fakebroker.realkafka resolve       # fetch the jars once (CI's setup runs this)
+    python -m fakebroker.realkafka start         # run one until Ctrl-C; prints HOST:PORT
+    python -m fakebroker.realkafka doctor        # what would be used, and why
+
+Exit codes: 0 done, 1 the broker could not be provisioned or started (the message says
+why and what to do), 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+
+from . import KAFKA_VERSION, KafkaSettings, RealKafkaError, choose_backend, start_real_kafka
+from .provision import cached_libs, ensure_resolved, find_java, kafka_home
+
+
+def _resolve(args: argparse.Namespace) -> int:
+    cached = cached_libs()
+    if cached is not None and not args.verbose:
+        print(f"Apache Kafka {KAFKA_VERSION} jars: {cached} (cached)")
+        return 0
+    libs = ensure_resolved(quiet=False)
+    print(f"Apache Kafka {KAFKA_VERSION} jars: {libs} ({sum(1 for _ in libs.glob('*.jar'))} jars)")
+    return 0
+
+
+def _start(args: argparse.Namespace) -> int:
+    settings = KafkaSettings(port=args.port, initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
+                             min_session_timeout_ms=args.min_session_timeout_ms,
+                             properties=dict(p.split("=", 1) for p in args.property or []))
+    kafka = start_real_kafka(settings, backend=args.backend, verbose=True)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        print(kafka.bootstrap, flush=True)
+        stop.wait()
+    finally:
+        kafka.stop()
+    return 0
+
+
+def _doctor(args: argparse.Namespace) -> int:
+    report: dict[str, object] = {"kafka_version": KAFKA_VERSION, "cache": str(kafka_home())}
+    try:
+        j = find_java()
+        report["java"] = f"{j.path} ({j.version})"
+    except RealKafkaError as e:
+        report["java"] = f"MISSING: {e}"
+    libs = cached_libs()
+    report["jars"] = str(libs) if libs else "not resolved yet (run `python -m fakebroker.realkafka resolve`)"
+    report["backend"] = "%s (%s)" % choose_backend(args.backend)
+    print(json.dumps(report, indent=2))
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m fakebroker.realkafka", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("-v", "--verbose", action="store_true")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+    sub.add_parser("resolve", help="resolve the broker's jars into the cache (offline once done)")
+    st = sub.add_parser("start", help="start a broker and keep it running until interrupted")
+    st.add_argument("--backend", choices=("auto", "process", "docker", "external"))
+    st.add_argument("--port", type=int, default=0, help="client port (0: a free one)")
+    st.add_argument("--initial-rebalance-delay-ms", type=int, default=0)
+    st.add_argument("--min-session-timeout-ms", type=int, default=1000)
+    st.add_argument("--property", "-p", action="append", metavar="NAME=VALUE",
+                    help="a further server property (repeatable)")
+    dr = sub.add_parser("doctor", help="print what would be used")
+    dr.add_argument("--backend", choices=("auto", "process", "docker", "external"))
+    args = p.parse_args(argv)
+    if args.command is None:
+        p.print_help(sys.stderr)
+        return 2
+    try:
+        return {"resolve": _resolve, "start": _start, "doctor": _doctor}[args.command](args)
+    except RealKafkaError as e:
+        print(f"realkafka: {e}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,550 @@
+"""Differential checks: the same scripted scenario runs against Apache Kafka and against the
+fake broker, exactly alike, through ``fakebroker.client``; every response is compared
+field by field after normalising what legitimately varies.
+
+    result = run_differential(scenario, real_bootstrap, fake_bootstrap)
+    for d in unaccepted(result, load_accepted()):
+        print(d)
+
+A scenario is ``async def scenario(s: Script) -> None``: it opens clients
+(``await s.client("w1")``) and sends requests with them. Its control flow may depend on the
+answers (member ids, generations); it runs once per broker, concurrently.
+
+What may vary, and how it is normalised:
+- generated member ids: replaced by ``<member:N>``, N counting first appearances on that
+  broker (so the same id must show up in the same places on both);
+- ``ThrottleTimeMs``: dropped;
+- member lists (JoinGroup, DescribeGroups, LeaveGroup) and ListGroups' groups: compared as
+  sets (Kafka keeps members in a hash map: its order is not meaningful);
+- ListGroups: only this scenario's groups (the broker is shared with other scenarios);
+- ApiVersions: only the group APIs' version ranges;
+- topic ids (random in Kafka): replaced by ``<topic:N>`` by first appearance.
+
+Everything else must be equal, or be listed in ``fixtures/accepted-differences.yaml``
+with the reason.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import json
+import re
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from ..client import ClientError, Exchange, KafkaConnection
+from ..protocol import Registry, Struct, default_registry
+
+Scenario = Callable[["Script"], Awaitable[None]]
+#: How long a request that is expected to park is given to reach the broker before the
+#: scenario goes on (a real broker gives no other sign that it has read a request).
+SETTLE_S = 0.3
+DROPPED = frozenset({"ThrottleTimeMs"})
+MEMBER_KEYS = frozenset({"MemberId", "Leader"})
+TOPIC_ID_KEYS = frozenset({"TopicId"})
+#: Group-related API keys whose version ranges are compared (ApiVersions lists every API):
+#: OffsetCommit, OffsetFetch, FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup,
+#: DescribeGroups, ListGroups, DeleteGroups, OffsetDelete, ConsumerGroupHeartbeat,
+#: ConsumerGroupDescribe.
+GROUP_API_KEYS = frozenset({8, 9, 10, 11, 12, 13, 14, 15, 16, 42, 47, 68, 69})
+
+
+# ---------------------------------------------------------------------------- recording
+
+
+@dataclass
+class Step:
+    index: int
+    label: str
+    api: str
+    version: int
+    request: dict[str, Any]
+    response: dict[str, Any] | None = None
+    error: str | None = None  # the request got no answer (closed, timed out, ...)
+
+    def title(self) -> str:
+        return f"#{self.index} {self.label} ({self.api} v{self.version})"
+
+
+@dataclass
+class Trace:
+    side: str
+    steps: list[Step] = field(default_factory=list)
+    aborted: str | None = None  # the scenario itself raised (its flow broke)
+
+
+class Pending:
+    """A request sent and not yet awaited (it may be parked in the coordinator)."""
+
+    def __init__(self, step: Step, fut: asyncio.Future[Exchange]) -> None:
+        self.step = step
+        self.fut = fut
+        fut.add_done_callback(lambda f: f.cancelled() or f.exception())
+
+
+class Script:
+    """One run of a scenario against one broker."""
+
+    def __init__(self, bootstrap: str, side: str, token: str, registry: Registry,
+                 timeout_s: float = 15.0) -> None:
+        self.bootstrap = bootstrap
+        self.side = side
+        self.token = token
+        self.registry = registry
+        self.timeout_s = timeout_s
+        self.trace = Trace(side)
+        self._clients: list[Worker] = []
+
+    def group(self, name: str = "g") -> str:
+        """A group id unique to this run of this scenario (the same on both brokers)."""
+        return f"{self.token}-{name}"
+
+    async def client(self, client_id: str) -> Worker:
+        conn = await KafkaConnection.open(self.bootstrap, client_id=client_id,
+                                          registry=self.registry, timeout_s=self.timeout_s)
+        w = Worker(self, conn, client_id)
+        self._clients.append(w)
+        return w
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+    async def close(self) -> None:
+        for w in self._clients:
+            await w.conn.close()
+
+    def _record(self, label: str, api: str, version: int, body: Struct) -> Step:
+        step = Step(len(self.trace.steps) + 1, label, api, version, body.to_json())
+        self.trace.steps.append(step)
+        return step
+
+
+class Worker:
+    """One connection with one client id; the request helpers build bodies with the codec."""
+
+    def __init__(self, script: Script, conn: KafkaConnection, client_id: str) -> None:
+        self.s = script
+        self.conn = conn
+        self.client_id = client_id
+
+    async def submit(self, label: str, api: str, version: int, *, settle: bool = True,
+                     **fields: Any) -> Pending:
+        """Send without waiting for the answer (it may park); waits ``SETTLE_S`` so that the
+        broker has read it before the scenario goes on."""
+        body = self.s.registry[f"{api}Request"].new(**fields)
+        step = self.s._record(label, api, version, body)
+        try:
+            fut = self.conn.submit(body, version)
+        except ClientError as e:
+            step.error = str(e)
+            f: asyncio.Future[Exchange] = asyncio.get_running_loop().create_future()
+            f.set_exception(e)
+            return Pending(step, f)
+        p = Pending(step, fut)
+        if settle:
+            await asyncio.sleep(SETTLE_S)
+        return p
+
+    async def result(self, p: Pending, timeout_s: float | None = None) -> Any:
+        """The answer of a request sent earlier; ``None`` (recorded) if it never came."""
+        try:
+            ex = await self.conn.wait(p.fut, timeout_s=timeout_s or self.s.timeout_s)
+        except ClientError as e:
+            p.step.error = str(e)
+            return None
+        p.step.response = ex.response.to_json()
+        return ex.response
+
+    async def call(self, label: str, api: str, version: int, **fields: Any) -> Any:
+        return await self.result(await self.submit(label, api, version, settle=False, **fields))
+
+    async def setup_call(self, api: str, version: int, **fields: Any) -> Any:
+        """A request that is not compared (setting up what differs by nature: topics)."""
+        body = self.s.registry[f"{api}Request"].new(**fields)
+        return (await self.conn.send(body, version)).response
+
+    async def ensure_topic(self, name: str, partitions: int, timeout_s: float = 20.0) -> Any:
+        """Metadata (v12, auto-creating) until ``name`` has ``partitions`` partitions with
+        leaders; returns its topic id. The real broker creates it with ``num.partitions``."""
+        mt = self.s.registry["MetadataRequest"].cls
+        deadline = asyncio.get_running_loop().time() + timeout_s
+        first = True
+        while True:
+            md = await self.setup_call("Metadata", 12, topics=[mt.MetadataRequestTopic(  # type: ignore[attr-defined]
+                topic_id=uuid.UUID(int=0), name=name)], allow_auto_topic_creation=True,
+                include_topic_authorized_operations=False)
+            t = md.topics[0]
+            if t.error_code == 0 and len(t.partitions) == partitions and all(
+                    p.error_code == 0 and p.leader_id >= 0 for p in t.partitions):
+                if not first:
+                    # Just created: give the group coordinator time to see it in its
+                    # metadata image (else a first assignment may be empty, then fixed).
+                    await asyncio.sleep(1.0)
+                return t.topic_id
+            first = False
+            if asyncio.get_running_loop().time() > deadline:
+                raise RuntimeError(f"topic {name}: error {t.error_code}, {len(t.partitions)} partitions "
+                                   f"(wanted {partitions})")
+            await asyncio.sleep(0.1)
+
+    # ------------------------------------------------------------------ group APIs
+
+    def _protocols(self, protocols: list[tuple[str, bytes]]) -> list[Struct]:
+        cls = self.s.registry["JoinGroupRequest"].cls.JoinGroupRequestProtocol  # type: ignore[attr-defined]
+        return [cls(name=n, metadata=m) for n, m in protocols]
+
+    def join_fields(self, group: str, member_id: str = "", *, version: int = 9, session_ms: int = 10_000,
+                    rebalance_ms: int = 10_000, protocol_type: str = "connect",
+                    protocols: list[tuple[str, bytes]] | None = None, instance: str | None = None,
+                    reason: str | None = None) -> dict[str, Any]:
+        f: dict[str, Any] = dict(group_id=group, session_timeout_ms=session_ms, member_id=member_id,
+                                 protocol_type=protocol_type,
+                                 protocols=self._protocols(protocols if protocols is not None
+                                                           else [("sessioned", b"\x00\x02meta")]))
+        if version >= 1:
+            f["rebalance_timeout_ms"] = rebalance_ms
+        if version >= 5:
+            f["group_instance_id"] = instance
+        if version >= 8:
+            f["reason"] = reason
+        return f
+
+    async def join_later(self, label: str, group: str, member_id: str = "", *, version: int = 9,
+                         **kw: Any) -> Pending:
+        return await self.submit(label, "JoinGroup", version,
+                                 **self.join_fields(group, member_id, version=version, **kw))
+
+    async def join(self, label: str, group: str, member_id: str = "", *, version: int = 9, **kw: Any) -> Any:
+        return await self.call(label, "JoinGroup", version,
+                               **self.join_fields(group, member_id, version=version, **kw))
+
+    async def new_member(self, label: str, group: str, **kw: Any) -> tuple[str, Pending]:
+        """KIP-394: join without an id (MEMBER_ID_REQUIRED), then rejoin with the id given
+        (that rejoin may park: it is returned pending)."""
+        first = await self.join(f"{label}: first join", group, **kw)
+        member = first.member_id if first is not None else ""
+        return member, await self.join_later(f"{label}: join with id", group, member, **kw)
+
+    def sync_fields(self, group: str, member_id: str, generation: int, *, version: int = 5,
+                    assignments: dict[str, bytes] | None = None, instance: str | None = None,
+                    protocol_type: str | None = "connect",
+                    protocol_name: str | None = "sessioned") -> dict[str, Any]:
+        cls = self.s.registry["SyncGroupRequest"].cls.SyncGroupRequestAssignment  # type: ignore[attr-defined]
+        f: dict[str, Any] = dict(group_id=group, generation_id=generation, member_id=member_id,
+                                 assignments=[cls(member_id=m, assignment=a)
+                                              for m, a in (assignments or {}).items()])
+        if version >= 3:
+            f["group_instance_id"] = instance
+        if version >= 5:
+            f["protocol_type"], f["protocol_name"] = protocol_type, protocol_name
+        return f
+
+    async def sync_later(self, label: str, group: str, member_id: str, generation: int, *,
+                         version: int = 5, **kw: Any) -> Pending:
+        return await self.submit(label, "SyncGroup", version,
+                                 **self.sync_fields(group, member_id, generation, version=version, **kw))
+
+    async def sync(self, label: str, group: str, member_id: str, generation: int, *,
+                   version: int = 5, **kw: Any) -> Any:
+        return await self.call(label, "SyncGroup", version,
+                               **self.sync_fields(group, member_id, generation, version=version, **kw))
+
+    async def heartbeat(self, label: str, group: str, member_id: str, generation: int, *,
+                        version: int = 4, instance: str | None = None) -> Any:
+        f: dict[str, Any] = dict(group_id=group, generation_id=generation, member_id=member_id)
+        if version >= 3:
+            f["group_instance_id"] = instance
+        return await self.call(label, "Heartbeat", version, **f)
+
+    async def leave(self, label: str, group: str, *members: str | tuple[str, str | None],
+                    version: int = 5, reason: str | None = None) -> Any:
+        if version < 3:
+            (m,) = members
+            return await self.call(label, "LeaveGroup", version, group_id=group, member_id=m)
+        cls = self.s.registry["LeaveGroupRequest"].cls.MemberIdentity  # type: ignore[attr-defined]
+        ids = []
+        for m in members:
+            mid, inst = (m, None) if isinstance(m, str) else m
+            kw: dict[str, Any] = dict(member_id=mid, group_instance_id=inst)
+            if version >= 5:
+                kw["reason"] = reason
+            ids.append(cls(**kw))
+        return await self.call(label, "LeaveGroup", version, group_id=group, members=ids)
+
+    async def describe(self, label: str, *groups: str, version: int = 5, ops: bool = False) -> Any:
+        f: dict[str, Any] = dict(groups=list(groups))
+        if version >= 3:
+            f["include_authorized_operations"] = ops
+        return await self.call(label, "DescribeGroups", version, **f)
+
+    async def list_groups(self, label: str, *, version: int = 5, states: list[str] | None = None,
+                          types: list[str] | None = None) -> Any:
+        f: dict[str, Any] = {}
+        if version >= 4:
+            f["states_filter"] = states or []
+        if version >= 5:
+            f["types_filter"] = types or []
+        return await self.call(label, "ListGroups", version, **f)
+
+
+# ---------------------------------------------------------------------------- running
+
+
+@dataclass
+class Result:
+    scenario: str
+    real: Trace
+    fake: Trace
+    differences: list[Difference]
+
+
+async def _run_one(scenario: Scenario, bootstrap: str, side: str, token: str,
+                   registry: Registry, timeout_s: float) -> Trace:
+    s = Script(bootstrap, side, token, registry, timeout_s)
+    try:
+        await scenario(s)
+    except Exception as e:  # noqa: BLE001 - a broken flow is part of the comparison
+        s.trace.aborted = f"{type(e).__name__}: {e}"
+    finally:
+        await s.close()
+    return s.trace
+
+
+async def run_both(scenario: Scenario, name: str, real: str, fake: str, *,
+                   registry: Registry | None = None, timeout_s: float = 15.0,
+                   token: str | None = None) -> Result:
+    reg = registry or default_registry()
+    token = token or f"diff-{name}-{uuid.uuid4().hex[:8]}"
+    rt, ft = await asyncio.gather(_run_one(scenario, real, "real", token, reg, timeout_s),
+                                  _run_one(scenario, fake, "fake", token, reg, timeout_s))
+    return Result(name, rt, ft, compare(rt, ft, token, name))
+
+
+def run_differential(scenario: Scenario, name: str, real: str, fake: str, **kw: Any) -> Result:
+    return asyncio.run(run_both(scenario, name, real, fake, **kw))
+
+
+# ---------------------------------------------------------------------------- normalising
+
+
+class Aliases:
+    """Generated values -> stable names, by first appearance on one broker."""
+
+    def __init__(self) -> None:
+        self.members: dict[str, str] = {}
+        self.topics: dict[str, str] = {}
+
+    def topic(self, value: Any) -> Any:
+        if not isinstance(value, str) or value == "00000000-0000-0000-0000-000000000000":
+            return value
+        if value not in self.topics:
+            self.topics[value] = f"<topic:{len(self.topics) + 1}>"
+        return self.topics[value]
+
+    def member(self, value: Any) -> Any:
+        if not isinstance(value, str) or value == "":
+            return value
+        if value not in self.members:
+            self.members[value] = f"<member:{len(self.members) + 1}>"
+        return self.members[value]
+
+
+def _sort_key(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, default=str)
+
+
+def normalise(tree: Any, aliases: Aliases, token: str, api: str, *, top: bool = True) -> Any:
+    if isinstance(tree, list):
+        return [normalise(v, aliases, token, api, top=False) for v in tree]
+    if not isinstance(tree, dict):
+        return tree
+    out: dict[str, Any] = {}
+    # Scalars first (a message's own MemberId/Leader are aliased before its lists).
+    for k, v in tree.items():
+        if k in DROPPED or isinstance(v, (list, dict)):
+            continue
+        out[k] = aliases.member(v) if k in MEMBER_KEYS else aliases.topic(v) if k in TOPIC_ID_KEYS else v
+    for k, v in tree.items():
+        if k in DROPPED or not isinstance(v, (list, dict)):
+            continue
+        n = normalise(v, aliases, token, api, top=False)
+        if isinstance(n, list) and k == "ApiKeys" and api == "ApiVersions":
+            n = [a for a in n if isinstance(a, dict) and a.get("ApiKey") in GROUP_API_KEYS]
+        if isinstance(n, list) and k == "Groups" and api == "ListGroups":
+            n = [g for g in n if isinstance(g, dict) and str(g.get("GroupId", "")).startswith(token)]
+        if isinstance(n, list) and (k == "Members" or (k == "Groups" and api == "ListGroups")):
+            n = sorted(n, key=_sort_key)
+        out[k] = n
+    return out
+
+
+def normalised_steps(trace: Trace, token: str) -> list[dict[str, Any]]:
+    aliases = Aliases()
+    out = []
+    for st in trace.steps:
+        out.append({"request": normalise(st.request, aliases, token, st.api),
+                    "response": None if st.response is None else normalise(st.response, aliases, token, st.api),
+                    "error": "no answer" if st.error else None})
+    return out
+
+
+# ---------------------------------------------------------------------------- comparing
+
+
+@dataclass(frozen=True)
+class Difference:
+    scenario: str
+    step: str  # "#3 w2: join with id (JoinGroup v9)"
+    path: str  # "response.Members[0].Metadata", or "steps", "flow"
+    real: Any
+    fake: Any
+
+    def __str__(self) -> str:
+        return (f"{self.scenario} {self.step}: {self.path}: Kafka {json.dumps(self.real, default=str)}"
+                f" / fake {json.dumps(self.fake, default=str)}")
+
+
+def _walk(path: str, a: Any, b: Any, out: list[tuple[str, Any, Any]]) -> None:
+    if isinstance(a, dict) and isinstance(b, dict):
+        for k in list(a) + [k for k in b if k not in a]:
+            _walk(f"{path}.{k}" if path else k, a.get(k, "<absent>"), b.get(k, "<absent>"), out)
+    elif isinstance(a, list) and isinstance(b, list) and len(a) == len(b):
+        for i, (x, y) in enumerate(zip(a, b)):
+            _walk(f"{path}[{i}]", x, y, out)
+    elif a != b:
+        out.append((path, a, b))
+
+
+def compare(real: Trace, fake: Trace, token: str, scenario: str = "") -> list[Difference]:
+    diffs: list[Difference] = []
+    rn, fn = normalised_steps(real, token), normalised_steps(fake, token)
+    for i in range(max(len(rn), len(fn))):
+        rs = real.steps[i] if i < len(rn) else None
+        fs = fake.steps[i] if i < len(fn) else None
+        title = (rs or fs).title()  # type: ignore[union-attr]
+        if rs is None or fs is None or (rs.label, rs.api, rs.version) != (fs.label, fs.api, fs.version):
+            diffs.append(Difference(scenario, title, "steps",
+                                    rs.title() if rs else "<no step>", fs.title() if fs else "<no step>"))
+            break  # the flows diverged: later steps do not line up
+        found: list[tuple[str, Any, Any]] = []
+        _walk("", rn[i], fn[i], found)
+        diffs.extend(Difference(scenario, title, p, a, b) for p, a, b in found)
+    if real.aborted != fake.aborted:
+        diffs.append(Difference(scenario, "end", "flow", real.aborted, fake.aborted))
+    return diffs
+
+
+# ---------------------------------------------------------------------------- accepted differences
+
+
+@dataclass(frozen=True)
+class Accepted:
+    id: str
+    scenario: str
+    step: str
+    path: str
+    reason: str
+    real: Any = None
+    fake: Any = None
+    has_real: bool = False
+    has_fake: bool = False
+    kind: str = "limit"
+
+    def matches(self, d: Difference) -> bool:
+        return (glob_match(self.scenario, d.scenario) and glob_match(self.step, d.step)
+                and glob_match(self.path, d.path)
+                and (not self.has_real or self.real == d.real)
+                and (not self.has_fake or self.fake == d.fake))
+
+
+KINDS = ("defect", "limit", "by-design")
+
+
+@functools.lru_cache(maxsize=None)
+def _glob(pattern: str) -> re.Pattern[str]:
+    return re.compile(re.escape(pattern).replace(r"\*", ".*").replace(r"\?", ".") + r"\Z", re.S)
+
+
+def glob_match(pattern: str, text: str) -> bool:
+    """``*`` any run of characters, ``?`` one; everything else literal (brackets too: paths
+    are written ``Members[0].MemberId``)."""
+    return _glob(pattern).match(text) is not None
+ACCEPTED_FILE = Path(__file__).resolve().parents[2] / "fixtures" / "accepted-differences.yaml"
+
+
+def load_accepted(path: Path = ACCEPTED_FILE) -> list[Accepted]:
+    """Entries: ``id``, ``kind``, ``scenario`` / ``step`` / ``path`` (globs), optional
+    ``real`` and ``fake`` (exact values), and a non-empty ``reason``."""
+    data = yaml.safe_load(path.read_text()) if path.exists() else None
+    entries = (data or {}).get("accepted", []) if isinstance(data, dict) else []
+    out = []
+    seen = set()
+    for i, e in enumerate(entries):
+        where = f"{path.name}: entry {i + 1}"
+        if not isinstance(e, dict):
+            raise ValueError(f"{where}: expected a mapping")
+        unknown = set(e) - {"id", "kind", "scenario", "step", "path", "reason", "real", "fake"}
+        if unknown:
+            raise ValueError(f"{where}: unknown keys {sorted(unknown)}")
+        for k in ("id", "scenario", "path", "reason"):
+            if not isinstance(e.get(k), str) or not e[k].strip():
+                raise ValueError(f"{where}: {k!r} must be a non-empty string")
+        if e.get("kind") not in KINDS:
+            raise ValueError(f"{where}: kind must be one of {', '.join(KINDS)}")
+        if e["id"] in seen:
+            raise ValueError(f"{where}: duplicate id {e['id']}")
+        seen.add(e["id"])
+        out.append(Accepted(e["id"], e["scenario"], e.get("step", "*"), e["path"], e["reason"].strip(),
+                            e.get("real"), e.get("fake"), "real" in e, "fake" in e, e["kind"]))
+    return out
+
+
+def unaccepted(diffs: list[Difference], accepted: list[Accepted]) -> list[Difference]:
+    return [d for d in diffs if not any(a.matches(d) for a in accepted)]
+
+
+def stale(accepted: list[Accepted], result: Result) -> list[Accepted]:
+    """Entries naming this scenario exactly (no glob) that matched none of its differences."""
+    return [a for a in accepted if a.scenario == result.scenario
+            and not any(a.matches(d) for d in result.differences)]
+
+
+def _brief(st: Step | None) -> str:
+    if st is None:
+        return "-"
+    if st.error:
+        return f"no answer ({st.error})"
+    if st.response is None:
+        return "not awaited"
+    codes = [st.response.get("ErrorCode")] if "ErrorCode" in st.response else []
+    for key in ("Groups", "Members"):
+        for item in st.response.get(key) or []:
+            if isinstance(item, dict) and "ErrorCode" in item:
+                codes.append(item["ErrorCode"])
+    return "error " + "/".join(str(c) for c in codes) if codes else "answered"
+
+
+def render_report(result: Result, bad: list[Difference] | None = None,
+                  old: list[Accepted] | None = None) -> str:
+    """The steps on both sides (error codes) and what is wrong, for a failing test."""
+    lines = [f"scenario {result.scenario} (Kafka | fake):"]
+    for i in range(max(len(result.real.steps), len(result.fake.steps))):
+        r = result.real.steps[i] if i < len(result.real.steps) else None
+        f = result.fake.steps[i] if i < len(result.fake.steps) else None
+        lines.append(f"  {(r or f).title():70} {_brief(r):>14} | {_brief(f)}")  # type: ignore[union-attr]
+    if result.real.aborted or result.fake.aborted:
+        lines.append(f"  scenario aborted: Kafka {result.real.aborted!r} / fake {result.fake.aborted!r}")
+    if bad:
+        lines.append("differences not in fixtures/accepted-differences.yaml:")
+        lines.extend(f"  {d.step}: {d.path}: Kafka {json.dumps(d.real, default=str)} / "
+                     f"fake {json.dumps(d.fake, default=str)}" for d in bad)
+    if old:
+        lines.append("accepted differences that no longer occur (delete them):")
+        lines.extend(f"  {a.id}: {a.step} {a.path}" for a in old)
+    return "\n".join(lines)

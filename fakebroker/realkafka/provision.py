@@ -1,0 +1,235 @@
+"""Provisioning a real Apache Kafka broker without a download step the package registries
+cannot serve: the broker's jars come from Maven Central through Maven, once, into a cache
+directory; the JVM comes from the machine.
+
+    libs = ensure_resolved()   # no Maven call when the cache already matches pom.xml
+    java = find_java()         # Java 17+ (Kafka 4.x's broker needs it)
+
+The cache lives outside the repository (nothing of Kafka's is committed):
+``$CONNECT_CONFORMANCE_CACHE`` or ``${XDG_CACHE_HOME:-~/.cache}/connect-conformance``, then
+``kafka-<version>/libs``. A stamp file records the POM it was resolved from, so a changed
+POM resolves again and an unchanged one never calls Maven (offline after the first run).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+KAFKA_VERSION = "4.2.0"
+POM = Path(__file__).with_name("pom.xml")
+#: Jars the launcher cannot run without; their absence means a broken cache.
+REQUIRED_JARS = (f"kafka_2.13-{KAFKA_VERSION}.jar", f"kafka-server-{KAFKA_VERSION}.jar",
+                 f"kafka-clients-{KAFKA_VERSION}.jar", f"kafka-group-coordinator-{KAFKA_VERSION}.jar",
+                 "log4j-core-", "log4j-slf4j2-impl-", "scala-library-")
+STAMP = "resolved.json"
+MIN_JAVA = 17
+RESOLVE_TIMEOUT_S = 900.0
+
+
+class RealKafkaError(RuntimeError):
+    """A real broker could not be provisioned, started or stopped. The message names the
+    cause and what to do about it."""
+
+
+class JavaMissing(RealKafkaError):
+    pass
+
+
+class ResolveFailed(RealKafkaError):
+    pass
+
+
+def cache_root() -> Path:
+    explicit = os.environ.get("CONNECT_CONFORMANCE_CACHE")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "connect-conformance"
+
+
+def kafka_home(version: str = KAFKA_VERSION) -> Path:
+    return cache_root() / f"kafka-{version}"
+
+
+def libs_dir(version: str = KAFKA_VERSION) -> Path:
+    return kafka_home(version) / "libs"
+
+
+def pom_digest(pom: Path = POM) -> str:
+    return hashlib.sha256(pom.read_bytes()).hexdigest()
+
+
+# ---------------------------------------------------------------------------- Java
+
+
+@dataclass(frozen=True)
+class Java:
+    path: str
+    version: str  # e.g. "17.0.15"
+    major: int
+
+
+def _java_candidates() -> list[str]:
+    out = []
+    for var in ("REAL_KAFKA_JAVA", "JAVA_HOME"):
+        val = os.environ.get(var)
+        if val:
+            p = Path(val)
+            out.append(str(p if var == "REAL_KAFKA_JAVA" else p / "bin" / "java"))
+    found = shutil.which("java")
+    if found:
+        out.append(found)
+    return out
+
+
+def find_java(minimum: int = MIN_JAVA) -> Java:
+    """The ``java`` to run the broker with: ``$REAL_KAFKA_JAVA``, ``$JAVA_HOME/bin/java``,
+    then ``java`` on PATH; it must be Java ``minimum`` or newer."""
+    tried = []
+    for cand in _java_candidates():
+        if not (os.path.isfile(cand) and os.access(cand, os.X_OK)):
+            tried.append(f"{cand} (not an executable file)")
+            continue
+        try:
+            res = subprocess.run([cand, "-version"], capture_output=True, text=True, timeout=30)
+        except (OSError, subprocess.TimeoutExpired) as e:
+            tried.append(f"{cand} ({e})")
+            continue
+        m = re.search(r'version "([^"]+)"', res.stderr + res.stdout)
+        if res.returncode != 0 or not m:
+            tried.append(f"{cand} (`-version` failed: {(res.stderr or res.stdout).strip()[:200]})")
+            continue
+        version = m.group(1)
+        head = version.split(".")
+        major = int(head[1] if head[0] == "1" and len(head) > 1 else re.sub(r"\D.*", "", head[0]) or 0)
+        if major < minimum:
+            tried.append(f"{cand} (Java {version}, too old)")
+            continue
+        return Java(cand, version, major)
+    where = "; ".join(tried) if tried else "no java on PATH and JAVA_HOME unset"
+    raise JavaMissing(
+        f"no usable Java runtime: Apache Kafka {KAFKA_VERSION}'s broker needs Java {minimum} or "
+        f"newer ({where}). Install one (Debian: apt-get install openjdk-17-jre-headless) or point "
+        f"JAVA_HOME (or REAL_KAFKA_JAVA, a java binary) at one.")
+
+
+# ---------------------------------------------------------------------------- Maven
+
+
+def find_maven() -> str:
+    explicit = os.environ.get("REAL_KAFKA_MVN")
+    mvn = explicit or shutil.which("mvn")
+    if not mvn:
+        raise ResolveFailed(
+            f"Maven (mvn) is needed once to fetch Apache Kafka {KAFKA_VERSION}'s jars from Maven "
+            f"Central into {libs_dir()}, and none is on PATH. Install it (Debian: apt-get install "
+            f"maven) or set REAL_KAFKA_MVN; or fill that directory by hand and add {STAMP} "
+            f"(see `python -m fakebroker.realkafka resolve --help`).")
+    return mvn
+
+
+@contextlib.contextmanager
+def _locked(home: Path) -> Iterator[None]:
+    """One resolver at a time per cache (pytest-xdist workers may race to the first resolve)."""
+    home.mkdir(parents=True, exist_ok=True)
+    with open(home / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def cached_libs(version: str = KAFKA_VERSION, pom: Path = POM) -> Path | None:
+    """The libs directory if it holds a complete resolve of this POM, else None."""
+    libs = libs_dir(version)
+    try:
+        stamp = json.loads((kafka_home(version) / STAMP).read_text())
+    except (OSError, ValueError):
+        return None
+    if stamp.get("pom_sha256") != pom_digest(pom):
+        return None
+    jars = stamp.get("jars") or []
+    if not jars or not all((libs / j).is_file() for j in jars):
+        return None
+    if not all(any(j.startswith(req) for j in jars) for req in REQUIRED_JARS):
+        return None
+    return libs
+
+
+def _run_maven(mvn: str, pom: Path, out: Path, offline: bool, log: Path) -> subprocess.CompletedProcess[str]:
+    cmd = [mvn, "-B", "-Dstyle.color=never", "-f", str(pom), *(["-o"] if offline else []),
+           "dependency:copy-dependencies", f"-DoutputDirectory={out}", "-DincludeScope=runtime"]
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=RESOLVE_TIMEOUT_S,
+                             cwd=str(out.parent))
+    except subprocess.TimeoutExpired:
+        raise ResolveFailed(f"Maven did not finish resolving Kafka's jars within {RESOLVE_TIMEOUT_S:.0f}s "
+                            f"(`{' '.join(cmd)}`): is Maven Central reachable?") from None
+    except OSError as e:
+        raise ResolveFailed(f"cannot run Maven ({mvn}): {e}") from None
+    log.write_text(f"$ {' '.join(cmd)}\n{res.stdout}\n{res.stderr}")
+    return res
+
+
+def _maven_failure(res: subprocess.CompletedProcess[str]) -> str:
+    lines = [ln for ln in (res.stdout + res.stderr).splitlines() if "[ERROR]" in ln]
+    return "\n".join(lines[:8]) or (res.stdout + res.stderr).strip()[-1500:]
+
+
+def ensure_resolved(*, version: str = KAFKA_VERSION, pom: Path = POM, quiet: bool = True) -> Path:
+    """The directory of the broker's runtime jars, resolving them first if the cache does
+    not hold this POM's resolve. Tries Maven offline (the local ~/.m2 repository) before
+    going to Maven Central."""
+    libs = cached_libs(version, pom)
+    if libs is not None:
+        return libs
+    home = kafka_home(version)
+    with _locked(home):
+        libs = cached_libs(version, pom)  # another process may have resolved meanwhile
+        if libs is not None:
+            return libs
+        mvn = find_maven()
+        staging = Path(tempfile.mkdtemp(prefix="libs-", dir=home))
+        log = home / "resolve.log"
+        try:
+            if not quiet:
+                print(f"[realkafka] resolving Apache Kafka {version} jars into {home / 'libs'}",
+                      flush=True)
+            res = _run_maven(mvn, pom, staging, True, log)
+            if res.returncode != 0:
+                shutil.rmtree(staging, ignore_errors=True)
+                staging.mkdir()
+                res = _run_maven(mvn, pom, staging, False, log)
+            if res.returncode != 0:
+                raise ResolveFailed(
+                    f"Maven could not resolve Apache Kafka {version}'s jars (exit {res.returncode}):\n"
+                    f"{_maven_failure(res)}\nFull log: {log}. Check that Maven Central is reachable "
+                    f"(proxy settings in ~/.m2/settings.xml) and retry "
+                    f"`python -m fakebroker.realkafka resolve`.")
+            jars = sorted(p.name for p in staging.glob("*.jar"))
+            missing = [r for r in REQUIRED_JARS if not any(j.startswith(r) for j in jars)]
+            if missing:
+                raise ResolveFailed(f"Maven's resolve lacks {', '.join(missing)} (got {len(jars)} jars; "
+                                    f"log: {log}): is {pom} intact?")
+            target = home / "libs"
+            if target.exists():
+                shutil.rmtree(target)
+            staging.rename(target)
+            (home / STAMP).write_text(json.dumps(
+                {"kafka_version": version, "pom_sha256": pom_digest(pom), "jars": jars}, indent=1) + "\n")
+            return target
+        finally:
+            if staging.exists():
+                shutil.rmtree(staging, ignore_errors=True)

@@ -1,0 +1,207 @@
+"""Sub-commands of the scripting layer: ``pcap``, ``replay``, ``golden``, and the
+``serve`` options ``--record``, ``--faults`` and ``--script``.
+
+Exit statuses, for every command here: 0 success; 1 a divergence (or a transcript that
+cannot be exported); 2 usage errors and invalid input files (transcripts, plans and scripts
+are refused with their line and the reason); 3 the peer could not be reached (BROKEN).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from ..protocol import Registry
+from .transcript import TranscriptError, load
+
+EXIT_OK, EXIT_DIVERGED, EXIT_USAGE, EXIT_BROKEN = 0, 1, 2, 3
+
+
+def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    p = sub.add_parser(
+        "pcap", parents=[common], help="write a transcript as a pcap for Wireshark / tshark",
+        description="Write the frames of a transcript (JSON Lines, as 'serve --record' writes) "
+                    "as a pcap of loopback TCP: one stream per connection, with handshakes, "
+                    "consistent sequence numbers and FINs where connections closed, so tshark "
+                    "reassembles and dissects Kafka. Exit 0 on success, 2 on an invalid "
+                    "transcript (its line and the reason are printed).")
+    p.add_argument("transcript", type=Path, help="the transcript (.jsonl)")
+    p.add_argument("-o", "--output", type=Path, required=True, metavar="FILE",
+                   help="the pcap file to write")
+    p.add_argument("--server-port", type=int, default=9092, metavar="PORT",
+                   help="the broker's TCP port in the capture; 9092 is tshark's Kafka port "
+                        "(others need: tshark -d tcp.port==PORT,kafka)")
+    p.set_defaults(func=cmd_pcap)
+
+    r = sub.add_parser(
+        "replay", parents=[common], help="replay transcripts against a coordinator and compare",
+        description="Send each transcript's requests to the coordinator at HOST:PORT (same "
+                    "connections, correlation ids and client ids; captured ids substituted) and "
+                    "compare its responses with the recorded ones, with the transcript's "
+                    "matchers for what legitimately varies. Waits follow the recording's time "
+                    "steps on the wall clock, each capped. Prints PASS / FAIL / SKIP / BROKEN "
+                    "per transcript; a failure shows the step, the message, the field, expected "
+                    "and actual. Exit 0 all passed (or skipped), 1 a divergence, 2 usage or an "
+                    "invalid transcript, 3 the coordinator could not be reached.")
+    r.add_argument("transcripts", type=Path, nargs="+", metavar="FILE",
+                   help="transcripts (.jsonl) or directories of them (e.g. fixtures/golden)")
+    r.add_argument("--against", required=True, metavar="HOST:PORT", help="the coordinator")
+    r.add_argument("--timeout", type=float, default=10.0, metavar="S",
+                   help="longest wait for one response, or for a close, after its time step")
+    r.add_argument("--max-step", type=float, default=30.0, metavar="S",
+                   help="longest wait between two steps; a transcript that needs more is skipped")
+    r.add_argument("--gap-ms", type=int, default=50, metavar="MS",
+                   help="pause after a request when the next event is on another connection, so "
+                        "the coordinator sees requests in the recorded order")
+    r.add_argument("--keep-groups", action="store_true",
+                   help="use the recorded group ids (by default each run gets its own suffix)")
+    r.add_argument("--include-virtual-only", action="store_true",
+                   help="also replay transcripts marked virtual-only (they wait long on real time)")
+    r.set_defaults(func=cmd_replay)
+
+    g = sub.add_parser(
+        "golden", parents=[common], help="regenerate (or check) the golden transcripts",
+        description="Run every golden scenario (one per rule of the classic group APIs) against "
+                    "a fresh fake broker on a virtual clock, record, annotate with matchers and "
+                    "write DIR/<RULE-ID>.jsonl and DIR/rules.json. With --check, compare instead "
+                    "and exit 1 naming every file that drifted.")
+    g.add_argument("--dir", type=Path, default=None, metavar="DIR",
+                   help="the golden directory (default: fixtures/golden of the checkout)")
+    g.add_argument("--check", action="store_true", help="compare, do not write")
+    g.add_argument("--only", action="append", default=[], metavar="RULE-ID",
+                   help="only this rule (repeatable; rules.json is left alone)")
+    g.set_defaults(func=cmd_golden)
+
+
+def _fail(cmd: str, message: str, status: int) -> int:
+    print(f"fakebroker {cmd}: {message}", file=sys.stderr)
+    return status
+
+
+def cmd_pcap(args: argparse.Namespace, registry: Registry) -> int:
+    from .export import write_transcript_pcap
+    if not 0 < args.server_port < 65536:
+        return _fail("pcap", f"--server-port {args.server_port} is not a TCP port", EXIT_USAGE)
+    try:
+        transcript = load(args.transcript, registry)
+    except TranscriptError as e:
+        return _fail("pcap", str(e), EXIT_USAGE)
+    try:
+        write_transcript_pcap(transcript, registry, args.output, args.server_port)
+    except ValueError as e:
+        return _fail("pcap", f"{args.transcript}: {e}", EXIT_DIVERGED)
+    except OSError as e:
+        return _fail("pcap", f"cannot write {args.output}: {e.strerror or e}", EXIT_USAGE)
+    n = sum(1 for _ in transcript.frames())
+    print(f"{args.output}: {n} frame(s) on {len({e.conn for e in transcript.events})} "
+          f"connection(s), broker port {args.server_port}")
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------------- serve
+
+def extend_serve(sub: argparse._SubParsersAction) -> None:
+    """Add the scripting options to the ``serve`` sub-command defined in server/serve_cli."""
+    p = sub.choices["serve"]
+    g = p.add_argument_group("scripting")
+    g.add_argument("--record", type=Path, metavar="DIR",
+                   help="write a transcript of this run (every frame, JSON Lines) to a new "
+                        "file in DIR; its path is logged at start")
+    g.add_argument("--faults", type=Path, metavar="FILE",
+                   help="inject the faults of a plan (YAML or JSON, see "
+                        "schemas/faultplan.schema.json); an invalid plan is refused, naming "
+                        "its line and rule, before the server starts")
+    g.add_argument("--script", type=Path, metavar="FILE",
+                   help="instead of coordinating, play the broker's half of a transcript to "
+                        "whatever client connects, compare the client's requests with the "
+                        "transcript's, report the first divergence and exit (0: the client "
+                        "followed the script, 1: it diverged or stalled)")
+    g.add_argument("--script-timeout", type=float, default=30.0, metavar="S",
+                   help="with --script: give up when the client sends nothing the script "
+                        "waits for within S seconds")
+    g.add_argument("--strict-topics", action="store_true",
+                   help="the offset APIs know only the --topic topics, as a real broker: "
+                        "others get UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID (the golden "
+                        "transcripts expect this, with --topic events:3)")
+    p.set_defaults(func=cmd_serve)
+
+
+def cmd_serve(args: argparse.Namespace, registry: Registry) -> int:
+    from ..server import serve_cli
+    if not (args.record or args.faults or args.script or args.strict_topics):
+        return int(serve_cli.cmd_serve(args, registry))
+    from . import serving
+    return serving.run(args, registry)
+
+
+def _collect(paths: list[Path]) -> list[Path]:
+    out: list[Path] = []
+    for p in paths:
+        out += sorted(p.glob("*.jsonl")) if p.is_dir() else [p]
+    return out
+
+
+def cmd_replay(args: argparse.Namespace, registry: Registry) -> int:
+    import asyncio
+
+    from .replay import replay_all
+    host, sep, port = args.against.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        return _fail("replay", f"--against {args.against!r}: expected HOST:PORT", EXIT_USAGE)
+    if args.timeout <= 0 or args.max_step <= 0 or args.gap_ms < 0:
+        return _fail("replay", "--timeout and --max-step must be positive, --gap-ms not negative",
+                     EXIT_USAGE)
+    files = _collect(args.transcripts)
+    if not files:
+        return _fail("replay", "no transcripts given (a directory without *.jsonl?)", EXIT_USAGE)
+    transcripts = []
+    for f in files:
+        try:
+            transcripts.append(load(f, registry))
+        except TranscriptError as e:
+            return _fail("replay", str(e), EXIT_USAGE)
+    from .golden.catalogue import KAFKA_DEFAULTS
+    reports = asyncio.run(replay_all(
+        transcripts, args.against, registry, timeout_s=args.timeout, max_step_s=args.max_step,
+        gap_s=args.gap_ms / 1000, unique=not args.keep_groups,
+        include_virtual_only=args.include_virtual_only))
+    by_source = {t.source: t for t in transcripts}
+    for r in reports:
+        print(r.render(registry), flush=True)
+        settings = ((by_source.get(r.source) or transcripts[0]).header or {}).get("coordinator") or {}
+        unusual = {k: v for k, v in settings.items() if KAFKA_DEFAULTS.get(k) != v}
+        if r.status == "FAIL" and unusual:
+            print("  recorded on a coordinator with "
+                  + ", ".join(f"{k}={v}" for k, v in unusual.items()), flush=True)
+    counts = {s: sum(1 for r in reports if r.status == s) for s in ("PASS", "FAIL", "SKIP", "BROKEN")}
+    untried = len(transcripts) - len(reports)
+    print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped"
+          + (f", stopped: the coordinator is unreachable ({untried} not tried)" if counts["BROKEN"] else ""))
+    if counts["BROKEN"]:
+        return EXIT_BROKEN
+    return EXIT_DIVERGED if counts["FAIL"] else EXIT_OK
+
+
+def cmd_golden(args: argparse.Namespace, registry: Registry) -> int:
+    from .golden.catalogue import RULES
+    from .golden.generate import default_dir, drift, render_all, write
+    from .golden.session import ScenarioFailed
+    unknown = [r for r in args.only if r not in RULES]
+    if unknown:
+        return _fail("golden", f"no rule {', '.join(unknown)}", EXIT_USAGE)
+    directory = args.dir or default_dir()
+    try:
+        files = render_all(registry, args.only or None)
+    except ScenarioFailed as e:
+        return _fail("golden", f"scenario failed: {e}", EXIT_DIVERGED)
+    if args.check:
+        problems = drift(directory, files)
+        for p in problems:
+            print(p)
+        print(f"{len(files)} file(s) checked, {len(problems)} drifted")
+        return EXIT_DIVERGED if problems else EXIT_OK
+    removed = write(directory, files)
+    print(f"wrote {len(files)} file(s) to {directory}"
+          + (f"; removed {', '.join(removed)}" if removed else ""))
+    return EXIT_OK

@@ -1,0 +1,85 @@
+"""The rules golden transcripts cover, each with a stable ID, and the scenarios that
+exercise them.
+
+A rule is one normative statement about a coordinator's behaviour (a validation rule, an
+error rule, a happy path or a documented scenario). IDs are stable: ``CLASSIC-<API>-<KIND>-NN``
+(KIND: ERR an error answer, OK a successful behaviour), ``CLASSIC-TIMER-NN`` for timeouts,
+``CLASSIC-SCN-NN`` for documented multi-member scenarios. Never renumber: retire an ID and
+add a new one. Another engineer's requirement catalogue maps its IDs onto these
+(``fixtures/golden/rules.json``).
+
+Every scenario defines its own rule (its ID names its transcript) and may list further
+rules it also exercises (``also``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+SOURCES = {
+    "kafka": "Apache Kafka's classic group coordinator (GroupMetadataManager, ClassicGroup)",
+    "design": "DESIGN.md, 'Classic coordinator rules worth pinning'",
+    "spec-002": "spec 002: the classic JoinGroup / SyncGroup protocol",
+    "kip-394": "KIP-394: member id required on the first JoinGroup (v4+)",
+    "kip-345": "KIP-345: static membership (group.instance.id)",
+    "kip-415": "spec 004 / KIP-415: Connect's incremental cooperative rebalancing",
+    "kip-709": "KIP-709: batched OffsetFetch (v8+)",
+    "kip-848": "KIP-848: topic ids in the offset APIs (v10)",
+    "kip-1043": "KIP-1043: DescribeGroups v6 GROUP_ID_NOT_FOUND",
+}
+
+Scenario = Callable[[Any], Awaitable[None]]
+
+# Kafka's broker defaults for the settings a golden header records: a replay names the
+# ones a transcript was recorded with that differ, so a failure on another coordinator
+# can be told from a difference of configuration.
+KAFKA_DEFAULTS: dict[str, Any] = {
+    "initial_rebalance_delay_ms": 3000, "min_session_timeout_ms": 6000,
+    "max_session_timeout_ms": 1_800_000, "max_group_size": 2**31 - 1,
+    "offset_metadata_max_bytes": 4096, "new_member_join_timeout_ms": 300_000,
+}
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    api: str
+    title: str
+    expect: str  # an error name, or NONE for a successful behaviour
+    source: str
+    settings: dict[str, Any] = field(default_factory=dict)  # coordinator settings it needs
+    virtual_only: str | None = None  # why it cannot run on real time, or None
+    also: tuple[str, ...] = ()
+    fn: Scenario | None = None
+
+    def to_json(self, transcripts: list[str]) -> dict[str, Any]:
+        return {"id": self.id, "api": self.api, "title": self.title, "expect": self.expect,
+                "source": self.source, "source_text": SOURCES[self.source],
+                "settings": self.settings, "virtual_only": self.virtual_only,
+                "transcripts": transcripts}
+
+
+RULES: dict[str, Rule] = {}
+
+
+def rule(id: str, api: str, expect: str, title: str, *, source: str = "kafka",
+         settings: dict[str, Any] | None = None, virtual_only: str | None = None,
+         also: tuple[str, ...] = ()) -> Callable[[Scenario], Scenario]:
+    """Register a rule and the scenario that exercises it."""
+    if source not in SOURCES:
+        raise ValueError(f"{id}: unknown source {source!r}")
+
+    def register(fn: Scenario) -> Scenario:
+        if id in RULES:
+            raise ValueError(f"rule {id} is defined twice")
+        RULES[id] = Rule(id, api, title, expect, source, dict(settings or {}), virtual_only,
+                         tuple(also), fn)
+        return fn
+    return register
+
+
+def transcripts_of(rule_id: str) -> list[str]:
+    """The transcript files that exercise a rule: its own, and those listing it in ``also``."""
+    return [f"{r.id}.jsonl" for r in RULES.values() if r.id == rule_id or rule_id in r.also]

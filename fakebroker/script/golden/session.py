@@ -1,0 +1,293 @@
+"""Scripted clients for golden scenarios: requests over real sockets to an in-process
+FakeBroker on a virtual clock, one at a time, so what the broker records is deterministic.
+
+After every request the session waits (in loop turns, never in time) until the broker has
+read it and is idle: handled, or parked in the coordinator. A scenario therefore reads as
+the sequence of its transcript:
+
+    w1 = await s.client("w1")
+    member, parked = await w1.new_member(g)     # MEMBER_ID_REQUIRED, then the parked rejoin
+    await s.advance(3000)                       # the initial rebalance delay ends
+    joined = await s.result(parked)
+    s.check(joined.generation_id == 1, "the first generation is 1")
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import re
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from ...client import Exchange, KafkaConnection
+from ...protocol import Registry, Struct
+from ...server.broker import FakeBroker
+from ...server.clock import VirtualClock
+from ..recorder import Recorder
+
+PROTOCOL_TYPE = "connect"
+SESSION_MS = 10_000
+REBALANCE_MS = 10_000
+DEFAULT_PROTOCOLS: tuple[tuple[str, bytes], ...] = (("sessioned", b"\x00\x02"),)
+# The suffix of generated member ids in golden runs: UUID-shaped like Kafka's, counting.
+GENERATED = re.compile(r"-00000000-0000-0000-0000-[0-9a-f]{12}$")
+
+
+def golden_suffixes() -> Callable[[], str]:
+    counter = itertools.count(1)
+    return lambda: str(uuid.UUID(int=next(counter)))
+
+
+def _answered(f: asyncio.Future[Exchange]) -> bool:
+    return f.done() and not f.cancelled() and f.exception() is None
+
+
+class ScenarioFailed(AssertionError):
+    """The coordinator did not answer as the scenario's rule says it must."""
+
+
+async def until(pred: Callable[[], bool], what: str, turns: int = 200_000) -> None:
+    for i in range(turns):
+        if pred():
+            return
+        # Loopback delivery is immediate; after many idle turns, let the selector block a
+        # little so a slow machine still gets there (bounded either way).
+        await asyncio.sleep(0 if i < 2000 else 0.001)
+    raise ScenarioFailed(f"never happened: {what}")
+
+
+class Session:
+    def __init__(self, broker: FakeBroker, recorder: Recorder, scenario_id: str,
+                 registry: Registry) -> None:
+        self.broker = broker
+        self.rec = recorder
+        self.registry = registry
+        self.scenario_id = scenario_id
+        self.groups: dict[str, str] = {}  # binding name -> group id
+        self._clients: list[Client] = []
+        self._sent = 0
+        self._closed = 0
+        self._futures: list[asyncio.Future[Exchange]] = []
+
+    # ------------------------------------------------------------------ setup
+
+    def group(self, name: str = "g1") -> str:
+        """A group id for this scenario, distinct across scenarios; replays may make it
+        unique per run (it is bound as ``group.<name>``)."""
+        gid = f"{self.scenario_id.lower()}-{name}"
+        self.groups[f"group.{name}"] = gid
+        return gid
+
+    async def client(self, client_id: str) -> Client:
+        conn = await KafkaConnection.open(self.broker.bootstrap, client_id=client_id,
+                                          registry=self.registry, timeout_s=10)
+        c = Client(self, conn, client_id)
+        self._clients.append(c)
+        return c
+
+    # ------------------------------------------------------------------ time
+
+    @property
+    def now(self) -> int:
+        return self.broker.clock.now_ms()
+
+    async def settle(self) -> None:
+        """Wait until every request sent is read and handled (or parked), every response
+        written has arrived, and every close is recorded."""
+        rec = self.rec
+        closes = lambda: sum(1 for e in rec.events if e.kind == "close")  # noqa: E731
+        await until(lambda: rec.requests_seen == self._sent and self.broker.quiet()
+                    and rec.responses_seen == sum(1 for f in self._futures if _answered(f))
+                    and closes() == self._closed, "the broker to settle")
+
+    async def advance(self, ms: int) -> None:
+        clock = self.broker.clock
+        assert isinstance(clock, VirtualClock)
+        clock.advance(ms)
+        await self.settle()
+
+    async def result(self, fut: asyncio.Future[Exchange]) -> Any:
+        """The response of a request sent earlier; it must have been answered by now."""
+        await self.settle()
+        if not fut.done():
+            raise ScenarioFailed("the request is still parked (advance the clock first?)")
+        return fut.result().response
+
+    def parked(self, fut: asyncio.Future[Exchange]) -> bool:
+        return not fut.done()
+
+    def check(self, cond: bool, what: str) -> None:
+        if not cond:
+            raise ScenarioFailed(what)
+
+    async def close(self) -> None:
+        for c in self._clients:
+            await c.close()
+        await self.settle()
+
+
+class Client:
+    """One connection with one client id; helpers build requests with the codec."""
+
+    def __init__(self, session: Session, conn: KafkaConnection, client_id: str) -> None:
+        self.s = session
+        self.conn = conn
+        self.client_id = client_id
+        self._open = True
+
+    def _new(self, api: str, **fields: Any) -> Struct:
+        return self.s.registry[f"{api}Request"].new(**fields)
+
+    async def submit(self, api: str, version: int, **fields: Any) -> asyncio.Future[Exchange]:
+        fut = self.conn.submit(self._new(api, **fields), version)
+        # A request still parked when its connection closes fails; that is expected.
+        fut.add_done_callback(lambda f: f.cancelled() or f.exception())
+        self.s._sent += 1
+        self.s._futures.append(fut)
+        await self.s.settle()
+        return fut
+
+    async def call(self, api: str, version: int, **fields: Any) -> Any:
+        return await self.s.result(await self.submit(api, version, **fields))
+
+    async def close(self) -> None:
+        if self._open:
+            self._open = False
+            self.s._closed += 1
+            await self.conn.close()
+            await self.s.settle()
+
+    # ------------------------------------------------------------------ group APIs
+
+    def _join_fields(self, group: str, member_id: str, version: int, *, session: int,
+                     rebalance: int, protocols: tuple[tuple[str, bytes], ...],
+                     protocol_type: str, instance: str | None, reason: str | None) -> dict[str, Any]:
+        cls = self.s.registry["JoinGroupRequest"].cls.JoinGroupRequestProtocol  # type: ignore[attr-defined]
+        f: dict[str, Any] = dict(group_id=group, session_timeout_ms=session, member_id=member_id,
+                                 protocol_type=protocol_type,
+                                 protocols=[cls(name=n, metadata=m) for n, m in protocols])
+        if version >= 1:
+            f["rebalance_timeout_ms"] = rebalance
+        if version >= 5:
+            f["group_instance_id"] = instance
+        if version >= 8:
+            f["reason"] = reason
+        return f
+
+    async def join_later(self, group: str, member_id: str = "", *, version: int = 9,
+                         session: int = SESSION_MS, rebalance: int = REBALANCE_MS,
+                         protocols: tuple[tuple[str, bytes], ...] = DEFAULT_PROTOCOLS,
+                         protocol_type: str = PROTOCOL_TYPE, instance: str | None = None,
+                         reason: str | None = None) -> asyncio.Future[Exchange]:
+        return await self.submit("JoinGroup", version, **self._join_fields(
+            group, member_id, version, session=session, rebalance=rebalance, protocols=protocols,
+            protocol_type=protocol_type, instance=instance, reason=reason))
+
+    async def join(self, group: str, member_id: str = "", **kw: Any) -> Any:
+        return await self.s.result(await self.join_later(group, member_id, **kw))
+
+    async def new_member(self, group: str, **kw: Any) -> tuple[str, asyncio.Future[Exchange]]:
+        """KIP-394: join without an id (MEMBER_ID_REQUIRED), rejoin with the id given.
+        Returns the member id and the (possibly parked) rejoin."""
+        first = await self.join(group, **kw)
+        self.s.check(first.error_code == 79, f"expected MEMBER_ID_REQUIRED, got {first.error_code}")
+        return first.member_id, await self.join_later(group, first.member_id, **kw)
+
+    async def sync_later(self, group: str, member_id: str, generation: int, *, version: int = 5,
+                         assignments: dict[str, bytes] | None = None, instance: str | None = None,
+                         protocol_type: str | None = PROTOCOL_TYPE,
+                         protocol_name: str | None = "sessioned") -> asyncio.Future[Exchange]:
+        cls = self.s.registry["SyncGroupRequest"].cls.SyncGroupRequestAssignment  # type: ignore[attr-defined]
+        f: dict[str, Any] = dict(group_id=group, generation_id=generation, member_id=member_id,
+                                 assignments=[cls(member_id=m, assignment=a)
+                                              for m, a in (assignments or {}).items()])
+        if version >= 3:
+            f["group_instance_id"] = instance
+        if version >= 5:
+            f["protocol_type"], f["protocol_name"] = protocol_type, protocol_name
+        return await self.submit("SyncGroup", version, **f)
+
+    async def sync(self, group: str, member_id: str, generation: int, **kw: Any) -> Any:
+        return await self.s.result(await self.sync_later(group, member_id, generation, **kw))
+
+    async def heartbeat(self, group: str, member_id: str, generation: int, *, version: int = 4,
+                        instance: str | None = None) -> Any:
+        f: dict[str, Any] = dict(group_id=group, generation_id=generation, member_id=member_id)
+        if version >= 3:
+            f["group_instance_id"] = instance
+        return await self.call("Heartbeat", version, **f)
+
+    async def leave(self, group: str, *members: tuple[str, str | None] | str, version: int = 5,
+                    reason: str | None = None) -> Any:
+        if version < 3:
+            (m,) = members
+            assert isinstance(m, str)
+            return await self.call("LeaveGroup", version, group_id=group, member_id=m)
+        cls = self.s.registry["LeaveGroupRequest"].cls.MemberIdentity  # type: ignore[attr-defined]
+        identities = []
+        for m in members:
+            mid, inst = (m, None) if isinstance(m, str) else m
+            kw: dict[str, Any] = dict(member_id=mid, group_instance_id=inst)
+            if version >= 5:
+                kw["reason"] = reason
+            identities.append(cls(**kw))
+        return await self.call("LeaveGroup", version, group_id=group, members=identities)
+
+    async def describe(self, *groups: str, version: int = 6, ops: bool = False) -> Any:
+        f: dict[str, Any] = dict(groups=list(groups))
+        if version >= 3:
+            f["include_authorized_operations"] = ops
+        return await self.call("DescribeGroups", version, **f)
+
+    async def list_groups(self, *, version: int = 5, states: list[str] | None = None,
+                          types: list[str] | None = None) -> Any:
+        f: dict[str, Any] = {}
+        if version >= 4:
+            f["states_filter"] = states or []
+        if version >= 5:
+            f["types_filter"] = types or []
+        return await self.call("ListGroups", version, **f)
+
+    async def commit(self, group: str, offsets: dict[str, dict[int, int]], *, version: int = 9,
+                     member_id: str = "", generation: int = -1, instance: str | None = None,
+                     metadata: str | None = None, leader_epoch: int = -1,
+                     topic_ids: dict[str, uuid.UUID] | None = None) -> Any:
+        """``offsets``: topic -> partition -> offset (v10: topics by id from ``topic_ids``)."""
+        cls = self.s.registry["OffsetCommitRequest"].cls
+        topics = []
+        for name, parts in offsets.items():
+            tf: dict[str, Any] = {"partitions": [cls.OffsetCommitRequestPartition(  # type: ignore[attr-defined]
+                partition_index=p, committed_offset=o, committed_leader_epoch=leader_epoch if version >= 6 else -1,
+                committed_metadata=metadata) for p, o in parts.items()]}
+            if version >= 10:
+                tf["topic_id"] = (topic_ids or {})[name]
+            else:
+                tf["name"] = name
+            topics.append(cls.OffsetCommitRequestTopic(**tf))  # type: ignore[attr-defined]
+        f: dict[str, Any] = dict(group_id=group, generation_id_or_member_epoch=generation,
+                                 member_id=member_id, topics=topics)
+        if version >= 7:
+            f["group_instance_id"] = instance
+        return await self.call("OffsetCommit", version, **f)
+
+    async def fetch_offsets(self, group: str, topics: dict[str, list[int]] | None, *,
+                            version: int = 7, topic_ids: dict[str, uuid.UUID] | None = None,
+                            more: dict[str, dict[str, list[int]] | None] | None = None) -> Any:
+        """v1-7: one group; v8+: ``group`` and then the groups of ``more``."""
+        cls = self.s.registry["OffsetFetchRequest"].cls
+        if version < 8:
+            ts = None if topics is None else [cls.OffsetFetchRequestTopic(  # type: ignore[attr-defined]
+                name=n, partition_indexes=ps) for n, ps in topics.items()]
+            f: dict[str, Any] = dict(group_id=group, topics=ts)
+            if version >= 7:
+                f["require_stable"] = False
+            return await self.call("OffsetFetch", version, **f)
+        groups = []
+        for gid, tps in [(group, topics), *(more or {}).items()]:
+            ts = None if tps is None else [cls.OffsetFetchRequestTopics(  # type: ignore[attr-defined]
+                **({"topic_id": (topic_ids or {})[n]} if version >= 10 else {"name": n}),
+                partition_indexes=ps) for n, ps in tps.items()]
+            groups.append(cls.OffsetFetchRequestGroup(group_id=gid, topics=ts))  # type: ignore[attr-defined]
+        return await self.call("OffsetFetch", version, groups=groups, require_stable=False)

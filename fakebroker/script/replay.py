@@ -1,0 +1,379 @@
+"""Client-side replay: send a transcript's requests to a coordinator and compare its
+responses with the recorded ones, allowing for what legitimately varies (matchers).
+
+Requests go out as recorded (same connections, correlation ids and client ids), with
+captured values substituted (a member id the coordinator generated is bound on first sight
+and used in later requests); every wait is bounded. Time follows the transcript: on a
+``RealPacer`` the replay waits as long as the recording did between events (each step
+capped), on a ``VirtualPacer`` it advances an in-process broker's virtual clock instead.
+
+The result is a ``Report``: PASS, FAIL at the first divergence (the step, the message, the
+field, expected and actual), SKIP (virtual-only, or a wait above the cap) or BROKEN (the
+coordinator could not be reached).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from ..protocol import DecodeError, Registry
+from ..protocol.framing import decode_response
+from .matchers import Bindings, Divergence, Unbound, compare, play, render
+from .transcript import Event, Transcript
+
+DEFAULT_TIMEOUT_S = 10.0
+DEFAULT_MAX_STEP_S = 30.0
+DEFAULT_GAP_S = 0.05
+
+
+class ConnectionClosed(Exception):
+    pass
+
+
+class RawConnection:
+    """Frames out as given; response frames matched to correlation ids; bounded connect."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._reader, self._writer = reader, writer
+        self._waiting: dict[int, asyncio.Future[bytes]] = {}
+        self._early: dict[int, bytes] = {}
+        self.closed = asyncio.get_running_loop().create_future()
+        self._pump = asyncio.ensure_future(self._read())
+
+    @classmethod
+    async def open(cls, host: str, port: int, timeout_s: float) -> RawConnection:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), timeout_s)
+        return cls(reader, writer)
+
+    async def _read(self) -> None:
+        reason = "closed by the peer"
+        try:
+            while True:
+                head = await self._reader.readexactly(4)
+                (size,) = struct.unpack(">i", head)
+                if size < 4:
+                    reason = f"sent a frame of size {size}"
+                    break
+                frame = head + await self._reader.readexactly(size)
+                (cid,) = struct.unpack_from(">i", frame, 4)
+                fut = self._waiting.pop(cid, None)
+                if fut is None:
+                    self._early[cid] = frame  # an unexpected answer: kept for the report
+                elif not fut.done():
+                    fut.set_result(frame)
+        except (asyncio.IncompleteReadError, ConnectionError) as e:
+            reason = "closed by the peer" if isinstance(e, asyncio.IncompleteReadError) else str(e)
+        except asyncio.CancelledError:
+            reason = "closed"
+        if not self.closed.done():
+            self.closed.set_result(reason)
+        for fut in self._waiting.values():
+            if not fut.done():
+                fut.set_exception(ConnectionClosed(reason))
+        self._waiting.clear()
+
+    def send(self, frame: bytes, correlation_id: int | None, expect_reply: bool) -> asyncio.Future[bytes] | None:
+        if self.closed.done():
+            raise ConnectionClosed(self.closed.result())
+        fut = None
+        if expect_reply and correlation_id is not None:
+            fut = asyncio.get_running_loop().create_future()
+            self._waiting[correlation_id] = fut
+        self._writer.write(frame)
+        return fut
+
+    async def close(self) -> None:
+        self._pump.cancel()
+        self._writer.close()
+        try:
+            await self._writer.wait_closed()
+        except (ConnectionError, OSError):
+            pass
+
+
+# ---------------------------------------------------------------------------- pacing
+
+class Pacer(Protocol):
+    async def to(self, offset_ms: int) -> None:
+        """Let time reach ``offset_ms`` after the transcript's first event."""
+
+    async def after_send(self, requests_sent: int, next_on_other_connection: bool) -> None:
+        """A request went out; give the coordinator the chance to see it in order."""
+
+
+class RealPacer:
+    """Wall-clock waits as long as the recording's, each capped at ``max_step_s``."""
+
+    def __init__(self, max_step_s: float = DEFAULT_MAX_STEP_S, gap_s: float = DEFAULT_GAP_S) -> None:
+        self.max_step_s, self.gap_s = max_step_s, gap_s
+        self._start: float | None = None
+
+    async def to(self, offset_ms: int) -> None:
+        loop = asyncio.get_running_loop()
+        if self._start is None:
+            self._start = loop.time() - offset_ms / 1000
+        delay = self._start + offset_ms / 1000 - loop.time()
+        if delay > 0:
+            await asyncio.sleep(min(delay, self.max_step_s))
+
+    async def after_send(self, requests_sent: int, next_on_other_connection: bool) -> None:
+        # A real coordinator serves connections concurrently: a short pause keeps requests
+        # of different connections in the recorded order (the leader is the first joiner).
+        if next_on_other_connection and self.gap_s > 0:
+            await asyncio.sleep(self.gap_s)
+
+
+class VirtualPacer:
+    """Drives an in-process FakeBroker on a VirtualClock: time advances instantly, and each
+    request is handled before the next is sent."""
+
+    def __init__(self, broker: Any, max_turns: int = 200_000) -> None:
+        from .recorder import Recorder
+        self.broker = broker
+        self.clock = broker.clock
+        self._origin: int | None = None
+        self._rec = broker.record(Recorder(keep=False))
+        self._turns = max_turns
+        self._base = 0  # requests the broker saw before this replay
+
+    async def _quiet(self, requests: int | None = None) -> None:
+        for i in range(self._turns):
+            if (requests is None or self._rec.requests_seen >= requests) and self.broker.quiet():
+                return
+            await asyncio.sleep(0 if i < 1000 else 0.001)
+        raise TimeoutError("the broker never became idle")
+
+    async def to(self, offset_ms: int) -> None:
+        now = self.clock.now_ms()
+        if self._origin is None:
+            self._origin = now - offset_ms
+        target = self._origin + offset_ms
+        if target > now:
+            self.clock.advance(target - now)
+        await self._quiet()
+
+    async def after_send(self, requests_sent: int, next_on_other_connection: bool) -> None:
+        await self._quiet(self._base + requests_sent)
+
+    def begin(self) -> None:
+        self._base = self._rec.requests_seen
+
+
+# ---------------------------------------------------------------------------- reports
+
+@dataclass
+class Failure:
+    step: int  # 1-based, over the transcript's events
+    event: Event
+    message: str
+    divergence: Divergence | None = None
+
+
+@dataclass
+class Report:
+    source: str
+    name: str
+    steps: int = 0
+    failure: Failure | None = None
+    skipped: str | None = None
+    broken: str | None = None
+    bindings: Bindings = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.failure is None and self.skipped is None and self.broken is None
+
+    @property
+    def status(self) -> str:
+        if self.broken:
+            return "BROKEN"
+        if self.failure:
+            return "FAIL"
+        return "SKIP" if self.skipped else "PASS"
+
+    def render(self, registry: Registry) -> str:
+        head = f"{self.status} {self.name} ({self.source})"
+        if self.broken:
+            return f"{head}\n  {self.broken}"
+        if self.skipped:
+            return f"{head}\n  skipped: {self.skipped}"
+        if self.failure is None:
+            return f"{head}: {self.steps} step(s)"
+        f = self.failure
+        lines = [head, f"  step {f.step} (line {f.event.line}): {describe_event(f.event, registry)}",
+                 f"  {f.message}"]
+        if f.divergence is not None:
+            d = f.divergence
+            lines += [f"  field:    {d.path or '<body>'}", f"  expected: {render(d.expected)}",
+                      f"  actual:   {render(d.actual)}", f"  reason:   {d.reason}"]
+        return "\n".join(lines)
+
+
+def describe_event(ev: Event, registry: Registry) -> str:
+    if ev.kind == "close":
+        return f"connection {ev.conn!r} closed by the {ev.by}"
+    api = registry.api_name(ev.api_key) if ev.api_key is not None else "?"
+    return (f"{api} v{ev.version} {ev.kind} on connection {ev.conn!r} "
+            f"(correlation id {ev.correlation_id})")
+
+
+# ---------------------------------------------------------------------------- replay
+
+def initial_bindings(transcript: Transcript, unique: str | None) -> Bindings:
+    """The header's bindings; names it lists as unique get ``-<token>`` appended, so a
+    replay's groups never meet those of an earlier run on the same coordinator."""
+    head = transcript.header or {}
+    b: Bindings = dict(head.get("bindings") or {})
+    if unique:
+        for name in head.get("unique") or []:
+            if isinstance(b.get(name), str):
+                b[name] = f"{b[name]}-{unique}"
+    return b
+
+
+def precheck(transcript: Transcript, *, real_time: bool, max_step_s: float,
+             include_virtual_only: bool = False) -> str | None:
+    """Why the transcript cannot be replayed here (a skip reason), or None."""
+    head = transcript.header or {}
+    if real_time and head.get("virtual_only") and not include_virtual_only:
+        return f"virtual-only: {head['virtual_only']}"
+    if real_time:
+        times = [e.vtime_ms for e in transcript.events if e.vtime_ms is not None]
+        gaps = [b - a for a, b in zip(times, times[1:])]
+        if gaps and max(gaps) / 1000 > max_step_s:
+            return (f"needs a wait of {max(gaps) / 1000:g} s between two steps, above the "
+                    f"{max_step_s:g} s cap (--max-step)")
+    return None
+
+
+async def replay(transcript: Transcript, target: str, registry: Registry, *,
+                 pacer: Pacer | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 unique: str | None = None) -> Report:
+    """Replay ``transcript`` against ``target`` (HOST:PORT). ``unique``: a token for the
+    header's unique names (None: keep them as recorded)."""
+    host, _, port_text = target.rpartition(":")
+    name = str((transcript.header or {}).get("id") or transcript.source)
+    report = Report(transcript.source, name)
+    try:
+        port = int(port_text)
+    except ValueError:
+        report.broken = f"{target!r} is not HOST:PORT"
+        return report
+    pacer = pacer or RealPacer()
+    if isinstance(pacer, VirtualPacer):
+        pacer.begin()
+    bindings = report.bindings = initial_bindings(transcript, unique)
+    conns: dict[Any, RawConnection] = {}
+    waiting: dict[tuple[Any, int], asyncio.Future[bytes]] = {}
+    answered = {(e.conn, e.correlation_id) for e in transcript.events if e.kind == "response"}
+    events = transcript.events
+    first = next((e.vtime_ms for e in events if e.vtime_ms is not None), 0)
+    sent = 0
+    try:
+        for i, ev in enumerate(events):
+            step = i + 1
+            report.steps = step
+            if ev.vtime_ms is not None:
+                await pacer.to(ev.vtime_ms - first)
+            if ev.kind == "request":
+                conn = conns.get(ev.conn)
+                if conn is None:
+                    try:
+                        conn = conns[ev.conn] = await RawConnection.open(host, port, timeout_s)
+                    except (OSError, asyncio.TimeoutError) as e:
+                        report.broken = f"cannot connect to {target}: {e or 'timed out'}"
+                        return report
+                try:
+                    body = play(ev.body, ev.match, bindings) if ev.body is not None else None
+                except Unbound as e:
+                    report.failure = Failure(step, ev, f"the request uses {e.args[0]!r}, which no "
+                                                       "earlier response captured")
+                    return report
+                frame = ev.frame(registry, body=body) if body is not None else ev.raw
+                assert frame is not None
+                try:
+                    fut = conn.send(frame, ev.correlation_id, (ev.conn, ev.correlation_id) in answered)
+                except ConnectionClosed as e:
+                    report.failure = Failure(step, ev, f"cannot send: the connection was {e}")
+                    return report
+                if fut is not None:
+                    waiting[(ev.conn, ev.correlation_id)] = fut  # type: ignore[index]
+                sent += 1
+                nxt = events[i + 1] if i + 1 < len(events) else None
+                await pacer.after_send(sent, nxt is not None and nxt.conn != ev.conn)
+            elif ev.kind == "response":
+                failure = await _check_response(ev, step, waiting, registry, bindings, timeout_s)
+                if failure is not None:
+                    report.failure = failure
+                    return report
+            elif ev.kind == "close":
+                conn = conns.pop(ev.conn, None)
+                if conn is None:
+                    continue
+                if ev.by == "client":
+                    await conn.close()
+                else:
+                    try:
+                        await asyncio.wait_for(asyncio.shield(conn.closed), timeout_s)
+                    except asyncio.TimeoutError:
+                        report.failure = Failure(step, ev, f"the coordinator kept connection "
+                                                           f"{ev.conn!r} open for {timeout_s:g} s")
+                        await conn.close()
+                        return report
+                    await conn.close()
+        return report
+    finally:
+        for c in conns.values():
+            await c.close()
+
+
+async def _check_response(ev: Event, step: int, waiting: dict[tuple[Any, int], asyncio.Future[bytes]],
+                          registry: Registry, bindings: Bindings, timeout_s: float) -> Failure | None:
+    assert ev.correlation_id is not None and ev.api_key is not None and ev.version is not None
+    fut = waiting.pop((ev.conn, ev.correlation_id), None)
+    if fut is None:
+        return Failure(step, ev, "its request was never sent (the transcript is out of order)")
+    try:
+        frame = await asyncio.wait_for(fut, timeout_s)
+    except asyncio.TimeoutError:
+        return Failure(step, ev, f"no response within {timeout_s:g} s")
+    except ConnectionClosed as e:
+        return Failure(step, ev, f"no response: the connection was {e}")
+    try:
+        resp = decode_response(registry, frame[4:], ev.api_key, ev.version, base=4)
+    except DecodeError as e:
+        return Failure(step, ev, f"the response does not decode: {e}")
+    d = compare(ev.body, resp.body.to_json(), ev.match, bindings)
+    if d is not None:
+        return Failure(step, ev, "the response differs", d)
+    return None
+
+
+def run_token() -> str:
+    return secrets.token_hex(3)
+
+
+async def replay_all(transcripts: Sequence[Transcript], target: str, registry: Registry, *,
+                     timeout_s: float = DEFAULT_TIMEOUT_S, max_step_s: float = DEFAULT_MAX_STEP_S,
+                     gap_s: float = DEFAULT_GAP_S, unique: bool = True,
+                     include_virtual_only: bool = False) -> list[Report]:
+    """Each transcript on its own connections, one after another, on real time. A
+    coordinator that cannot be reached stops the run (the rest are not attempted)."""
+    reports = []
+    for t in transcripts:
+        reason = precheck(t, real_time=True, max_step_s=max_step_s,
+                          include_virtual_only=include_virtual_only)
+        if reason is not None:
+            reports.append(Report(t.source, str((t.header or {}).get("id") or t.source), skipped=reason))
+            continue
+        r = await replay(t, target, registry, pacer=RealPacer(max_step_s, gap_s),
+                         timeout_s=timeout_s, unique=run_token() if unique else None)
+        reports.append(r)
+        if r.broken:
+            break
+    return reports

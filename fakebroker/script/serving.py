@@ -1,0 +1,144 @@
+"""``fakebroker serve`` with scripting options: the same broker, plus a recorder, a fault
+plan or a broker-side script. Inputs are checked before the socket is bound."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from ..coordinator.config import CoordinatorConfig
+from ..protocol import Registry
+from ..server.broker import FakeBroker
+from ..server.config import BrokerConfig, Topic
+from .transcript import Transcript
+
+log = logging.getLogger("fakebroker")
+EXIT_OK, EXIT_DIVERGED, EXIT_USAGE = 0, 1, 2
+
+
+def _fail(message: str, status: int = EXIT_USAGE) -> int:
+    print(f"fakebroker serve: {message}", file=sys.stderr)
+    return status
+
+
+def build_broker(args: argparse.Namespace, registry: Registry) -> FakeBroker:
+    """The broker ``serve`` runs (mirrors server/serve_cli.cmd_serve's settings)."""
+    from ..server.serve_cli import _parse_caps
+    config = BrokerConfig(host=args.host, port=args.port,
+                          topics=[Topic.parse(t) for t in args.topic],
+                          max_frame_bytes=args.max_frame_bytes,
+                          api_max_versions=_parse_caps(args.api_max_version, registry))
+    coord = CoordinatorConfig(initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
+                              min_session_timeout_ms=args.min_session_timeout_ms,
+                              max_session_timeout_ms=args.max_session_timeout_ms,
+                              max_group_size=args.max_group_size)
+    return FakeBroker(config, coord, registry=registry, strict_topics=args.strict_topics)
+
+
+def record_path(directory: Path) -> Path:
+    """A new file name per run: UTC time, then the pid, so parallel runs never collide."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    return directory / f"transcript-{stamp}-{os.getpid()}.jsonl"
+
+
+def run(args: argparse.Namespace, registry: Registry) -> int:
+    logging.basicConfig(level=args.log_level, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from .documents import DocumentError
+    from .faults import install, load_plan
+    from .scripted import ScriptError, prepare
+    from .transcript import TranscriptError, load
+    script = None
+    if args.script is not None:
+        if args.faults is not None:
+            return _fail("--script plays the broker's half itself: it excludes --faults")
+        if args.script_timeout <= 0:
+            return _fail("--script-timeout must be positive")
+        try:
+            script = prepare(load(args.script, registry))
+        except (TranscriptError, ScriptError) as e:
+            return _fail(f"invalid script: {e}")
+    plan = None
+    if args.faults is not None:
+        try:
+            plan = load_plan(args.faults, registry)
+        except DocumentError as e:
+            return _fail(f"invalid fault plan: {e}")
+    try:
+        broker = build_broker(args, registry)
+    except ValueError as e:
+        return _fail(str(e))
+    if plan is not None:
+        install(broker.hooks, plan)
+        log.info("fault plan %s: %d fault(s)", args.faults, len(plan.faults))
+    if args.record is not None:
+        try:
+            args.record.mkdir(parents=True, exist_ok=True)
+            path = record_path(args.record)
+            broker.record(path, origin="serve")
+        except OSError as e:
+            return _fail(f"cannot record to {args.record}: {e.strerror or e}")
+        log.info("recording to %s", path)
+    try:
+        if script is not None:
+            return asyncio.run(_play(broker, script, registry, args))
+        asyncio.run(_serve(broker, args.ready_file))
+    except OSError as e:
+        return _fail(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}", 1)
+    return EXIT_OK
+
+
+async def _play(broker: FakeBroker, script: Transcript, registry: Registry,
+                args: argparse.Namespace) -> int:
+    """Serve the script until the client completes it, diverges or stalls."""
+    from .scripted import ScriptPlayer, render_script_report
+    player = ScriptPlayer(broker, script, registry, timeout_s=args.script_timeout)
+    done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+
+    async def installed() -> None:
+        player.install()
+        assert player.done is not None
+        report = await player.done
+        print(render_script_report(report, registry), flush=True)
+        if not done.done():
+            done.set_result(EXIT_OK if report.ok else EXIT_DIVERGED)
+
+    log.info("playing script %s (%d event(s))", args.script, len(script.events))
+    status = await _serve(broker, args.ready_file, done, on_start=installed)
+    player.stop()
+    return status
+
+
+async def _serve(broker: FakeBroker, ready_file: Path | None,
+                 done: asyncio.Future[int] | None = None, on_start: Any = None) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError):
+            loop.add_signal_handler(sig, stop.set)
+    async with broker:
+        started = asyncio.ensure_future(on_start()) if on_start is not None else None
+        await asyncio.sleep(0)  # the script is installed before anyone is told the address
+        print(broker.bootstrap, flush=True)
+        if ready_file is not None:
+            tmp = ready_file.with_name(ready_file.name + ".tmp")
+            tmp.write_text(broker.bootstrap + "\n")
+            tmp.replace(ready_file)  # atomic: a reader never sees half a line
+        waiters = [asyncio.ensure_future(stop.wait())]
+        if done is not None:
+            waiters.append(done)  # type: ignore[arg-type]
+        await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+        for w in waiters:
+            if w is not done:
+                w.cancel()
+        if started is not None and not started.done():
+            started.cancel()
+    return done.result() if done is not None and done.done() else EXIT_OK

@@ -1,0 +1,147 @@
+"""The pytest plugin: inert without --target; refuses an invalid target naming the field;
+maps outcomes onto pytest; writes results.json; certificates and exit codes."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conformance.catalogue import load_catalogue
+from conformance.certificate import build_certificate, render_markdown
+from conformance.harness.outcomes import CaseResult, Outcome
+from conformance.harness.runner import applicability
+from conformance.target import load_target
+
+ROOT = Path(__file__).resolve().parents[2]
+FAKEBROKER = ROOT / "fixtures" / "targets" / "fakebroker.toml"
+
+
+def pytest_run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", *args],
+                          cwd=cwd, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+
+
+def test_without_target_nothing_is_collected() -> None:
+    r = pytest_run("--pyargs", "conformance", "-q")
+    assert r.returncode == 5, r.stdout + r.stderr  # "no tests ran"
+
+
+def test_invalid_target_is_a_usage_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.toml"
+    bad.write_text('name = "x"\nkind = "broker"\nprotocols = ["classic"]\n[start]\nbootstrap = "h:1"\n')
+    r = pytest_run("--pyargs", "conformance", "--target", str(bad), "-q")
+    assert r.returncode == 4
+    assert "kind: 'broker' is not one of" in r.stderr
+
+
+def test_run_maps_outcomes_and_writes_results(tmp_path: Path) -> None:
+    results = tmp_path / "results.json"
+    r = pytest_run("--pyargs", "conformance", "--target", str(FAKEBROKER), "-v",
+                   "--conformance-results", str(results),
+                   "-k", "CLS-JOIN-01 or CLS-JOIN-15 or C848-HB-VAL-01 or C848-REC-01")
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert "test_requirement[CLS-JOIN-01] PASS" in r.stdout
+    assert "test_requirement[C848-HB-VAL-01] NOT-APPLICABLE" in r.stdout
+    doc = json.loads(results.read_text())
+    got = {x["id"]: x["outcome"] for x in doc["results"]}
+    assert got == {"CLS-JOIN-01": "PASS", "CLS-JOIN-15": "PASS", "C848-HB-VAL-01": "NOT-APPLICABLE",
+                   "C848-REC-01": "NOT-APPLICABLE"}
+    assert doc["target"]["name"] == "fakebroker" and doc["target"]["version"] != "auto"
+
+
+def test_mutant_fails_with_expected_and_actual(tmp_path: Path) -> None:
+    r = pytest_run("--pyargs", "conformance", "--target", str(ROOT / "fixtures/mutants/wide-session-bounds.toml"),
+                   "-q", "--conformance-results", str(tmp_path / "r.json"), "-k", "CLS-JOIN-03")
+    assert r.returncode == 1
+    assert "FAIL CLS-JOIN-03 (MUST)" in r.stdout and "expected" in r.stdout
+
+
+# ---------------------------------------------------------------- applicability and verdicts
+
+def test_applicability_never_passes_by_default() -> None:
+    cat = load_catalogue()
+    target = load_target(FAKEBROKER)
+    assert applicability(cat["C848-HB-VAL-01"], target, None)[0] is Outcome.NOT_APPLICABLE
+    assert applicability(cat["CONN-PROT-01"], target, None)[0] is Outcome.NOT_APPLICABLE  # binds workers
+    assert applicability(cat["C848-REC-01"], target, None)[0] is Outcome.NOT_APPLICABLE   # untestable
+    assert applicability(cat["CLS-JOIN-01"], target, None)[0] is Outcome.BROKEN           # no case
+
+
+def run_doc(outcomes: dict[str, str], *, strict: bool = False) -> dict:
+    return {"target": {"name": "t", "path": "t.toml", "kind": "coordinator", "implementation": "t",
+                       "version": "1", "protocols": ["classic"], "capabilities": [], "mutant": None},
+            "suite": "coordinator", "strict": strict, "selected": list(outcomes), "versions": {},
+            "results": [{"id": i, "outcome": o, "message": ""} for i, o in outcomes.items()]}
+
+
+@pytest.mark.parametrize("outcomes, strict, certified", [
+    ({"CLS-JOIN-01": "PASS", "CLS-JOIN-15": "NON-STRICT", "C848-HB-VAL-01": "NOT-APPLICABLE"}, False, True),
+    ({"CLS-JOIN-01": "PASS", "CLS-JOIN-15": "NON-STRICT"}, True, False),
+    ({"CLS-JOIN-01": "FAIL"}, False, False),
+    ({"CLS-JOIN-01": "BROKEN"}, False, False),
+])
+def test_verdict(outcomes: dict[str, str], strict: bool, certified: bool) -> None:
+    cert = build_certificate(run_doc(outcomes, strict=strict))
+    assert cert["certified"] is certified
+    assert ("CERTIFIED" if certified else "NOT CERTIFIED") == cert["verdict"]
+    assert "# Conformance certificate: t" in render_markdown(cert)
+
+
+def test_missing_result_is_broken() -> None:
+    doc = run_doc({"CLS-JOIN-01": "PASS"})
+    doc["selected"].append("CLS-JOIN-02")
+    cert = build_certificate(doc)
+    assert cert["broken"] == ["CLS-JOIN-02"] and not cert["certified"]
+    assert cert["counts"]["MUST"]["BROKEN"] == 1
+
+
+def test_case_result_record_is_json() -> None:
+    r = CaseResult("CLS-JOIN-01", "MUST", Outcome.FAIL, "m", expected={1, 2}, actual=b"\x01")
+    assert json.loads(json.dumps(r.record()))["actual"] == "01"
+
+
+def test_cli_run_exit_codes(tmp_path: Path) -> None:
+    ok = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--target", str(FAKEBROKER), "-n", "0",
+                         "--reports", str(tmp_path / "ok"), "--no-html", "-k", "CLS-JOIN-0"],
+                        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert ok.returncode == 0, ok.stdout[-2000:] + ok.stderr[-2000:]
+    cert = json.loads((tmp_path / "ok" / "certificate.json").read_text())
+    assert cert["verdict"] == "CERTIFIED" and (tmp_path / "ok" / "certificate.md").exists()
+    bad = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--target", str(tmp_path / "none.toml")],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "cannot read" in bad.stderr
+
+
+def test_golden_transcripts_are_cases_with_their_rule_id(tmp_path: Path) -> None:
+    from conformance.golden import load_golden_rules
+    rules = load_golden_rules()
+    if not rules:
+        pytest.skip("no golden catalogue (fixtures/golden/rules.json) or replay engine yet")
+    results = tmp_path / "results.json"
+    r = pytest_run("--pyargs", "conformance", "--target", str(FAKEBROKER), "-v", "--conformance-results",
+                   str(results), "-k", f"{rules[0].id} or CLS-HB-06")
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert f"test_golden[{rules[0].id}] PASS" in r.stdout
+    doc = json.loads(results.read_text())
+    golden = [x for x in doc["results"] if x.get("golden")]
+    assert [(x["id"], x["outcome"]) for x in golden] == [(rules[0].id, "PASS")]
+    assert set(doc["selected"]) == {rules[0].id, "CLS-HB-06"}
+    cert = build_certificate(doc)
+    assert cert["certified"] and any(row.get("golden") for row in cert["requirements"])
+
+
+def test_golden_replay_catches_a_mutant() -> None:
+    from conformance.golden import load_golden_rules, run_golden
+    rules = {r.id: r for r in load_golden_rules()}
+    if "CLASSIC-HB-ERR-01" not in rules:
+        pytest.skip("no golden catalogue yet")
+    mutant = load_target(ROOT / "fixtures" / "mutants" / "illegal-generation-ignored.toml")
+    hb_rules = [r for rid, r in rules.items() if rid.startswith("CLASSIC-HB-ERR")]
+    outcomes = {r.id: run_golden(r, mutant, None).outcome for r in hb_rules}
+    assert Outcome.FAIL in outcomes.values(), outcomes

@@ -1,0 +1,76 @@
+"""Target files: the bundled ones are valid; invalid ones are refused naming field and reason."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.target import TargetError, load_target
+
+ROOT = Path(__file__).resolve().parents[2]
+GOOD = """
+name = "t"
+kind = "coordinator"
+protocols = ["classic"]
+[start]
+bootstrap = "127.0.0.1:9092"
+"""
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "fixtures" / "targets").glob("*.toml"))
+                         + sorted((ROOT / "fixtures" / "mutants").glob("*.toml")), ids=lambda p: p.name)
+def test_bundled_targets_are_valid(path: Path) -> None:
+    t = load_target(path)
+    assert t.protocols and t.kind in ("coordinator", "worker")
+
+
+def write(tmp_path: Path, text: str) -> Path:
+    p = tmp_path / "target.toml"
+    p.write_text(text)
+    return p
+
+
+def test_minimal_coordinator(tmp_path: Path) -> None:
+    t = load_target(write(tmp_path, GOOD))
+    assert t.bootstrap == "127.0.0.1:9092" and not t.virtual_clock
+    assert t.timing.min_session_timeout_ms == 6000 and t.api_keys["ConnectGroupHeartbeat"] == 1000
+
+
+@pytest.mark.parametrize("text, field, reason", [
+    (GOOD.replace('kind = "coordinator"', 'kind = "broker"'), "kind", "is not one of"),
+    (GOOD.replace('protocols = ["classic"]', 'protocols = ["classic", "cooperative"]'), "protocols.1", "is not one of"),
+    (GOOD.replace('protocols = ["classic"]', "protocols = []"), "protocols", "should be non-empty"),
+    (GOOD.replace('"127.0.0.1:9092"', '"localhost"'), "start.bootstrap", "does not match"),
+    (GOOD + '[timing]\nclock = "virtual"\n', "timing.clock", "rule virtual-clock-builtin-only"),
+    (GOOD + "[timing]\nmin_session_timeout_ms = 9000\nmax_session_timeout_ms = 8000\n",
+     "timing.min_session_timeout_ms", "rule session-bounds-ordered"),
+    (GOOD.replace('bootstrap = "127.0.0.1:9092"', 'bootstrap = "127.0.0.1:9092"\nbuiltin = "fakebroker"'),
+     "start", "rule start-one-way"),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"'), "start.command", "rule kind-start-match"),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"', 'command = "run --broker {broker} {bootstrap}"'),
+     "start.command", "unknown placeholder(s) {broker}"),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"', 'command = "run --group {group}"'), "start.command", "must contain {bootstrap}"),
+    ("colour = 1\n" + GOOD, "(top level)", "Additional properties are not allowed ('colour'"),
+    (GOOD + "[api_keys]\nConnectGroupHeartbeat = 70000\n", "api_keys.ConnectGroupHeartbeat", "is greater than the maximum"),
+    ("name = [", "(file)", "not valid TOML"),
+])
+def test_invalid_target_names_field_and_reason(tmp_path: Path, text: str, field: str, reason: str) -> None:
+    with pytest.raises(TargetError) as e:
+        load_target(write(tmp_path, text))
+    assert any(p.startswith(field + ":") and reason in p for p in e.value.problems), e.value.problems
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(TargetError) as e:
+        load_target(tmp_path / "nope.toml")
+    assert "cannot read" in str(e.value)
+
+
+def test_command_rendering(tmp_path: Path) -> None:
+    t = load_target(write(tmp_path, GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"', 'command = "w --b {bootstrap} --g {group} --id {worker_id} --rest {rest_port}"')))
+    assert t.render_command(bootstrap="h:1", group="g", worker_id="w1", rest_port=8083) == \
+        "w --b h:1 --g g --id w1 --rest 8083"

@@ -1,0 +1,74 @@
+"""The leader-side incremental cooperative assignor (KIP-415) beyond the KIP's five worked
+scenarios (those are fixtures: ``test_scenario_fixtures.py``)."""
+
+from __future__ import annotations
+
+from fakebroker.coordinator.connect_assignor import (DEFAULT_MAX_DELAY_MS,
+                                                     IncrementalCooperativeAssignor)
+
+from .test_scenario_fixtures import notation, units
+
+ALL = ["AC0", "AT1", "AT2", "BC0", "BT1"]
+
+
+def run(a: IncrementalCooperativeAssignor, now: int, configured: list[str],
+        joins: dict[str, list[str]]) -> dict[str, tuple[list[str], list[str], int]]:
+    out = a.assign(now, units(configured), {m: units(us) for m, us in joins.items()})
+    return {m: (notation(x.assigned), notation(x.revoked), x.delay_ms) for m, x in out.items()}
+
+
+def test_defaults() -> None:
+    assert IncrementalCooperativeAssignor().max_delay_ms == DEFAULT_MAX_DELAY_MS == 300_000
+
+
+def test_deleted_connector_is_revoked_at_once() -> None:
+    a = IncrementalCooperativeAssignor()
+    run(a, 0, ALL, {"W1": []})
+    got = run(a, 1, ["AC0", "AT1", "AT2"], {"W1": ALL})
+    assert got == {"W1": (["AC0", "AT1", "AT2"], ["BC0", "BT1"], 0)}
+
+
+def test_work_reported_twice_stays_with_the_first_member() -> None:
+    a = IncrementalCooperativeAssignor()
+    got = run(a, 0, ALL, {"W1": ["AC0"], "W2": ["AC0"]})
+    assert got["W1"][0][:1] == ["AC0"] and "AC0" in got["W2"][1]
+
+
+def test_no_delay_configured_deals_lost_work_at_once() -> None:
+    a = IncrementalCooperativeAssignor(max_delay_ms=0)
+    a.previous = {"W1": units(["AC0", "AT1"]), "W2": units(["AT2", "BC0", "BT1"])}
+    got = run(a, 0, ALL, {"W1": ["AC0", "AT1"]})
+    assert got == {"W1": (ALL, [], 0)}
+
+
+def test_no_revocation_in_two_consecutive_rounds() -> None:
+    a = IncrementalCooperativeAssignor()
+    run(a, 0, ALL, {"W1": []})
+    first = run(a, 1, ALL, {"W1": ALL, "W2": []})
+    assert first["W1"][1]  # revoked something
+    # W1 comes back still running everything (it did not release): no second revocation.
+    second = run(a, 2, ALL, {"W1": ALL, "W2": []})
+    assert second["W1"][1] == []
+    third = run(a, 3, ALL, {"W1": ALL, "W2": []})
+    assert third["W1"][1]
+
+
+def test_new_work_goes_to_the_least_loaded_tasks_first() -> None:
+    a = IncrementalCooperativeAssignor()
+    run(a, 0, ALL, {"W1": []})
+    run(a, 1, ALL, {"W1": ALL, "W2": []})
+    run(a, 2, ALL, {"W1": ["AC0", "AT1", "AT2"], "W2": []})
+    got = run(a, 3, ALL + ["CC0", "CT1"], {"W1": ["AC0", "AT1", "AT2"], "W2": ["BC0", "BT1"]})
+    # CT1 (tasks first) to W2 (2 units < 3), then CC0 to the tie's smaller id, W1.
+    assert got == {"W1": (["AC0", "AT1", "AT2", "CC0"], [], 0),
+                   "W2": (["BC0", "BT1", "CT1"], [], 0)}
+
+
+def test_a_delay_is_never_extended_by_a_second_loss() -> None:
+    a = IncrementalCooperativeAssignor(max_delay_ms=1000)
+    a.previous = {"W1": units(["AC0"]), "W2": units(["AT1"]), "W3": units(["AT2"])}
+    assert run(a, 0, ["AC0", "AT1", "AT2"], {"W1": ["AC0"], "W2": ["AT1"]})["W1"][2] == 1000
+    got = run(a, 400, ["AC0", "AT1", "AT2"], {"W1": ["AC0"]})
+    assert got == {"W1": (["AC0"], [], 600)}
+    got = run(a, 1000, ["AC0", "AT1", "AT2"], {"W1": ["AC0"]})
+    assert got == {"W1": (["AC0", "AT1", "AT2"], [], 0)}

@@ -1,0 +1,29 @@
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from fakebroker.realkafka import KafkaSettings
+from fakebroker.realkafka.scenarios import TOPIC, TOPIC_PARTITIONS
+from fakebroker.realkafka.twin import start_twin
+from fakebroker.server.thread import BrokerThread
+
+#: The real broker of these tests: the fixture's defaults (no initial delay, sessions from
+#: 1 s), topics auto-created with the consumer scenarios' partition count, and the
+#: consumer-group migration policy the fake models ("disabled").
+SETTINGS = KafkaSettings(properties={"num.partitions": TOPIC_PARTITIONS,
+                                     "group.consumer.migration.policy": "disabled"})
+
+
+@pytest.fixture(scope="session")
+def real_kafka_settings() -> KafkaSettings:
+    return SETTINGS
+
+
+@pytest.fixture(scope="session")
+def fake_twin() -> Iterator[BrokerThread]:
+    """The fake broker configured like ``real_kafka``."""
+    twin = start_twin(SETTINGS, topics={TOPIC: TOPIC_PARTITIONS})
+    yield twin
+    twin.stop()

@@ -1,0 +1,116 @@
+"""Golden transcripts: every rule has one, they cannot drift from a fresh run, and the fake
+broker passes every one through client-side replay (virtual time, random member ids, groups
+unique per run)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fakebroker.script.golden.catalogue import RULES
+from fakebroker.script.golden.generate import (RULES_FILE, default_dir, drift, golden_broker,
+                                               render_all, rules_document)
+from fakebroker.script.replay import VirtualPacer, replay, run_token
+from fakebroker.script.transcript import Transcript, load
+
+from .helpers import REG
+
+GOLDEN = default_dir()
+FILES = sorted(GOLDEN.glob("*.jsonl"))
+CMD = [sys.executable, "-m", "fakebroker.cli"]
+
+
+def test_every_rule_has_a_transcript_and_every_transcript_a_rule() -> None:
+    listed = json.loads((GOLDEN / RULES_FILE).read_text())
+    ids = [r["id"] for r in listed["rules"]]
+    assert ids == sorted(RULES) and len(set(ids)) == len(ids)
+    covered: dict[str, list[str]] = {rid: [] for rid in ids}
+    for f in FILES:
+        head = load(f, REG).header
+        assert head is not None and head["origin"] == "golden" and head["id"] == f.stem
+        unknown = [r for r in head["rules"] if r not in covered]
+        assert not unknown, f"{f.name} names rules that are not listed: {unknown}"
+        for r in head["rules"]:
+            covered[r].append(f.name)
+    missing = sorted(rid for rid, files in covered.items() if not files)
+    assert not missing, f"rules without a golden transcript: {missing}"
+    for r in listed["rules"]:
+        assert sorted(r["transcripts"]) == sorted(covered[r["id"]]), r["id"]
+
+
+def test_rule_ids_are_stable_and_well_formed() -> None:
+    import re
+    for rid, rule in RULES.items():
+        assert re.fullmatch(r"CLASSIC-(JOIN|SYNC|HB|LEAVE|DESC|LIST|COMMIT|FETCH)-(ERR|OK)-\d\d"
+                            r"|CLASSIC-(TIMER|SCN)-\d\d", rid), rid
+        assert rule.expect == "NONE" or rule.expect in {e.name for e in __import__(
+            "fakebroker.protocol.error_codes", fromlist=["ErrorCode"]).ErrorCode}, rid
+        assert all(a in RULES for a in rule.also), rid
+    apis = {r.api for r in RULES.values()}
+    assert apis == {"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "DescribeGroups",
+                    "ListGroups", "OffsetCommit", "OffsetFetch"}
+
+
+def test_golden_files_are_what_a_fresh_run_produces() -> None:
+    files = render_all(REG)
+    assert drift(GOLDEN, files) == []
+    assert json.loads(files[RULES_FILE]) == rules_document()
+
+
+def test_drift_names_the_file_and_line(tmp_path: Path) -> None:
+    copy = tmp_path / "golden"
+    shutil.copytree(GOLDEN, copy)
+    victim = copy / "CLASSIC-HB-ERR-04.jsonl"
+    lines = victim.read_text().splitlines(keepends=True)
+    n = next(i for i, line in enumerate(lines) if '"ErrorCode":22' in line)
+    lines[n] = lines[n].replace('"ErrorCode":22', '"ErrorCode":0')
+    victim.write_text("".join(lines))
+    (copy / "CLASSIC-HB-ERR-99.jsonl").write_text(lines[0])
+    (copy / "CLASSIC-SYNC-OK-01.jsonl").unlink()
+    r = subprocess.run([*CMD, "golden", "--check", "--dir", str(copy)], capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 1
+    assert f"CLASSIC-HB-ERR-04.jsonl: differs from a fresh run from line {n + 1}" in r.stdout
+    assert "CLASSIC-SYNC-OK-01.jsonl: missing" in r.stdout
+    assert "CLASSIC-HB-ERR-99.jsonl: no rule produces it any more" in r.stdout
+
+
+async def replay_on_fresh_broker(t: Transcript) -> object:
+    """A broker like the golden one, but with Kafka's random member-id suffixes."""
+    assert t.header is not None
+    b = golden_broker(t.header["coordinator"], REG)
+    await b.start()
+    try:
+        return await replay(t, b.bootstrap, REG, pacer=VirtualPacer(b), timeout_s=5,
+                            unique=run_token())
+    finally:
+        await b.stop()
+
+
+@pytest.mark.parametrize("path", FILES, ids=[f.stem for f in FILES])
+def test_the_fake_broker_passes_every_golden_transcript(path: Path) -> None:
+    report = asyncio.run(replay_on_fresh_broker(load(path, REG)))
+    assert report.ok, report.render(REG)  # type: ignore[attr-defined]
+
+
+def test_goldens_have_matchers_for_what_varies() -> None:
+    t = load(GOLDEN / "CLASSIC-SYNC-OK-01.jsonl", REG)
+    first_id = next(e for e in t.events if e.kind == "response" and e.api == "JoinGroup")
+    assert first_id.match["MemberId"] == {"capture": "member.1", "pattern": "^w1-"}
+    rejoin = next(e for e in t.events if e.kind == "request" and e.api == "JoinGroup"
+                  and e.body is not None and e.body["MemberId"])
+    assert rejoin.match == {"GroupId": {"ref": "group.g1"}, "MemberId": {"ref": "member.1"}}
+    assert t.header is not None and t.header["unique"] == ["group.g1"]
+    # Messages quoting a group id become templates.
+    d = load(GOLDEN / "CLASSIC-DESC-ERR-01.jsonl", REG)
+    resp = next(e for e in d.events if e.kind == "response")
+    assert resp.match["Groups[0].ErrorMessage"] == {"format": "Group {group.g1} not found."}
+    # Virtual-only transcripts say why.
+    slow = load(GOLDEN / "CLASSIC-TIMER-05.jsonl", REG)
+    assert slow.header is not None and "5-minute" in slow.header["virtual_only"]

@@ -1,0 +1,198 @@
+"""Client-side replay: divergences reported readably, the CLI on real time against
+`fakebroker serve`, and coordinators that are unreachable, silent, rude or garbled
+reported clearly within bounded time."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+import socketserver
+import struct
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fakebroker.cli import main
+from fakebroker.script.faults import install, parse_plan
+from fakebroker.script.golden.generate import default_dir, golden_broker
+from fakebroker.script.replay import VirtualPacer, replay
+from fakebroker.script.transcript import load
+
+from .helpers import REG
+
+GOLDEN = default_dir()
+CMD = [sys.executable, "-m", "fakebroker.cli"]
+# Transcripts recorded with the base golden settings and no waits: quick on real time.
+BASE = {"initial_rebalance_delay_ms": 0, "max_group_size": 2**31 - 1}
+
+
+def quick_goldens() -> list[Path]:
+    out = []
+    for f in sorted(GOLDEN.glob("*.jsonl")):
+        t = load(f, REG)
+        head = t.header or {}
+        settings = head.get("coordinator") or {}
+        if all(settings.get(k) == v for k, v in BASE.items()) and \
+                all((e.vtime_ms or 0) == 0 for e in t.events):
+            out.append(f)
+    return out
+
+
+def test_a_wrong_answer_is_reported_with_step_field_expected_and_actual() -> None:
+    t = load(GOLDEN / "CLASSIC-HB-ERR-04.jsonl", REG)
+    plan = parse_plan("version: 1\nfaults:\n  - {api: Heartbeat, side: response, action: {set: {ErrorCode: 0}}}\n", REG)
+
+    async def go() -> object:
+        assert t.header is not None
+        b = golden_broker(t.header["coordinator"], REG)
+        install(b.hooks, plan)
+        await b.start()
+        try:
+            return await replay(t, b.bootstrap, REG, pacer=VirtualPacer(b), timeout_s=5)
+        finally:
+            await b.stop()
+    report = asyncio.run(go())
+    assert report.status == "FAIL"  # type: ignore[attr-defined]
+    f = report.failure  # type: ignore[attr-defined]
+    step = next(i + 1 for i, e in enumerate(t.events) if e.kind == "response" and e.api == "Heartbeat")
+    assert f.step == step and f.divergence.path == "ErrorCode"
+    assert (f.divergence.expected, f.divergence.actual) == (22, 0)
+    text = report.render(REG)  # type: ignore[attr-defined]
+    assert text.splitlines() == [
+        f"FAIL CLASSIC-HB-ERR-04 ({GOLDEN / 'CLASSIC-HB-ERR-04.jsonl'})",
+        f"  step {step} (line {step + 1}): Heartbeat v4 response on connection 1 (correlation id 4)",
+        "  the response differs",
+        "  field:    ErrorCode", "  expected: 22", "  actual:   0", "  reason:   values differ"]
+
+
+@contextlib.contextmanager
+def serve(*args: str) -> Iterator[str]:
+    # Its log goes to a file: an undrained pipe would fill up and stall the broker.
+    with open(Path(__import__("tempfile").mkdtemp()) / "serve.log", "w") as log:
+        proc = subprocess.Popen([*CMD, "serve", "--port", "0", "--topic", "events:3",
+                                 "--strict-topics", *args], stdout=subprocess.PIPE, stderr=log, text=True)
+        try:
+            assert proc.stdout is not None
+            yield proc.stdout.readline().strip()
+        finally:
+            proc.terminate()
+            proc.communicate(timeout=20)
+
+
+def test_replay_cli_passes_goldens_on_real_time_against_serve(capsys: pytest.CaptureFixture[str]) -> None:
+    files = quick_goldens()
+    assert len(files) > 60
+    timed = GOLDEN / "CLASSIC-TIMER-06.jsonl"  # waits 6.5 s for a pending member id to expire
+    slow = GOLDEN / "CLASSIC-TIMER-05.jsonl"  # virtual-only: skipped
+    with serve("--initial-rebalance-delay-ms", "0") as addr:
+        t0 = time.monotonic()
+        status = main(["replay", *map(str, files), str(timed), str(slow), "--against", addr])
+        took = time.monotonic() - t0
+    out = capsys.readouterr().out
+    assert status == 0, out
+    assert out.strip().endswith(f"{len(files) + 1} passed, 0 failed, 1 skipped")
+    assert "skipped: virtual-only: waits Kafka's fixed 5-minute new-member join timeout" in out
+    assert 6.5 <= took < 60  # it waited the recorded 6.5 s, not more than a bounded while
+
+
+def test_replay_cli_divergence_exits_1_and_names_the_settings(capsys: pytest.CaptureFixture[str]) -> None:
+    # A coordinator that allows 1 s sessions accepts what the transcript expects refused.
+    with serve("--initial-rebalance-delay-ms", "0", "--min-session-timeout-ms", "1000") as addr:
+        status = main(["replay", str(GOLDEN / "CLASSIC-JOIN-ERR-02.jsonl"), "--against", addr])
+    out = capsys.readouterr().out
+    assert status == 1
+    assert "FAIL CLASSIC-JOIN-ERR-02" in out and "  field:    ErrorCode" in out
+    assert "  expected: 26" in out and "  actual:   79" in out
+    assert "recorded on a coordinator with initial_rebalance_delay_ms=0" in out
+    assert out.strip().endswith("0 passed, 1 failed, 0 skipped")
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_unreachable_coordinator_is_broken_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
+    files = [str(GOLDEN / "CLASSIC-HB-ERR-01.jsonl"), str(GOLDEN / "CLASSIC-HB-ERR-02.jsonl")]
+    status = main(["replay", *files, "--against", f"127.0.0.1:{_free_port()}", "--timeout", "2"])
+    out = capsys.readouterr().out
+    assert status == 3
+    assert "BROKEN CLASSIC-HB-ERR-01" in out and "cannot connect to 127.0.0.1:" in out
+    assert "stopped: the coordinator is unreachable (1 not tried)" in out
+
+
+class _Misbehaving(socketserver.BaseRequestHandler):
+    mode = "silent"
+
+    def handle(self) -> None:
+        sock = self.request
+        if self.mode == "close":
+            return  # closes at once
+        head = sock.recv(4)
+        if len(head) < 4:
+            return
+        frame = b""
+        while len(frame) < struct.unpack(">i", head)[0]:
+            chunk = sock.recv(65536)
+            if not chunk:
+                return
+            frame += chunk
+        if self.mode == "garbage":
+            body = frame[4:8] + b"\xff\xff\xff"  # the right correlation id, then nonsense
+            sock.sendall(struct.pack(">i", len(body)) + body)
+        time.sleep(5)  # silent: never answers (the replay must not wait for this)
+
+
+@contextlib.contextmanager
+def misbehaving(mode: str) -> Iterator[str]:
+    handler = type("H", (_Misbehaving,), {"mode": mode})
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        yield f"127.0.0.1:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+
+
+@pytest.mark.parametrize(("mode", "message"), [
+    ("silent", "no response within 0.5 s"),
+    ("close", "no response: the connection was closed by the peer"),
+    ("garbage", "the response does not decode: "),
+])
+def test_misbehaving_coordinators_are_reported_not_waited_for(
+        mode: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    with misbehaving(mode) as addr:
+        t0 = time.monotonic()
+        status = main(["replay", str(GOLDEN / "CLASSIC-HB-ERR-01.jsonl"), "--against", addr,
+                       "--timeout", "0.5"])
+        took = time.monotonic() - t0
+    out = capsys.readouterr().out
+    assert status == 1, out
+    assert "FAIL CLASSIC-HB-ERR-01" in out and "step 2 (line 3): Heartbeat v4 response" in out
+    assert message in out
+    assert took < 4
+
+
+def test_invalid_input_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    bad = tmp_path / "bad.jsonl"
+    lines = (GOLDEN / "CLASSIC-HB-ERR-01.jsonl").read_text().splitlines()
+    bad.write_text(lines[0] + "\n" + lines[1][:30] + "\n")
+    assert main(["replay", str(bad), "--against", "127.0.0.1:9"]) == 2
+    assert f"fakebroker replay: {bad}:2: truncated line" in capsys.readouterr().err
+    assert main(["replay", str(GOLDEN / "CLASSIC-HB-ERR-01.jsonl"), "--against", "nowhere"]) == 2
+    assert "expected HOST:PORT" in capsys.readouterr().err
+    (tmp_path / "empty").mkdir()
+    assert main(["replay", str(tmp_path / "empty"), "--against", "127.0.0.1:9"]) == 2
+    assert "no transcripts given" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as e:
+        main(["replay", str(bad)])  # --against is required
+    assert e.value.code == 2
