@@ -10,4 +10,4 @@ test: setup
 
 # The main job: certify the bundled implementations and write the report under reports/.
 certify: setup
-	.venv/bin/fakebroker selfcheck --report reports/codec-selfcheck.json
+	.venv/bin/conformance run --target fixtures/targets/fakebroker.toml --target fixtures/targets/kafka-python-worker.toml -n auto --reports reports

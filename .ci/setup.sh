@@ -41,3 +41,10 @@ if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq openjdk-17-jre-headless maven >/dev/null
 fi
 .venv/bin/python -m fakebroker.realkafka resolve
+
+# Allure's report generator (allure-commandline, npm; runs on the JDK above) renders the
+# certificate's HTML report as one self-contained file.
+if [ ! -x .venv/node/node_modules/.bin/allure ]; then
+  log "installing allure-commandline 2.46.1 (npm)"
+  npm install --no-save --no-audit --no-fund --prefix .venv/node allure-commandline@2.46.1 >/dev/null
+fi

@@ -1,11 +1,15 @@
-"""Coordinator benchmark: heartbeats per second and rebalance time for N members.
+"""Coordinator benchmark: heartbeats per second and rebalance time for N members, on the
+fake broker and on Apache Kafka 4.2.0 side by side, with fake/real ratios.
 
-The broker under test runs as its own process (`fakebroker serve`), so its CPU time and
-resident memory are read from /proc apart from the load generator's. Each simulated
-member has its own connection (a parked JoinGroup holds its connection, as in Kafka).
+Each broker under test runs as its own process (`fakebroker serve`; Kafka as a local JVM
+or a container, see fakebroker.realkafka), so its CPU time and resident memory are read
+from /proc apart from the load generator's. Each simulated member has its own connection
+(a parked JoinGroup holds its connection, as in Kafka). Both brokers get the same group
+settings: a 3 s initial rebalance delay (Kafka's default), sessions from 1 s.
 
-    python bench/coordinator.py                 # N = 100, 1000, 5000
+    python bench/coordinator.py                         # N = 100, 1000, 5000; fake and real
     python bench/coordinator.py -n 100 --seconds 3 --repeats 5
+    python bench/coordinator.py --broker fake           # the fake broker alone
 
 Figures: rebalance = a settled group of N: every member rejoins -> every member holds its
 SyncGroup answer;
@@ -29,6 +33,7 @@ from dataclasses import asdict, dataclass
 
 from fakebroker.client import KafkaConnection
 from fakebroker.protocol import default_registry
+from fakebroker.realkafka import KafkaSettings, RealKafka, start_real_kafka
 
 REG = default_registry()
 JOIN, SYNC, HB = REG["JoinGroupRequest"], REG["SyncGroupRequest"], REG["HeartbeatRequest"]
@@ -36,8 +41,13 @@ CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 
 
+INITIAL_DELAY_MS = 3000  # Kafka's default: gathers the first wave of joins into one generation
+MIN_SESSION_MS = 1000
+
+
 @dataclass
 class Result:
+    broker: str
     members: int
     rebalance_ms: float
     heartbeats_per_s: float
@@ -46,24 +56,36 @@ class Result:
     server_rss_bytes_per_member: float
 
 
-def proc_cpu_s(pid: int) -> float:
+def proc_cpu_s(pid: int | None) -> float:
+    if pid is None:
+        return float("nan")
     fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
     return (int(fields[11]) + int(fields[12])) / CLK_TCK  # utime + stime
 
 
-def proc_rss(pid: int) -> int:
+def proc_rss(pid: int | None) -> float:
+    if pid is None:
+        return float("nan")
     return int(open(f"/proc/{pid}/statm").read().split()[1]) * PAGE
 
 
 def start_server() -> tuple[subprocess.Popen[str], str]:
     proc = subprocess.Popen(
         [sys.executable, "-m", "fakebroker.cli", "serve", "--port", "0", "--log-level", "WARNING",
-         # Kafka's default initial delay gathers the first wave of joins into one generation.
-         "--initial-rebalance-delay-ms", "3000", "--min-session-timeout-ms", "1000",
-         "--max-group-size", "1000000"],
+         "--initial-rebalance-delay-ms", str(INITIAL_DELAY_MS),
+         "--min-session-timeout-ms", str(MIN_SESSION_MS), "--max-group-size", "1000000"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()
+
+
+def start_real(heap_mb: int) -> tuple[RealKafka, int | None]:
+    """Apache Kafka with the fake's group settings; its pid when it is a local process
+    (a container's CPU and memory are not read: those columns are then NaN)."""
+    kafka = start_real_kafka(KafkaSettings(initial_rebalance_delay_ms=INITIAL_DELAY_MS,
+                                           min_session_timeout_ms=MIN_SESSION_MS, heap_mb=heap_mb))
+    proc = getattr(kafka, "proc", None)
+    return kafka, (proc.pid if proc is not None else None)
 
 
 def join_req(member_id: str, group: str) -> object:
@@ -127,7 +149,7 @@ async def heartbeat_for(conns: list[KafkaConnection], ids: list[str], gen: int, 
     return count
 
 
-async def one_run(bootstrap: str, pid: int, n: int, seconds: float, run: int) -> Result:
+async def one_run(broker: str, bootstrap: str, pid: int | None, n: int, seconds: float, run: int) -> Result:
     group = f"bench-{n}-{run}"
     conns = await asyncio.gather(*(KafkaConnection.open(bootstrap, timeout_s=120) for _ in range(n)))
     try:
@@ -139,8 +161,25 @@ async def one_run(bootstrap: str, pid: int, n: int, seconds: float, run: int) ->
         s1, c1, w1 = proc_cpu_s(pid), time.process_time(), time.perf_counter()
     finally:
         await asyncio.gather(*(c.close() for c in conns))
-    return Result(n, rebalance_ms, beats / (w1 - w0), (s1 - s0) * 1e6 / beats,
+    return Result(broker, n, rebalance_ms, beats / (w1 - w0), (s1 - s0) * 1e6 / beats,
                   (c1 - c0) * 1e6 / beats, (rss1 - rss0) / n)
+
+
+FIELDS = ("rebalance_ms", "heartbeats_per_s", "server_cpu_ms_per_1k_hb", "client_cpu_ms_per_1k_hb",
+          "server_rss_bytes_per_member")
+
+
+def ratios(rows: list[Result]) -> list[dict[str, float]]:
+    """fake/real per N: heartbeats/s (above 1: the fake is faster) and rebalance time
+    (below 1: the fake is faster)."""
+    out = []
+    by = {(r.broker, r.members): r for r in rows}
+    for n in sorted({r.members for r in rows}):
+        f, k = by.get(("fake", n)), by.get(("real", n))
+        if f and k:
+            out.append({"members": n, "heartbeats_per_s": f.heartbeats_per_s / k.heartbeats_per_s,
+                        "rebalance_ms": f.rebalance_ms / k.rebalance_ms})
+    return out
 
 
 def main() -> None:
@@ -148,36 +187,56 @@ def main() -> None:
     p.add_argument("-n", type=int, action="append", help="members (repeatable; default 100, 1000, 5000)")
     p.add_argument("--seconds", type=float, default=3.0, help="heartbeat phase length per run")
     p.add_argument("--repeats", type=int, default=3, help="runs per N; medians are printed")
+    p.add_argument("--broker", choices=("both", "fake", "real"), default="both",
+                   help="which brokers to measure (default both, with fake/real ratios)")
+    p.add_argument("--kafka-heap-mb", type=int, default=1024, help="the real broker's JVM heap")
     p.add_argument("--json", action="store_true", help="print results as JSON")
     a = p.parse_args()
     sizes = a.n or [100, 1000, 5000]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    # Before the brokers start: they inherit the limit (each member is a connection).
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * max(sizes) + 256)), hard))
-    proc, bootstrap = start_server()
-    print(f"fake broker at {bootstrap} (pid {proc.pid}); baseline for ratios: Apache Kafka's "
-          f"broker is added by the real-Kafka issue", file=sys.stderr)
+    brokers: list[tuple[str, str, int | None]] = []
+    fake_proc = kafka = None
     rows = []
     try:
+        if a.broker in ("both", "fake"):
+            fake_proc, bootstrap = start_server()
+            brokers.append(("fake", bootstrap, fake_proc.pid))
+            print(f"fake broker at {bootstrap} (pid {fake_proc.pid})", file=sys.stderr)
+        if a.broker in ("both", "real"):
+            kafka, pid = start_real(a.kafka_heap_mb)
+            brokers.append(("real", kafka.bootstrap, pid))
+            print(f"Apache Kafka {kafka.version} at {kafka.bootstrap} ({kafka.backend}, pid {pid})",
+                  file=sys.stderr)
         for n in sizes:
-            runs = [asyncio.run(one_run(bootstrap, proc.pid, n, a.seconds, r)) for r in range(a.repeats)]
-            med = Result(n, *(statistics.median(getattr(r, f) for r in runs)
-                              for f in ("rebalance_ms", "heartbeats_per_s", "server_cpu_ms_per_1k_hb",
-                                        "client_cpu_ms_per_1k_hb", "server_rss_bytes_per_member")))
-            rows.append(med)
-            print(f"N={n}: done ({a.repeats} runs)", file=sys.stderr)
+            for name, bootstrap, pid in brokers:
+                runs = [asyncio.run(one_run(name, bootstrap, pid, n, a.seconds, r)) for r in range(a.repeats)]
+                med = Result(name, n, *(statistics.median(getattr(r, f) for r in runs) for f in FIELDS))
+                rows.append(med)
+                print(f"{name} N={n}: done ({a.repeats} runs)", file=sys.stderr)
     finally:
-        proc.terminate()
-        proc.wait(10)
+        if fake_proc is not None:
+            fake_proc.terminate()
+            fake_proc.wait(10)
+        if kafka is not None:
+            kafka.stop()
     if a.json:
-        print(json.dumps([asdict(r) for r in rows], indent=2))
+        print(json.dumps({"results": [asdict(r) for r in rows], "fake_over_real": ratios(rows)}, indent=2))
         return
-    print(f"{'members':>8} {'rebalance ms':>13} {'heartbeats/s':>13} {'server CPU ms/1k hb':>20} "
+    print(f"{'broker':>6} {'members':>8} {'rebalance ms':>13} {'heartbeats/s':>13} {'server CPU ms/1k hb':>20} "
           f"{'client CPU ms/1k hb':>20} {'server RSS B/member':>20}")
     for r in rows:
-        print(f"{r.members:>8} {r.rebalance_ms:>13.1f} {r.heartbeats_per_s:>13.0f} "
+        print(f"{r.broker:>6} {r.members:>8} {r.rebalance_ms:>13.1f} {r.heartbeats_per_s:>13.0f} "
               f"{r.server_cpu_ms_per_1k_hb:>20.1f} {r.client_cpu_ms_per_1k_hb:>20.1f} "
               f"{r.server_rss_bytes_per_member:>20.0f}")
     print(f"(medians of {a.repeats} runs; {a.seconds}s heartbeat phase each)")
+    rs = ratios(rows)
+    if rs:
+        print("\nfake/real (heartbeats/s above 1: the fake is faster; rebalance time below 1: the fake is faster)")
+        print(f"{'members':>8} {'heartbeats/s':>13} {'rebalance time':>15}")
+        for r in rs:
+            print(f"{r['members']:>8} {r['heartbeats_per_s']:>13.2f} {r['rebalance_ms']:>15.2f}")
 
 
 if __name__ == "__main__":

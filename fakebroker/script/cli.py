@@ -80,7 +80,10 @@ def _fail(cmd: str, message: str, status: int) -> int:
 
 
 def cmd_pcap(args: argparse.Namespace, registry: Registry) -> int:
-    from .export import write_transcript_pcap
+    try:
+        from .export import write_transcript_pcap
+    except ImportError as e:  # scapy is an optional dependency (the test extra)
+        return _fail("pcap", f"needs scapy ({e}); install it: pip install 'scapy>=2.6,<3'", EXIT_USAGE)
     if not 0 < args.server_port < 65536:
         return _fail("pcap", f"--server-port {args.server_port} is not a TCP port", EXIT_USAGE)
     try:

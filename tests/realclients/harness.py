@@ -15,12 +15,12 @@ from pathlib import Path
 
 MEMBER = Path(__file__).with_name("member.py")
 # Real clients run on real time; every wait is bounded so a broken broker fails, not hangs.
-WAIT_S = 30.0
+WAIT_S = 60.0
 
 
 class Member:
     def __init__(self, client: str, bootstrap: str, group: str, topic: str, name: str,
-                 strategies: str = "range", session_timeout_ms: int = 3000,
+                 strategies: str = "range", session_timeout_ms: int = 6000,
                  group_protocol: str = "classic", remote_assignor: str | None = None,
                  instance_id: str | None = None, debug: str | None = None) -> None:
         self.name = name
