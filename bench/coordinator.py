@@ -88,16 +88,21 @@ def start_real(heap_mb: int) -> tuple[RealKafka, int | None]:
     return kafka, (proc.pid if proc is not None else None)
 
 
-def join_req(member_id: str, group: str) -> object:
+def join_req(member_id: str, group: str, metadata: bytes = b"m" * 64) -> object:
     return JOIN.new(group_id=group, session_timeout_ms=60_000, rebalance_timeout_ms=60_000,
                     member_id=member_id, protocol_type="connect",
-                    protocols=[JOIN.cls.JoinGroupRequestProtocol(name="default", metadata=b"m" * 64)])
+                    protocols=[JOIN.cls.JoinGroupRequestProtocol(name="default", metadata=metadata)])
 
 
-async def rebalance(conns: list[KafkaConnection], ids: list[str], group: str) -> tuple[int, bool]:
+async def rebalance(conns: list[KafkaConnection], ids: list[str], group: str,
+                    metadata: bytes = b"m" * 64) -> tuple[int, bool]:
     """Every member (re)joins with its id, then syncs; the leader sends the assignment.
-    Returns the generation and whether every member got it without error."""
-    joined = await asyncio.gather(*(c.send(join_req(m, group), 9, timeout_s=120)
+    Returns the generation and whether every member got it without error.
+
+    A rejoin into a Stable group must carry changed metadata: a follower rejoining with
+    unchanged metadata is answered at once with the current generation (Kafka's rule), and
+    a real broker's request threads do not keep the order the joins were sent in."""
+    joined = await asyncio.gather(*(c.send(join_req(m, group, metadata), 9, timeout_s=120)
                                     for c, m in zip(conns, ids)))
     if any(j.response.error_code for j in joined):
         return -1, False
@@ -118,14 +123,15 @@ async def rebalance(conns: list[KafkaConnection], ids: list[str], group: str) ->
 async def form_group(conns: list[KafkaConnection], group: str) -> tuple[list[str], int, float]:
     """Members get ids (v9: MEMBER_ID_REQUIRED) and form the group (untimed: it includes the
     initial rebalance delay), then one full rebalance of all N members is timed: every
-    member rejoins and syncs."""
+    member rejoins (with changed metadata, so the first rejoin of any member starts the
+    rebalance) and syncs."""
     first = await asyncio.gather(*(c.send(join_req("", group), 9) for c in conns))
     ids = [ex.response.member_id for ex in first]
     gen, ok = await rebalance(conns, ids, group)
     if not ok:
         raise RuntimeError("the group did not form in one generation")
     t0 = time.perf_counter()
-    gen, ok = await rebalance(conns, ids, group)
+    gen, ok = await rebalance(conns, ids, group, b"n" * 64)
     elapsed = (time.perf_counter() - t0) * 1000
     if not ok:
         raise RuntimeError("the timed rebalance did not complete cleanly")

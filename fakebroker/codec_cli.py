@@ -147,8 +147,12 @@ def cmd_decode(args: argparse.Namespace, registry: Registry) -> int:
         print(f"error: {e}{_prefix_hint(data if 'data' in locals() else b'', args.size_prefix)}",
               file=sys.stderr)
         return 1
-    json.dump(out, sys.stdout, indent=2, ensure_ascii=False)
-    sys.stdout.write("\n")
+    try:
+        json.dump(out, sys.stdout, indent=2, ensure_ascii=False)
+        sys.stdout.write("\n")
+        sys.stdout.flush()
+    except BrokenPipeError:  # `decode ... | head`: the reader stopped early, which is fine
+        sys.stdout = None  # type: ignore[assignment]  # keep Python from flushing again at exit
     return 0
 
 

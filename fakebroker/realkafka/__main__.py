@@ -3,6 +3,7 @@
     python -m fakebroker.realkafka resolve       # fetch the jars once (CI's setup runs this)
     python -m fakebroker.realkafka start         # run one until Ctrl-C; prints HOST:PORT
     python -m fakebroker.realkafka doctor        # what would be used, and why
+    python -m fakebroker.realkafka diff [NAME..] # differential scenarios: Kafka vs the fake
 
 Exit codes: 0 done, 1 the broker could not be provisioned or started (the message says
 why and what to do), 2 usage.
@@ -15,6 +16,7 @@ import json
 import signal
 import sys
 import threading
+from pathlib import Path
 
 from . import KAFKA_VERSION, KafkaSettings, RealKafkaError, choose_backend, start_real_kafka
 from .provision import cached_libs, ensure_resolved, find_java, kafka_home
@@ -60,6 +62,41 @@ def _doctor(args: argparse.Namespace) -> int:
     return 0
 
 
+def _diff(args: argparse.Namespace) -> int:
+    import asyncio
+
+    from .differential import load_accepted, render_report, run_both, stale, unaccepted
+    from .scenarios import DIFF_SETTINGS, SCENARIOS, TOPIC, TOPIC_PARTITIONS
+    from .twin import start_twin
+
+    names = args.scenario or sorted(SCENARIOS)
+    unknown = [n for n in names if n not in SCENARIOS]
+    if unknown:
+        print(f"unknown scenarios {unknown}; known: {', '.join(sorted(SCENARIOS))}", file=sys.stderr)
+        return 2
+    accepted = load_accepted(args.accepted) if args.accepted else load_accepted()
+    kafka = start_real_kafka(DIFF_SETTINGS, backend=args.backend)
+    twin = start_twin(DIFF_SETTINGS, topics={TOPIC: TOPIC_PARTITIONS})
+    failed = 0
+    try:
+        async def run_all() -> list:  # type: ignore[type-arg]
+            return list(await asyncio.gather(*(run_both(SCENARIOS[n], n, kafka.bootstrap, twin.bootstrap)
+                                               for n in names)))
+        for r in asyncio.run(run_all()):
+            bad, old = unaccepted(r.differences, accepted), stale(accepted, r)
+            ok = not bad and not old and r.real.aborted is None
+            failed += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} {r.scenario}: {len(r.real.steps)} steps, "
+                  f"{len(r.differences)} differences ({len(r.differences) - len(bad)} accepted)")
+            if not ok or args.verbose:
+                print(render_report(r, bad, old))
+    finally:
+        twin.stop()
+        kafka.stop()
+    print(f"{len(names) - failed} passed, {failed} failed")
+    return 1 if failed else 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m fakebroker.realkafka", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -75,12 +112,16 @@ def main(argv: list[str] | None = None) -> int:
                     help="a further server property (repeatable)")
     dr = sub.add_parser("doctor", help="print what would be used")
     dr.add_argument("--backend", choices=("auto", "process", "docker", "external"))
+    df = sub.add_parser("diff", help="run the differential scenarios against Kafka and the fake")
+    df.add_argument("scenario", nargs="*", help="scenario names (default: all)")
+    df.add_argument("--backend", choices=("auto", "process", "docker", "external"))
+    df.add_argument("--accepted", type=Path, help="accepted-differences file (default: the project's)")
     args = p.parse_args(argv)
     if args.command is None:
         p.print_help(sys.stderr)
         return 2
     try:
-        return {"resolve": _resolve, "start": _start, "doctor": _doctor}[args.command](args)
+        return {"resolve": _resolve, "start": _start, "doctor": _doctor, "diff": _diff}[args.command](args)
     except RealKafkaError as e:
         print(f"realkafka: {e}", file=sys.stderr)
         return 1

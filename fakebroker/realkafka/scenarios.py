@@ -12,6 +12,7 @@ from 1 s.
 from __future__ import annotations
 
 from .differential import Scenario, Script
+from .settings import KafkaSettings
 from ..protocol import default_registry
 
 SCENARIOS: dict[str, Scenario] = {}
@@ -284,6 +285,11 @@ async def api_versions(s: Script) -> None:
 #: this many partitions (``num.partitions``) and the fake twin must serve it.
 TOPIC = "events"
 TOPIC_PARTITIONS = 3
+#: The settings both brokers of a differential run get: the fixture's defaults (no initial
+#: delay, sessions from 1 s), topics auto-created with the consumer scenarios' partition
+#: count, and the consumer-group migration policy the fake models ("disabled").
+DIFF_SETTINGS = KafkaSettings(properties={"num.partitions": TOPIC_PARTITIONS,
+                                          "group.consumer.migration.policy": "disabled"})
 
 
 def _cgh_fields(s: Script, group: str, member_id: str, epoch: int, *, topics: list[str] | None = None,

@@ -77,10 +77,13 @@ class FakeBroker:
     strict_topics: bool = False
 
     def __post_init__(self) -> None:
-        topics = FixedTopics({t.name: t.partitions for t in self.config.topics},
-                             {t.name: t.topic_id for t in self.config.topics}) \
-            if self.strict_topics else None
-        self.coordinator = GroupCoordinator(self.registry, self.coordinator_config, topics=topics)
+        # Consumer groups assign from the broker's topics, with the ids Metadata reports; the
+        # offset APIs check topics against the same list only when strict.
+        catalogue = FixedTopics({t.name: t.partitions for t in self.config.topics},
+                                {t.name: t.topic_id for t in self.config.topics})
+        self.coordinator = GroupCoordinator(self.registry, self.coordinator_config,
+                                            topics=catalogue if self.strict_topics else None,
+                                            cluster=catalogue)
         self.hooks = Hooks(self.registry)
         self.recorders: list[Recorder] = []
         # Exchanges running, and those of them waiting on something outside (a parked

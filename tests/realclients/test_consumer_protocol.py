@@ -10,15 +10,16 @@ import time
 import pytest
 
 from fakebroker.coordinator.config import CoordinatorConfig
-from fakebroker.coordinator.topics import FixedTopics
 from fakebroker.pytest_plugin import start_broker
 
 from .harness import Member, partitions_split, wait_until
 
 TOPIC = "events"
 PARTITIONS = 6
-SESSION_MS = 2_000      # group.consumer.session.timeout.ms (Kafka's default: 45 s)
-INTERVAL_MS = 200       # group.consumer.heartbeat.interval.ms (Kafka's default: 5 s)
+# group.consumer.session.timeout.ms (Kafka's default: 45 s): 10 heartbeats' worth, so a
+# live member on a loaded CI machine is not fenced by accident.
+SESSION_MS = 4_000
+INTERVAL_MS = 400       # group.consumer.heartbeat.interval.ms (Kafka's default: 5 s)
 _groups = itertools.count()
 
 
@@ -28,10 +29,7 @@ def broker():
                      coordinator=CoordinatorConfig(initial_rebalance_delay_ms=0,
                                                    consumer_session_timeout_ms=SESSION_MS,
                                                    consumer_heartbeat_interval_ms=INTERVAL_MS))
-    coord = b.broker.coordinator
-    if coord.cluster.partition_count(TOPIC) != PARTITIONS:
-        # The server does not hand its topics to the coordinator yet: give them here.
-        b.run(setattr, coord, "cluster", FixedTopics({TOPIC: PARTITIONS}))
+    assert b.broker.coordinator.cluster.partition_count(TOPIC) == PARTITIONS
     yield b
     b.stop()
 

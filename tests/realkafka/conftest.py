@@ -5,15 +5,12 @@ from collections.abc import Iterator
 import pytest
 
 from fakebroker.realkafka import KafkaSettings
-from fakebroker.realkafka.scenarios import TOPIC, TOPIC_PARTITIONS
+from fakebroker.realkafka.scenarios import DIFF_SETTINGS, TOPIC, TOPIC_PARTITIONS
 from fakebroker.realkafka.twin import start_twin
 from fakebroker.server.thread import BrokerThread
 
-#: The real broker of these tests: the fixture's defaults (no initial delay, sessions from
-#: 1 s), topics auto-created with the consumer scenarios' partition count, and the
-#: consumer-group migration policy the fake models ("disabled").
-SETTINGS = KafkaSettings(properties={"num.partitions": TOPIC_PARTITIONS,
-                                     "group.consumer.migration.policy": "disabled"})
+#: The real broker of these tests, and its fake twin: see DIFF_SETTINGS.
+SETTINGS = DIFF_SETTINGS
 
 
 @pytest.fixture(scope="session")

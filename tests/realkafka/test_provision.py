@@ -255,3 +255,47 @@ def test_cluster_ids_never_start_with_a_dash() -> None:
     from fakebroker.realkafka.launcher import new_cluster_id
     ids = [new_cluster_id() for _ in range(2000)]
     assert all(len(i) == 22 and not i.startswith("-") for i in ids)
+
+
+def test_docker_backend_wiring(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without an engine here, the container backend is checked against a stand-in for
+    testcontainers: the image, the environment, the published port, the readiness probe
+    and the stop."""
+    import testcontainers.core.container as tc_container
+    import testcontainers.core.docker_client as tc_client
+
+    from fakebroker.realkafka import docker_backend
+
+    made: list["FakeContainer"] = []
+
+    class FakeContainer:
+        def __init__(self, image: str) -> None:
+            self.image, self.env, self.ports, self.state = image, {}, {}, "new"
+            made.append(self)
+
+        def with_env(self, k: str, v: str) -> "FakeContainer":
+            self.env[k] = v
+            return self
+
+        def with_bind_ports(self, c: int, h: int) -> "FakeContainer":
+            self.ports[c] = h
+            return self
+
+        def start(self) -> None:
+            self.state = "running"
+
+        def stop(self) -> None:
+            self.state = "stopped"
+
+    monkeypatch.setattr(tc_container, "DockerContainer", FakeContainer)
+    monkeypatch.setattr(tc_client.DockerClient, "__init__", lambda self, **kw: None)
+    monkeypatch.setattr(tc_client.DockerClient, "host", lambda self: "127.0.0.1")
+    probed: list[str] = []
+    monkeypatch.setattr(docker_backend, "wait_ready", lambda b, t, alive=None: probed.append(b) or "ok")
+    k = DockerKafka(KafkaSettings(port=45678)).start()
+    [c] = made
+    assert c.image == "apache/kafka:4.2.0" and c.ports == {45678: 45678} and c.state == "running"
+    assert c.env["KAFKA_ADVERTISED_LISTENERS"] == "PLAINTEXT://127.0.0.1:45678"
+    assert probed == ["127.0.0.1:45678"] and k.bootstrap == "127.0.0.1:45678"
+    k.stop()
+    assert c.state == "stopped"
