@@ -41,6 +41,10 @@ if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq openjdk-17-jre-headless maven >/dev/null
 fi
 .venv/bin/python -m fakebroker.realkafka resolve
+# Apache Kafka Connect 4.2.0's distributed worker (a bundled worker target, tests/proxy):
+# connect-runtime, connect-json, connect-file (fixtures/connect/pom.xml), resolved the same way
+# into ~/.cache/connect-conformance/connect-4.2.0 (a no-op once the cache matches the POM).
+.venv/bin/python -m fakebroker.realconnect resolve
 
 # Allure's report generator (allure-commandline, npm; runs on the JDK above) renders the
 # certificate's HTML report as one self-contained file.

@@ -293,9 +293,10 @@ class LocalKafka:
         s = self.settings
         if self._given_workdir is not None:
             self.workdir = self._given_workdir
-            if self.workdir.exists():
-                shutil.rmtree(self.workdir)
-            self.workdir.mkdir(parents=True)
+            if self.workdir.exists() and any(self.workdir.iterdir()):
+                raise RealKafkaError(f"the broker's directory {self.workdir} is not empty: give an "
+                                     f"empty or new one (it is formatted as a fresh broker)")
+            self.workdir.mkdir(parents=True, exist_ok=True)
         else:
             self.workdir = Path(tempfile.mkdtemp(prefix="realkafka-"))
         self.port = s.port or free_port()

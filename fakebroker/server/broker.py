@@ -36,6 +36,7 @@ from .apis import api_versions
 from .apis.context import BrokerContext
 from .clock import Clock, RealClock, VirtualClock
 from .config import BrokerConfig
+from .proxy import NO_REPLY, Proxy
 
 log = logging.getLogger("fakebroker")
 _FRAME_SIZE = 4
@@ -75,6 +76,9 @@ class FakeBroker:
     # The offset APIs' topic checks use the configured topics instead of accepting any
     # topic (UNKNOWN_TOPIC_OR_PARTITION / UNKNOWN_TOPIC_ID as a real broker answers).
     strict_topics: bool = False
+    # Proxy mode (``fakebroker.server.proxy``): HOST:PORT of a real Kafka that gets every
+    # request except the group APIs, FindCoordinator and ApiVersions.
+    upstream: str | None = None
 
     def __post_init__(self) -> None:
         # Consumer groups assign from the broker's topics, with the ids Metadata reports; the
@@ -101,6 +105,9 @@ class FakeBroker:
         self._wake = asyncio.Event()
         self._timer_task: asyncio.Task[None] | None = None
         self.ctx: BrokerContext | None = None
+        self.proxy: Proxy | None = None
+        if self.upstream is not None:
+            self.proxy = Proxy(self, self.upstream)
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -111,6 +118,8 @@ class FakeBroker:
 
     def supported_versions(self) -> dict[int, tuple[int, int]]:
         """The APIs this broker implements, capped by the configured per-API maximum."""
+        if self.proxy is not None:
+            return self.proxy.supported_versions()
         keys = set(HANDLERS) | set(self.coordinator.api_keys())
         out = {}
         for key in sorted(keys):
@@ -121,6 +130,8 @@ class FakeBroker:
         return out
 
     async def start(self) -> None:
+        if self.proxy is not None:
+            await self.proxy.start()  # the upstream's versions, before we advertise ours
         # Bind first; the context (and so the advertised port) exists before any accept.
         self._server = await asyncio.start_server(self._serve, self.config.host, self.config.port,
                                                   start_serving=False)
@@ -137,6 +148,8 @@ class FakeBroker:
         """Stop accepting, close every connection, cancel parked requests."""
         if self._server is not None:
             self._server.close()
+        if self.proxy is not None:
+            self.proxy.close()
         for conn in list(self._connections.values()):
             if not conn.closed:
                 conn.closed_by, conn.close_reason = "broker", "broker stopped"
@@ -255,6 +268,8 @@ class FakeBroker:
             conn.closed_by, conn.close_reason = "broker", "internal error"
         finally:
             pump.cancel()
+            if self.proxy is not None:
+                self.proxy.drop(conn)
             self._connections.pop(conn.id, None)
             self._tasks.discard(task)
             self._close(conn)
@@ -313,6 +328,9 @@ class FakeBroker:
         """One request in, its response frame out; None closes the connection, b"" sends
         nothing (a hook dropped the reply)."""
         assert self.ctx is not None
+        if self.proxy is not None and self.proxy.raw(frame):
+            conn.requests += 1
+            return await self.proxy.forward_raw(conn, frame)  # no spec: bytes both ways
         try:
             req = decode_request(self.registry, frame)
         except DecodeError as e:
@@ -336,6 +354,11 @@ class FakeBroker:
         if outcome == "continue":
             req.body = call.request
             body = await self.dispatch(conn, req)
+            if self.proxy is not None:
+                if body is None and self.proxy.forwards(req.api_key):
+                    return None  # the upstream failed: the proxy said why
+                if body is NO_REPLY:
+                    return b""  # Produce with acks=0
         if outcome in ("drop", "close") or body is None:
             return self._no_reply(conn, outcome, notes)
         call.side, call.response, call.now_ms = "response", body, self.clock.now_ms()
@@ -467,6 +490,8 @@ class FakeBroker:
     async def dispatch(self, conn: Connection, req: Request) -> Struct | None:
         """Route a decoded request to a broker-side handler or to the group coordinator."""
         assert self.ctx is not None
+        if self.proxy is not None and self.proxy.forwards(req.api_key):
+            return await self.proxy.forward(conn, req)
         handler = HANDLERS.get(req.api_key)
         if handler is not None:
             result = handler.handle(self.ctx, req.body, req.version)

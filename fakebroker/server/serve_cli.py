@@ -14,6 +14,7 @@ from ..coordinator.config import CoordinatorConfig
 from ..protocol import Registry
 from .broker import FakeBroker
 from .config import DEFAULT_MAX_FRAME_BYTES, BrokerConfig, Topic
+from .proxy import UpstreamError, parse_upstream
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -46,6 +47,11 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     p.add_argument("--api-max-version", action="append", default=[], metavar="API=N",
                    help="advertise at most version N of API (name or key), e.g. JoinGroup=5; "
                         "pins clients to old versions (repeatable)")
+    p.add_argument("--upstream", metavar="HOST:PORT",
+                   help="proxy mode: forward every API except the group APIs, FindCoordinator "
+                        "and ApiVersions to this real Kafka broker, rewriting broker addresses "
+                        "to ours (Metadata then reports the upstream's topics; --topic only feeds the "
+                        "assignor of KIP-848 consumer groups)")
     p.add_argument("--log-level", default="INFO",
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log verbosity")
     p.set_defaults(func=cmd_serve)
@@ -78,11 +84,17 @@ def cmd_serve(args: argparse.Namespace, registry: Registry) -> int:
                                   min_session_timeout_ms=args.min_session_timeout_ms,
                                   max_session_timeout_ms=args.max_session_timeout_ms,
                                   max_group_size=args.max_group_size)
+        if args.upstream is not None:
+            parse_upstream(args.upstream)
     except ValueError as e:
         print(f"fakebroker serve: {e}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(_serve(FakeBroker(config, coord, registry=registry), args.ready_file))
+        asyncio.run(_serve(FakeBroker(config, coord, registry=registry, upstream=args.upstream),
+                           args.ready_file))
+    except UpstreamError as e:
+        print(f"fakebroker serve: {e}", file=sys.stderr)
+        return 1
     except OSError as e:
         print(f"fakebroker serve: cannot listen on {args.host}:{args.port}: {e.strerror or e}",
               file=sys.stderr)

@@ -21,6 +21,17 @@ ROOT = Path(__file__).resolve().parents[2]
 FAKEBROKER = ROOT / "fixtures" / "targets" / "fakebroker.toml"
 
 
+@pytest.fixture
+def classic_only(tmp_path: Path) -> Path:
+    """The bundled fake broker target claiming the classic protocol only, so the draft's
+    connect cases must come out NOT-APPLICABLE."""
+    text = FAKEBROKER.read_text()
+    assert 'protocols = ["classic", "connect"]' in text
+    path = tmp_path / "fakebroker-classic.toml"
+    path.write_text(text.replace('protocols = ["classic", "connect"]', 'protocols = ["classic"]'))
+    return path
+
+
 def pytest_run(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-o", "addopts=", *args],
                           cwd=cwd, capture_output=True, text=True, timeout=300,
@@ -40,9 +51,9 @@ def test_invalid_target_is_a_usage_error(tmp_path: Path) -> None:
     assert "kind: 'broker' is not one of" in r.stderr
 
 
-def test_run_maps_outcomes_and_writes_results(tmp_path: Path) -> None:
+def test_run_maps_outcomes_and_writes_results(tmp_path: Path, classic_only: Path) -> None:
     results = tmp_path / "results.json"
-    r = pytest_run("--pyargs", "conformance", "--target", str(FAKEBROKER), "-v",
+    r = pytest_run("--pyargs", "conformance", "--target", str(classic_only), "-v",
                    "--conformance-results", str(results),
                    "-k", "CLS-JOIN-01 or CLS-JOIN-15 or C848-HB-VAL-01 or C848-REC-01")
     assert r.returncode == 0, r.stdout[-3000:]
@@ -64,9 +75,9 @@ def test_mutant_fails_with_expected_and_actual(tmp_path: Path) -> None:
 
 # ---------------------------------------------------------------- applicability and verdicts
 
-def test_applicability_never_passes_by_default() -> None:
+def test_applicability_never_passes_by_default(classic_only: Path) -> None:
     cat = load_catalogue()
-    target = load_target(FAKEBROKER)
+    target = load_target(classic_only)
     assert applicability(cat["C848-HB-VAL-01"], target, None)[0] is Outcome.NOT_APPLICABLE
     assert applicability(cat["CONN-PROT-01"], target, None)[0] is Outcome.NOT_APPLICABLE  # binds workers
     assert applicability(cat["C848-REC-01"], target, None)[0] is Outcome.NOT_APPLICABLE   # untestable

@@ -209,3 +209,10 @@ def test_fixture_is_exported_to_users(real_kafka: RealKafka, tmp_path: Path) -> 
                          env={**os.environ, "REAL_KAFKA_BOOTSTRAP": real_kafka.bootstrap})
     assert res.returncode == 0, res.stdout + res.stderr
     assert "1 passed" in res.stdout
+
+
+def test_a_non_empty_directory_is_never_reused(tmp_path: Path) -> None:
+    (tmp_path / "precious.txt").write_text("keep me")
+    with pytest.raises(Exception, match="is not empty"):
+        LocalKafka(workdir=tmp_path).start()
+    assert (tmp_path / "precious.txt").read_text() == "keep me"

@@ -1,0 +1,231 @@
+"""Apache Kafka Connect's distributed worker (``ConnectDistributed``) as a local JVM.
+
+    worker = ConnectWorker(WorkerSettings(bootstrap=proxy.bootstrap, group="g",
+                                          protocol="sessioned")).start()
+    try:
+        worker.rest_url   # http://127.0.0.1:PORT, answering
+    finally:
+        worker.stop()
+
+``bootstrap`` is meant to be a fake broker in proxy mode (``FakeBroker(upstream=...)``): the
+fake broker coordinates the worker's group, the real Kafka behind it holds the internal
+topics (replication factor 1). The worker gets a generated ``worker.properties`` in its own
+temporary directory (kept when it fails, for its ``worker.log``), short session/heartbeat
+timeouts and a scheduled rebalance delay of a few seconds. ``start()`` returns once the REST
+server answers; ``stop()`` sends SIGTERM, then SIGKILL, to the JVM's process group.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..realkafka.launcher import free_port
+from ..realkafka.provision import RealKafkaError
+from .provision import ensure_resolved, find_java
+
+HOST = "127.0.0.1"
+MARKER = "connect.conformance.realconnect"
+PROTOCOLS = ("eager", "compatible", "sessioned")
+LOG4J2 = """\
+status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.out.ref = out
+logger.reflections.name = org.reflections
+logger.reflections.level = error
+"""
+
+
+class WorkerFailed(RealKafkaError):
+    pass
+
+
+@dataclass
+class WorkerSettings:
+    bootstrap: str
+    group: str = "connect-cluster"
+    protocol: str = "sessioned"  # connect.protocol: eager | compatible | sessioned
+    rest_port: int = 0  # 0: a free one
+    topic_prefix: str | None = None  # internal topics: <prefix>-configs/-offsets/-status
+    scheduled_rebalance_max_delay_ms: int = 3000
+    session_timeout_ms: int = 6000
+    heartbeat_interval_ms: int = 1000
+    rebalance_timeout_ms: int = 20000
+    heap_mb: int = 256
+    ready_timeout_s: float = 90.0
+    stop_timeout_s: float = 15.0
+    properties: dict[str, Any] = field(default_factory=dict)  # win over everything above
+
+    def worker_properties(self, rest_port: int) -> dict[str, str]:
+        if self.protocol not in PROTOCOLS:
+            raise ValueError(f"connect.protocol {self.protocol!r}: expected one of {PROTOCOLS}")
+        prefix = self.topic_prefix or self.group
+        props: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap,
+            "group.id": self.group,
+            "connect.protocol": self.protocol,
+            "scheduled.rebalance.max.delay.ms": self.scheduled_rebalance_max_delay_ms,
+            "session.timeout.ms": self.session_timeout_ms,
+            "heartbeat.interval.ms": self.heartbeat_interval_ms,
+            "rebalance.timeout.ms": self.rebalance_timeout_ms,
+            "key.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "value.converter": "org.apache.kafka.connect.json.JsonConverter",
+            "key.converter.schemas.enable": "false",
+            "value.converter.schemas.enable": "false",
+            "config.storage.topic": f"{prefix}-configs",
+            "offset.storage.topic": f"{prefix}-offsets",
+            "status.storage.topic": f"{prefix}-status",
+            "config.storage.replication.factor": 1,
+            "offset.storage.replication.factor": 1,
+            "status.storage.replication.factor": 1,
+            "offset.storage.partitions": 1,
+            "status.storage.partitions": 1,
+            "offset.flush.interval.ms": 1000,
+            "listeners": f"http://{HOST}:{rest_port}",
+            "rest.advertised.host.name": HOST,
+            "rest.advertised.port": rest_port,
+            "rest.advertised.listener": "http",
+            "plugin.discovery": "only_scan",
+        }
+        props.update(self.properties)
+        return {k: str(v) for k, v in props.items()}
+
+
+class ConnectWorker:
+    def __init__(self, settings: WorkerSettings, *, verbose: bool = False) -> None:
+        self.settings = settings
+        self.verbose = verbose
+        self.workdir: Path | None = None
+        self.rest_port = 0
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def rest_url(self) -> str:
+        return f"http://{HOST}:{self.rest_port}"
+
+    @property
+    def log_path(self) -> Path | None:
+        return self.workdir / "worker.log" if self.workdir else None
+
+    def start(self) -> ConnectWorker:
+        java = find_java().path
+        libs = ensure_resolved(quiet=not self.verbose)
+        self.workdir = Path(tempfile.mkdtemp(prefix="realconnect-"))
+        self.rest_port = self.settings.rest_port or free_port()
+        props = self.settings.worker_properties(self.rest_port)
+        (self.workdir / "worker.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        (self.workdir / "log4j2.properties").write_text(LOG4J2)
+        cmd = [java, f"-Xms{self.settings.heap_mb}m", f"-Xmx{self.settings.heap_mb}m",
+               "-Djava.awt.headless=true",
+               f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
+               f"-D{MARKER}={self.workdir}", "-cp", str(libs / "*"),
+               "org.apache.kafka.connect.cli.ConnectDistributed",
+               str(self.workdir / "worker.properties")]
+        pdeath = shutil.which("setpriv")
+        if pdeath and threading.current_thread() is threading.main_thread():
+            cmd = [pdeath, "--pdeathsig", "KILL", "--", *cmd]
+        with open(self.workdir / "worker.log", "ab") as log:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                         stderr=subprocess.STDOUT, start_new_session=True)
+        try:
+            self._wait_rest()
+        except BaseException:
+            self._kill()
+            raise
+        if self.verbose:
+            print(f"[realconnect] worker (pid {self.proc.pid}) REST at {self.rest_url}, "
+                  f"directory {self.workdir}", file=sys.stderr, flush=True)
+        return self
+
+    def _wait_rest(self) -> None:
+        assert self.proc is not None
+        deadline = time.monotonic() + self.settings.ready_timeout_s
+        last = ""
+        while time.monotonic() < deadline:
+            code = self.proc.poll()
+            if code is not None:
+                raise WorkerFailed(f"the Connect worker exited with {code} before its REST API "
+                                   f"answered; last lines of {self.log_path}:\n{self.log_tail(25)}")
+            try:
+                info = self.get("/")
+                if "version" in info:
+                    return
+            except (OSError, ValueError) as e:
+                last = str(e)
+            time.sleep(0.3)
+        raise WorkerFailed(f"the Connect worker's REST API {self.rest_url} did not answer within "
+                           f"{self.settings.ready_timeout_s:.0f}s ({last}); last lines of "
+                           f"{self.log_path}:\n{self.log_tail(25)}")
+
+    def get(self, path: str, timeout_s: float = 5.0) -> Any:
+        with urllib.request.urlopen(self.rest_url + path, timeout=timeout_s) as r:
+            return json.loads(r.read().decode())
+
+    def request(self, method: str, path: str, body: Any = None, timeout_s: float = 30.0) -> tuple[int, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        req = urllib.request.Request(self.rest_url + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=timeout_s) as r:
+                text = r.read().decode()
+                return r.status, json.loads(text) if text else None
+        except urllib.error.HTTPError as e:
+            text = e.read().decode()
+            return e.code, json.loads(text) if text.startswith("{") else text
+
+    def log_tail(self, lines: int = 40) -> str:
+        p = self.log_path
+        if p is None or not p.exists():
+            return "(no log)"
+        return "\n".join(p.read_text(errors="replace").splitlines()[-lines:])
+
+    def _kill(self) -> int | None:
+        proc, self.proc = self.proc, None
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            _killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(self.settings.stop_timeout_s)
+            except subprocess.TimeoutExpired:
+                pass
+        _killpg(proc.pid, signal.SIGKILL)
+        try:
+            return proc.wait(10)
+        except subprocess.TimeoutExpired:
+            return None
+
+    def stop(self, keep_workdir: bool = False) -> None:
+        self._kill()
+        if self.workdir is not None and not keep_workdir:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+            self.workdir = None
+
+    def __enter__(self) -> ConnectWorker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop(keep_workdir=exc[0] is not None)
+
+
+def _killpg(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
