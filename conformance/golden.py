@@ -1,5 +1,6 @@
 """Golden transcripts as cases: each rule of ``fixtures/golden/rules.json`` (the scripting
-layer's golden catalogue of the classic group APIs) becomes one case, its rule id the test
+layer's golden catalogue of the classic group APIs and of the draft's connect group APIs,
+``CONNECT-*``, which apply to targets claiming ``connect``) becomes one case, its rule id the test
 id, replayed client-side against the target (``fakebroker.script.replay``).
 
 - builtin target: every transcript is replayed on a fresh in-process broker built with the
@@ -27,6 +28,8 @@ from .harness.outcomes import CaseResult, Outcome
 from .target import Target
 
 RULES_FILE = "rules.json"
+# The draft's connect group APIs (CONNECT-* rules); the transcripts carry the project's keys.
+_CONNECT_APIS = ("ConnectGroupHeartbeat", "ConnectGroupPrepareAssignment", "ConnectGroupInstallAssignment")
 # Settings of the transcript header that must match what an external target declares.
 _TIMING_OF = {"initial_rebalance_delay_ms": "initial_rebalance_delay_ms",
               "min_session_timeout_ms": "min_session_timeout_ms",
@@ -76,7 +79,16 @@ def applies(rule: GoldenRule, target: Target) -> str | None:
     """Why the rule does not apply (None when it does)."""
     if target.kind != "coordinator":
         return "golden transcripts script a coordinator; the target is a worker"
-    if "classic" not in target.protocols:
+    if rule.id.startswith("CONNECT-"):
+        if "connect" not in target.protocols:
+            return "a golden transcript of the draft's connect group APIs; the target does not claim connect"
+        from .target import DEFAULT_API_KEYS, DEFAULT_ERROR_CODES
+        moved = sorted(k for k in _CONNECT_APIS if target.api_keys.get(k) != DEFAULT_API_KEYS[k])
+        moved += sorted(k for k, v in DEFAULT_ERROR_CODES.items() if target.error_codes.get(k) != v)
+        if moved:
+            return ("the transcript uses the project's numbers (ERRATA, 'Numbers chosen'); "
+                    f"the target numbers {', '.join(moved)} otherwise")
+    elif "classic" not in target.protocols:
         return "golden transcripts cover the classic group APIs; the target does not claim classic"
     if not rule.transcripts:
         return "the rule lists no transcript"

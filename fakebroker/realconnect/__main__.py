@@ -7,12 +7,24 @@ runs one worker until Ctrl-C and prints its REST URL. Exit codes: 0 done, 1 fail
 from __future__ import annotations
 
 import argparse
-import signal
 import sys
-import threading
 
-from ..realkafka.provision import RealKafkaError
+from ..realkafka.cli import run_command, serve_until_signalled
 from . import CONNECT_VERSION, PROTOCOLS, ConnectWorker, WorkerSettings, cached_libs, ensure_resolved
+
+
+def _resolve(args: argparse.Namespace) -> int:
+    cached = cached_libs()
+    libs = cached or ensure_resolved(quiet=False)
+    print(f"Kafka Connect {CONNECT_VERSION} jars: {libs}{' (cached)' if cached else ''}")
+    return 0
+
+
+def _start(args: argparse.Namespace) -> int:
+    w = ConnectWorker(WorkerSettings(bootstrap=args.bootstrap, group=args.group,
+                                     protocol=args.protocol, rest_port=args.rest_port),
+                      verbose=True).start()
+    return serve_until_signalled(w, w.rest_url)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -26,30 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("--protocol", choices=PROTOCOLS, default="sessioned")
     st.add_argument("--rest-port", type=int, default=0)
     args = p.parse_args(argv)
-    try:
-        if args.command == "resolve":
-            cached = cached_libs()
-            libs = cached or ensure_resolved(quiet=False)
-            print(f"Kafka Connect {CONNECT_VERSION} jars: {libs}{' (cached)' if cached else ''}")
-            return 0
-        if args.command == "start":
-            w = ConnectWorker(WorkerSettings(bootstrap=args.bootstrap, group=args.group,
-                                             protocol=args.protocol, rest_port=args.rest_port),
-                              verbose=True).start()
-            stop = threading.Event()
-            for sig in (signal.SIGINT, signal.SIGTERM):
-                signal.signal(sig, lambda *_: stop.set())
-            try:
-                print(w.rest_url, flush=True)
-                stop.wait()
-            finally:
-                w.stop()
-            return 0
-    except RealKafkaError as e:
-        print(f"realconnect: {e}", file=sys.stderr)
-        return 1
-    p.print_help(sys.stderr)
-    return 2
+    return run_command(p, args, {"resolve": _resolve, "start": _start}, "realconnect")
 
 
 if __name__ == "__main__":

@@ -18,13 +18,10 @@ server answers; ``stop()`` sends SIGTERM, then SIGKILL, to the JVM's process gro
 from __future__ import annotations
 
 import json
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -32,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..realkafka.jvm import LOG4J2_BASE, spawn_in_group, stop_group
 from ..realkafka.launcher import free_port
 from ..realkafka.provision import RealKafkaError
 from .provision import ensure_resolved, find_java
@@ -39,14 +37,7 @@ from .provision import ensure_resolved, find_java
 HOST = "127.0.0.1"
 MARKER = "connect.conformance.realconnect"
 PROTOCOLS = ("eager", "compatible", "sessioned")
-LOG4J2 = """\
-status = warn
-appender.out.type = Console
-appender.out.name = out
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = info
-rootLogger.appenderRef.out.ref = out
+LOG4J2 = LOG4J2_BASE + """\
 logger.reflections.name = org.reflections
 logger.reflections.level = error
 """
@@ -137,12 +128,7 @@ class ConnectWorker:
                f"-D{MARKER}={self.workdir}", "-cp", str(libs / "*"),
                "org.apache.kafka.connect.cli.ConnectDistributed",
                str(self.workdir / "worker.properties")]
-        pdeath = shutil.which("setpriv")
-        if pdeath and threading.current_thread() is threading.main_thread():
-            cmd = [pdeath, "--pdeathsig", "KILL", "--", *cmd]
-        with open(self.workdir / "worker.log", "ab") as log:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = spawn_in_group(cmd, self.workdir / "worker.log")
         try:
             self._wait_rest()
         except BaseException:
@@ -199,17 +185,7 @@ class ConnectWorker:
         proc, self.proc = self.proc, None
         if proc is None:
             return None
-        if proc.poll() is None:
-            _killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(self.settings.stop_timeout_s)
-            except subprocess.TimeoutExpired:
-                pass
-        _killpg(proc.pid, signal.SIGKILL)
-        try:
-            return proc.wait(10)
-        except subprocess.TimeoutExpired:
-            return None
+        return stop_group(proc, self.settings.stop_timeout_s)
 
     def stop(self, keep_workdir: bool = False) -> None:
         self._kill()
@@ -222,10 +198,3 @@ class ConnectWorker:
 
     def __exit__(self, *exc: object) -> None:
         self.stop(keep_workdir=exc[0] is not None)
-
-
-def _killpg(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass

@@ -13,12 +13,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import signal
 import sys
-import threading
 from pathlib import Path
 
 from . import KAFKA_VERSION, KafkaSettings, RealKafkaError, choose_backend, start_real_kafka
+from .cli import run_command, serve_until_signalled
 from .provision import cached_libs, ensure_resolved, find_java, kafka_home
 
 
@@ -37,15 +36,7 @@ def _start(args: argparse.Namespace) -> int:
                              min_session_timeout_ms=args.min_session_timeout_ms,
                              properties=dict(p.split("=", 1) for p in args.property or []))
     kafka = start_real_kafka(settings, backend=args.backend, verbose=True)
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    try:
-        print(kafka.bootstrap, flush=True)
-        stop.wait()
-    finally:
-        kafka.stop()
-    return 0
+    return serve_until_signalled(kafka, kafka.bootstrap)
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -117,14 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     df.add_argument("--backend", choices=("auto", "process", "docker", "external"))
     df.add_argument("--accepted", type=Path, help="accepted-differences file (default: the project's)")
     args = p.parse_args(argv)
-    if args.command is None:
-        p.print_help(sys.stderr)
-        return 2
-    try:
-        return {"resolve": _resolve, "start": _start, "doctor": _doctor, "diff": _diff}[args.command](args)
-    except RealKafkaError as e:
-        print(f"realkafka: {e}", file=sys.stderr)
-        return 1
+    return run_command(p, args, {"resolve": _resolve, "start": _start, "doctor": _doctor, "diff": _diff},
+                       "realkafka")
 
 
 if __name__ == "__main__":

@@ -341,18 +341,20 @@ class Aliases:
         self.topics: dict[str, str] = {}
 
     def topic(self, value: Any) -> Any:
-        if not isinstance(value, str) or value == "00000000-0000-0000-0000-000000000000":
-            return value
-        if value not in self.topics:
-            self.topics[value] = f"<topic:{len(self.topics) + 1}>"
-        return self.topics[value]
+        return _alias(self.topics, "topic", value, "00000000-0000-0000-0000-000000000000")
 
     def member(self, value: Any) -> Any:
-        if not isinstance(value, str) or value == "":
-            return value
-        if value not in self.members:
-            self.members[value] = f"<member:{len(self.members) + 1}>"
-        return self.members[value]
+        return _alias(self.members, "member", value, "")
+
+
+def _alias(names: dict[str, str], kind: str, value: Any, unnamed: str) -> Any:
+    """``value``'s name in ``names`` (``<kind:N>``, N by first appearance); a non-string or
+    ``unnamed`` as it is."""
+    if not isinstance(value, str) or value == unnamed:
+        return value
+    if value not in names:
+        names[value] = f"<{kind}:{len(names) + 1}>"
+    return names[value]
 
 
 def _sort_key(v: Any) -> str:

@@ -28,13 +28,19 @@ def real_kafka_settings() -> KafkaSettings:
     return KafkaSettings()
 
 
-@pytest.fixture(scope="session")
-def real_kafka(real_kafka_settings: KafkaSettings) -> Iterator[RealKafka]:
+def running_kafka(settings: KafkaSettings) -> Iterator[RealKafka]:
+    """A real broker for the life of a fixture; fails the test (never skips) when it cannot
+    start. For a fixture of your own with other settings: ``yield from running_kafka(s)``."""
     try:
-        kafka = start_real_kafka(real_kafka_settings)
+        kafka = start_real_kafka(settings)
     except RealKafkaError as e:
         pytest.fail(f"real Kafka broker unavailable: {e}", pytrace=False)
     try:
         yield kafka
     finally:
         kafka.stop()
+
+
+@pytest.fixture(scope="session")
+def real_kafka(real_kafka_settings: KafkaSettings) -> Iterator[RealKafka]:
+    yield from running_kafka(real_kafka_settings)

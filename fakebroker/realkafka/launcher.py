@@ -32,6 +32,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
+from .jvm import LOG4J2_BASE, kill_group, spawn_in_group, stop_group
 from .probe import BrokerDied, NotReady, wait_ready
 from .provision import KAFKA_VERSION, RealKafkaError, ensure_resolved, find_java
 from .settings import KafkaSettings
@@ -44,14 +45,7 @@ LOG_NAME = "kafka.log"
 PERFORMANCE_OPTS = ("-server", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
                     "-XX:InitiatingHeapOccupancyPercent=35", "-XX:+ExplicitGCInvokesConcurrent",
                     "-Djava.awt.headless=true")
-LOG4J2 = """\
-status = warn
-appender.out.type = Console
-appender.out.name = out
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = info
-rootLogger.appenderRef.out.ref = out
+LOG4J2 = LOG4J2_BASE + """\
 logger.state.name = state.change.logger
 logger.state.level = warn
 logger.request.name = kafka.request.logger
@@ -81,26 +75,10 @@ _LIVE: dict[int, str] = {}  # pid (= process group id) -> work directory
 _LIVE_LOCK = threading.Lock()
 
 
-def _kill_group(pid: int, sig: int) -> None:
-    try:
-        os.killpg(pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
 def _reap(proc: subprocess.Popen[bytes], timeout_s: float) -> int | None:
-    """SIGTERM the group, wait, SIGKILL; returns the exit code (None if it would not die)."""
-    if proc.poll() is None:
-        _kill_group(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout_s)
-        except subprocess.TimeoutExpired:
-            pass
-    _kill_group(proc.pid, signal.SIGKILL)  # also anything the JVM started
+    """``stop_group``, and the process is no longer ours to kill at exit."""
     try:
-        return proc.wait(10)
-    except subprocess.TimeoutExpired:
-        return None
+        return stop_group(proc, timeout_s)
     finally:
         with _LIVE_LOCK:
             _LIVE.pop(proc.pid, None)
@@ -111,12 +89,12 @@ def _kill_all_at_exit() -> None:
     with _LIVE_LOCK:
         pids = list(_LIVE)
     for pid in pids:
-        _kill_group(pid, signal.SIGTERM)
+        kill_group(pid, signal.SIGTERM)
     deadline = time.monotonic() + 5
     for pid in pids:
         while time.monotonic() < deadline and _alive(pid):
             time.sleep(0.05)
-        _kill_group(pid, signal.SIGKILL)
+        kill_group(pid, signal.SIGKILL)
 
 
 def _alive(pid: int) -> bool:
@@ -340,18 +318,10 @@ class LocalKafka:
     def _launch_and_wait(self) -> None:
         assert self.workdir is not None
         cmd = [*self._jvm(), "kafka.Kafka", str(self.workdir / "server.properties")]
-        pdeath = shutil.which("setpriv")
-        if pdeath and threading.current_thread() is threading.main_thread():
-            # The kernel kills the JVM if this (main) thread's process dies unannounced.
-            cmd = [pdeath, "--pdeathsig", "KILL", "--", *cmd]
-        log = open(self.workdir / LOG_NAME, "ab")
         try:
-            self.proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
-                                         stderr=subprocess.STDOUT, start_new_session=True)
+            self.proc = spawn_in_group(cmd, self.workdir / LOG_NAME)
         except OSError as e:
             raise BrokerFailed(f"cannot start the JVM ({self.java}): {e}") from None
-        finally:
-            log.close()
         with _LIVE_LOCK:
             _LIVE[self.proc.pid] = str(self.workdir)
         proc = self.proc

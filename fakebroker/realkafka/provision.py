@@ -151,11 +151,12 @@ def _locked(home: Path) -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
-def cached_libs(version: str = KAFKA_VERSION, pom: Path = POM) -> Path | None:
-    """The libs directory if it holds a complete resolve of this POM, else None."""
-    libs = libs_dir(version)
+def cached_jars(home: Path, pom: Path, required: tuple[str, ...]) -> Path | None:
+    """``home/libs`` if it holds a complete resolve of ``pom`` (its stamp names the POM's
+    digest and jars, all present, ``required`` among them), else None."""
+    libs = home / "libs"
     try:
-        stamp = json.loads((kafka_home(version) / STAMP).read_text())
+        stamp = json.loads((home / STAMP).read_text())
     except (OSError, ValueError):
         return None
     if stamp.get("pom_sha256") != pom_digest(pom):
@@ -163,9 +164,14 @@ def cached_libs(version: str = KAFKA_VERSION, pom: Path = POM) -> Path | None:
     jars = stamp.get("jars") or []
     if not jars or not all((libs / j).is_file() for j in jars):
         return None
-    if not all(any(j.startswith(req) for j in jars) for req in REQUIRED_JARS):
+    if not all(any(j.startswith(req) for j in jars) for req in required):
         return None
     return libs
+
+
+def cached_libs(version: str = KAFKA_VERSION, pom: Path = POM) -> Path | None:
+    """The libs directory if it holds a complete resolve of this POM, else None."""
+    return cached_jars(kafka_home(version), pom, REQUIRED_JARS)
 
 
 def _run_maven(mvn: str, pom: Path, out: Path, offline: bool, log: Path) -> subprocess.CompletedProcess[str]:
@@ -188,16 +194,18 @@ def _maven_failure(res: subprocess.CompletedProcess[str]) -> str:
     return "\n".join(lines[:8]) or (res.stdout + res.stderr).strip()[-1500:]
 
 
-def ensure_resolved(*, version: str = KAFKA_VERSION, pom: Path = POM, quiet: bool = True) -> Path:
-    """The directory of the broker's runtime jars, resolving them first if the cache does
-    not hold this POM's resolve. Tries Maven offline (the local ~/.m2 repository) before
-    going to Maven Central."""
-    libs = cached_libs(version, pom)
+def resolve_jars(*, name: str, product: str, version: str, pom: Path, required: tuple[str, ...],
+                 quiet: bool = True) -> Path:
+    """``<cache>/<name>-<version>/libs``, the runtime jars ``pom`` lists, resolving them first if
+    the cache does not hold this POM's resolve (stamped with ``<name>_version``). Tries Maven
+    offline (the local ~/.m2 repository) before going to Maven Central. ``product`` names
+    them in messages; ``python -m fakebroker.real<name> resolve`` is the command to retry."""
+    home = cache_root() / f"{name}-{version}"
+    libs = cached_jars(home, pom, required)
     if libs is not None:
         return libs
-    home = kafka_home(version)
     with _locked(home):
-        libs = cached_libs(version, pom)  # another process may have resolved meanwhile
+        libs = cached_jars(home, pom, required)  # another process may have resolved meanwhile
         if libs is not None:
             return libs
         mvn = find_maven()
@@ -205,7 +213,7 @@ def ensure_resolved(*, version: str = KAFKA_VERSION, pom: Path = POM, quiet: boo
         log = home / "resolve.log"
         try:
             if not quiet:
-                print(f"[realkafka] resolving Apache Kafka {version} jars into {home / 'libs'}",
+                print(f"[real{name}] resolving {product} {version} jars into {home / 'libs'}",
                       flush=True)
             res = _run_maven(mvn, pom, staging, True, log)
             if res.returncode != 0:
@@ -214,12 +222,12 @@ def ensure_resolved(*, version: str = KAFKA_VERSION, pom: Path = POM, quiet: boo
                 res = _run_maven(mvn, pom, staging, False, log)
             if res.returncode != 0:
                 raise ResolveFailed(
-                    f"Maven could not resolve Apache Kafka {version}'s jars (exit {res.returncode}):\n"
+                    f"Maven could not resolve {product} {version}'s jars (exit {res.returncode}):\n"
                     f"{_maven_failure(res)}\nFull log: {log}. Check that Maven Central is reachable "
                     f"(proxy settings in ~/.m2/settings.xml) and retry "
-                    f"`python -m fakebroker.realkafka resolve`.")
+                    f"`python -m fakebroker.real{name} resolve`.")
             jars = sorted(p.name for p in staging.glob("*.jar"))
-            missing = [r for r in REQUIRED_JARS if not any(j.startswith(r) for j in jars)]
+            missing = [r for r in required if not any(j.startswith(r) for j in jars)]
             if missing:
                 raise ResolveFailed(f"Maven's resolve lacks {', '.join(missing)} (got {len(jars)} jars; "
                                     f"log: {log}): is {pom} intact?")
@@ -228,8 +236,15 @@ def ensure_resolved(*, version: str = KAFKA_VERSION, pom: Path = POM, quiet: boo
                 shutil.rmtree(target)
             staging.rename(target)
             (home / STAMP).write_text(json.dumps(
-                {"kafka_version": version, "pom_sha256": pom_digest(pom), "jars": jars}, indent=1) + "\n")
+                {f"{name}_version": version, "pom_sha256": pom_digest(pom), "jars": jars}, indent=1) + "\n")
             return target
         finally:
             if staging.exists():
                 shutil.rmtree(staging, ignore_errors=True)
+
+
+def ensure_resolved(*, version: str = KAFKA_VERSION, pom: Path = POM, quiet: bool = True) -> Path:
+    """The directory of the broker's runtime jars, resolving them first if the cache does
+    not hold this POM's resolve."""
+    return resolve_jars(name="kafka", product="Apache Kafka", version=version, pom=pom,
+                        required=REQUIRED_JARS, quiet=quiet)

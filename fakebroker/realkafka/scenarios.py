@@ -140,6 +140,18 @@ async def metadata_change(s: Script) -> None:
 # ---------------------------------------------------------------------------- errors
 
 
+async def member_errors(s: Script, w1, g: str, send, wrong_generation: int) -> tuple[str, int]:  # type: ignore[no-untyped-def]
+    """``send`` (w1's sync or heartbeat) with an empty group id and to an unknown group; then,
+    w1 stable alone in ``g``, as an unknown member and with a wrong generation (``gen +
+    wrong_generation``). Returns w1's member id and generation."""
+    await send("empty group id", "", "m", 1)
+    await send("unknown group", s.group("none"), "m", 1)
+    m1, gen = await stable_member(s, w1, g)
+    await send("unknown member", g, "w1-unknown", gen)
+    await send("wrong generation", g, m1, gen + wrong_generation)
+    return m1, gen
+
+
 @scenario("join-errors")
 async def join_errors(s: Script) -> None:
     g = s.group()
@@ -162,11 +174,7 @@ async def join_errors(s: Script) -> None:
 async def sync_errors(s: Script) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
-    await w1.sync("empty group id", "", "m", 1)
-    await w1.sync("unknown group", s.group("none"), "m", 1)
-    m1, gen = await stable_member(s, w1, g)
-    await w1.sync("unknown member", g, "w1-unknown", gen)
-    await w1.sync("wrong generation", g, m1, gen + 5)
+    m1, gen = await member_errors(s, w1, g, w1.sync, wrong_generation=5)
     await w1.sync("other protocol type", g, m1, gen, protocol_type="consumer")
     await w1.sync("other protocol name", g, m1, gen, protocol_name="range")
     await w1.sync("no protocol type and name (v5 nulls)", g, m1, gen, protocol_type=None, protocol_name=None)
@@ -181,11 +189,7 @@ async def sync_errors(s: Script) -> None:
 async def heartbeat_errors(s: Script) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
-    await w1.heartbeat("empty group id", "", "m", 1)
-    await w1.heartbeat("unknown group", s.group("none"), "m", 1)
-    m1, gen = await stable_member(s, w1, g)
-    await w1.heartbeat("unknown member", g, "w1-unknown", gen)
-    await w1.heartbeat("wrong generation", g, m1, gen + 1)
+    m1, gen = await member_errors(s, w1, g, w1.heartbeat, wrong_generation=1)
     await w1.heartbeat("v0", g, m1, gen, version=0)
     m2, parked = await w2.new_member("w2", g)
     await w1.heartbeat("during PreparingRebalance", g, m1, gen)

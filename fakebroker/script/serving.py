@@ -5,19 +5,16 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import logging
 import os
-import signal
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from ..coordinator.config import CoordinatorConfig
 from ..protocol import Registry
 from ..server.broker import FakeBroker
-from ..server.config import BrokerConfig, Topic
+from ..server.serve_cli import build_broker, stop_on_signals, write_ready_file
 from .transcript import Transcript
 
 log = logging.getLogger("fakebroker")
@@ -27,20 +24,6 @@ EXIT_OK, EXIT_DIVERGED, EXIT_USAGE = 0, 1, 2
 def _fail(message: str, status: int = EXIT_USAGE) -> int:
     print(f"fakebroker serve: {message}", file=sys.stderr)
     return status
-
-
-def build_broker(args: argparse.Namespace, registry: Registry) -> FakeBroker:
-    """The broker ``serve`` runs (mirrors server/serve_cli.cmd_serve's settings)."""
-    from ..server.serve_cli import _parse_caps
-    config = BrokerConfig(host=args.host, port=args.port,
-                          topics=[Topic.parse(t) for t in args.topic],
-                          max_frame_bytes=args.max_frame_bytes,
-                          api_max_versions=_parse_caps(args.api_max_version, registry))
-    coord = CoordinatorConfig(initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
-                              min_session_timeout_ms=args.min_session_timeout_ms,
-                              max_session_timeout_ms=args.max_session_timeout_ms,
-                              max_group_size=args.max_group_size)
-    return FakeBroker(config, coord, registry=registry, strict_topics=args.strict_topics)
 
 
 def record_path(directory: Path) -> Path:
@@ -73,7 +56,7 @@ def run(args: argparse.Namespace, registry: Registry) -> int:
         except DocumentError as e:
             return _fail(f"invalid fault plan: {e}")
     try:
-        broker = build_broker(args, registry)
+        broker = build_broker(args, registry, strict_topics=args.strict_topics)
     except ValueError as e:
         return _fail(str(e))
     if plan is not None:
@@ -119,19 +102,13 @@ async def _play(broker: FakeBroker, script: Transcript, registry: Registry,
 
 async def _serve(broker: FakeBroker, ready_file: Path | None,
                  done: asyncio.Future[int] | None = None, on_start: Any = None) -> int:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError):
-            loop.add_signal_handler(sig, stop.set)
+    stop = stop_on_signals()
     async with broker:
         started = asyncio.ensure_future(on_start()) if on_start is not None else None
         await asyncio.sleep(0)  # the script is installed before anyone is told the address
         print(broker.bootstrap, flush=True)
         if ready_file is not None:
-            tmp = ready_file.with_name(ready_file.name + ".tmp")
-            tmp.write_text(broker.bootstrap + "\n")
-            tmp.replace(ready_file)  # atomic: a reader never sees half a line
+            write_ready_file(ready_file, broker.bootstrap)
         waiters = [asyncio.ensure_future(stop.wait())]
         if done is not None:
             waiters.append(done)  # type: ignore[arg-type]

@@ -9,12 +9,13 @@ import logging
 import signal
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..coordinator.config import CoordinatorConfig
 from ..protocol import Registry
 from .broker import FakeBroker
 from .config import DEFAULT_MAX_FRAME_BYTES, BrokerConfig, Topic
-from .proxy import UpstreamError, parse_upstream
+from .proxy import UpstreamError
 
 
 def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -72,26 +73,30 @@ def _parse_caps(values: list[str], registry: Registry) -> dict[int, int]:
     return caps
 
 
+def build_broker(args: argparse.Namespace, registry: Registry, **extra: Any) -> FakeBroker:
+    """The broker ``serve``'s options describe; ``extra`` goes to FakeBroker as is (upstream,
+    strict_topics). A bad option raises ValueError, before any socket is bound."""
+    config = BrokerConfig(host=args.host, port=args.port,
+                          topics=[Topic.parse(t) for t in args.topic],
+                          max_frame_bytes=args.max_frame_bytes,
+                          api_max_versions=_parse_caps(args.api_max_version, registry))
+    coord = CoordinatorConfig(initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
+                              min_session_timeout_ms=args.min_session_timeout_ms,
+                              max_session_timeout_ms=args.max_session_timeout_ms,
+                              max_group_size=args.max_group_size)
+    return FakeBroker(config, coord, registry=registry, **extra)
+
+
 def cmd_serve(args: argparse.Namespace, registry: Registry) -> int:
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     try:
-        config = BrokerConfig(host=args.host, port=args.port,
-                              topics=[Topic.parse(t) for t in args.topic],
-                              max_frame_bytes=args.max_frame_bytes,
-                              api_max_versions=_parse_caps(args.api_max_version, registry))
-        coord = CoordinatorConfig(initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
-                                  min_session_timeout_ms=args.min_session_timeout_ms,
-                                  max_session_timeout_ms=args.max_session_timeout_ms,
-                                  max_group_size=args.max_group_size)
-        if args.upstream is not None:
-            parse_upstream(args.upstream)
+        broker = build_broker(args, registry, upstream=args.upstream)  # checks --upstream too
     except ValueError as e:
         print(f"fakebroker serve: {e}", file=sys.stderr)
         return 2
     try:
-        asyncio.run(_serve(FakeBroker(config, coord, registry=registry, upstream=args.upstream),
-                           args.ready_file))
+        asyncio.run(_serve(broker, args.ready_file))
     except UpstreamError as e:
         print(f"fakebroker serve: {e}", file=sys.stderr)
         return 1
@@ -102,16 +107,26 @@ def cmd_serve(args: argparse.Namespace, registry: Registry) -> int:
     return 0
 
 
-async def _serve(broker: FakeBroker, ready_file: Path | None) -> None:
+def stop_on_signals() -> asyncio.Event:
+    """An event SIGINT or SIGTERM sets (where the loop supports signal handlers)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         with contextlib.suppress(NotImplementedError):
             loop.add_signal_handler(sig, stop.set)
+    return stop
+
+
+def write_ready_file(ready_file: Path, bootstrap: str) -> None:
+    tmp = ready_file.with_name(ready_file.name + ".tmp")
+    tmp.write_text(bootstrap + "\n")
+    tmp.replace(ready_file)  # atomic: a reader never sees half a line
+
+
+async def _serve(broker: FakeBroker, ready_file: Path | None) -> None:
+    stop = stop_on_signals()
     async with broker:
         if ready_file is not None:
-            tmp = ready_file.with_name(ready_file.name + ".tmp")
-            tmp.write_text(broker.bootstrap + "\n")
-            tmp.replace(ready_file)  # atomic: a reader never sees half a line
+            write_ready_file(ready_file, broker.bootstrap)
         print(broker.bootstrap, flush=True)  # last: whoever reads it may rely on the file
         await stop.wait()

@@ -18,6 +18,8 @@ from fakebroker.coordinator import (CoordinatorConfig, GroupCoordinator, GroupEv
 from fakebroker.coordinator.topics import TopicCatalog
 from fakebroker.protocol import Struct, default_registry
 from fakebroker.protocol.error_codes import ErrorCode
+from fakebroker.script.golden.session import (describe_fields, heartbeat_fields, join_fields,
+                                              leave_fields, list_groups_fields, sync_fields)
 
 REG = default_registry()
 EventT = TypeVar("EventT", bound=GroupEvent)
@@ -131,18 +133,9 @@ class Harness:
              protocols: tuple[tuple[str, bytes], ...] = DEFAULT_PROTOCOLS,
              protocol_type: str = PROTOCOL_TYPE, session: int = SESSION_MS,
              rebalance: int = REBALANCE_MS, reason: str | None = None) -> int:
-        cls = REG["JoinGroupRequest"].cls.JoinGroupRequestProtocol  # type: ignore[attr-defined]
-        fields: dict[str, Any] = dict(
-            group_id=group, session_timeout_ms=session, member_id=member_id,
-            protocol_type=protocol_type,
-            protocols=[cls(name=n, metadata=m) for n, m in protocols])
-        if version >= 1:
-            fields["rebalance_timeout_ms"] = rebalance
-        if version >= 5:
-            fields["group_instance_id"] = instance
-        if version >= 8:
-            fields["reason"] = reason
-        return self.send("JoinGroup", version, client_id=client_id, **fields)
+        return self.send("JoinGroup", version, client_id=client_id, **join_fields(
+            REG, group, member_id, version, session=session, rebalance=rebalance,
+            protocols=protocols, protocol_type=protocol_type, instance=instance, reason=reason))
 
     def new_member(self, client_id: str = "client", **kw: Any) -> tuple[str, int]:
         """The v4+ dance: join without an id (MEMBER_ID_REQUIRED), rejoin with the id given.
@@ -155,57 +148,31 @@ class Harness:
     def sync(self, member_id: str, generation: int, *, group: str = "g", version: int = 5,
              assignments: dict[str, bytes] | None = None, instance: str | None = None,
              protocol_type: str | None = AUTO, protocol_name: str | None = AUTO) -> int:
-        cls = REG["SyncGroupRequest"].cls.SyncGroupRequestAssignment  # type: ignore[attr-defined]
-        fields: dict[str, Any] = dict(
-            group_id=group, generation_id=generation, member_id=member_id,
-            assignments=[cls(member_id=m, assignment=a) for m, a in (assignments or {}).items()])
-        if version >= 3:
-            fields["group_instance_id"] = instance
         if version >= 5:
             g = self.coord.classic_group(group)
-            fields["protocol_type"] = ((g and g.protocol_type) or PROTOCOL_TYPE) \
+            protocol_type = ((g and g.protocol_type) or PROTOCOL_TYPE) \
                 if protocol_type is AUTO else protocol_type
-            fields["protocol_name"] = ((g and g.protocol_name) or "sessioned") \
+            protocol_name = ((g and g.protocol_name) or "sessioned") \
                 if protocol_name is AUTO else protocol_name
-        return self.send("SyncGroup", version, **fields)
+        return self.send("SyncGroup", version, **sync_fields(
+            REG, group, member_id, generation, version, assignments=assignments, instance=instance,
+            protocol_type=protocol_type, protocol_name=protocol_name))
 
     def heartbeat(self, member_id: str, generation: int, *, group: str = "g", version: int = 4,
                   instance: str | None = None) -> int:
-        fields: dict[str, Any] = dict(group_id=group, generation_id=generation, member_id=member_id)
-        if version >= 3:
-            fields["group_instance_id"] = instance
-        return self.send("Heartbeat", version, **fields)
+        return self.send("Heartbeat", version,
+                         **heartbeat_fields(group, member_id, generation, version, instance))
 
     def leave(self, *members: tuple[str, str | None] | str, group: str = "g",
               version: int = 5, reason: str | None = None) -> int:
-        if version < 3:
-            (m,) = members
-            assert isinstance(m, str)
-            return self.send("LeaveGroup", version, group_id=group, member_id=m)
-        cls = REG["LeaveGroupRequest"].cls.MemberIdentity  # type: ignore[attr-defined]
-        identities = []
-        for m in members:
-            mid, inst = (m, None) if isinstance(m, str) else m
-            kw: dict[str, Any] = dict(member_id=mid, group_instance_id=inst)
-            if version >= 5:
-                kw["reason"] = reason
-            identities.append(cls(**kw))
-        return self.send("LeaveGroup", version, group_id=group, members=identities)
+        return self.send("LeaveGroup", version, **leave_fields(REG, group, members, version, reason))
 
     def describe(self, *groups: str, version: int = 6, ops: bool = False) -> Any:
-        fields: dict[str, Any] = dict(groups=list(groups))
-        if version >= 3:
-            fields["include_authorized_operations"] = ops
-        return self.reply(self.send("DescribeGroups", version, **fields))
+        return self.reply(self.send("DescribeGroups", version, **describe_fields(groups, version, ops)))
 
     def list_groups(self, *, version: int = 5, states: list[str] | None = None,
                     types: list[str] | None = None) -> Any:
-        fields: dict[str, Any] = {}
-        if version >= 4:
-            fields["states_filter"] = states or []
-        if version >= 5:
-            fields["types_filter"] = types or []
-        return self.reply(self.send("ListGroups", version, **fields))
+        return self.reply(self.send("ListGroups", version, **list_groups_fields(version, states, types)))
 
     # ------------------------------------------------------------------ scenarios
 

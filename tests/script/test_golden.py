@@ -46,15 +46,20 @@ def test_every_rule_has_a_transcript_and_every_transcript_a_rule() -> None:
 
 def test_rule_ids_are_stable_and_well_formed() -> None:
     import re
+    from fakebroker.coordinator.reconcile.errors import DraftErrorCode
+    from fakebroker.protocol.error_codes import ErrorCode
+    codes = {e.name for e in ErrorCode} | {e.name for e in DraftErrorCode}
     for rid, rule in RULES.items():
         assert re.fullmatch(r"CLASSIC-(JOIN|SYNC|HB|LEAVE|DESC|LIST|COMMIT|FETCH)-(ERR|OK)-\d\d"
-                            r"|CLASSIC-(TIMER|SCN)-\d\d", rid), rid
-        assert rule.expect == "NONE" or rule.expect in {e.name for e in __import__(
-            "fakebroker.protocol.error_codes", fromlist=["ErrorCode"]).ErrorCode}, rid
+                            r"|CLASSIC-(TIMER|SCN)-\d\d"
+                            r"|CONNECT-(HB|PREP|INST)-(VAL|ERR|OK)-\d\d|CONNECT-TIMER-\d\d", rid), rid
+        assert rule.expect == "NONE" or rule.expect in codes, rid
+        assert ("-VAL-" in rid) == (rule.expect == "INVALID_REQUEST" and rid.startswith("CONNECT")), rid
         assert all(a in RULES for a in rule.also), rid
     apis = {r.api for r in RULES.values()}
     assert apis == {"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "DescribeGroups",
-                    "ListGroups", "OffsetCommit", "OffsetFetch"}
+                    "ListGroups", "OffsetCommit", "OffsetFetch", "ConnectGroupHeartbeat",
+                    "ConnectGroupPrepareAssignment", "ConnectGroupInstallAssignment"}
 
 
 def test_golden_files_are_what_a_fresh_run_produces() -> None:

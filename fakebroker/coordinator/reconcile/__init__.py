@@ -12,6 +12,8 @@ selected worker, ``Installed``). Modules:
 - ``assignors``: Kafka's ``uniform`` and ``range`` server-side assignors
 - ``validation``: the rules, one function each, that refuse requests
 - ``records``: the durable state as records, the store, compaction
+- ``wire_records``: connect groups' records as log bytes (key / value per the record
+  specs) and back, and a byte log store
 - ``engine``: the state machine tying them together, on a virtual clock
 - ``connect``: the draft's connect-specific rules and message mapping
 """

@@ -6,7 +6,7 @@ by replaying records it has just generated (as Kafka's group coordinator does), 
 
 Each record mirrors one record spec of the draft (``schemas/records/``, ERRATA entries
 30-38) and, for consumer groups, its ConsumerGroup* counterpart in Kafka 4.x; the units
-are the engine's generic units (``codec_records.py`` maps them onto the connect specs):
+are the engine's generic units (``wire_records.py`` maps them onto the connect specs):
 
 | record here | connect spec (type) | Kafka's consumer record |
 | --- | --- | --- |
@@ -116,9 +116,9 @@ class TargetAssignmentMemberRecord(Generic[U]):
 @dataclass(frozen=True)
 class CurrentAssignmentValue(Generic[U]):
     """Kafka's current-assignment value. ``previous_member_epoch``, ``state`` and
-    ``pending_revocation`` are not (yet) in the project's connect spec 1007; without
-    them a reloaded coordinator could neither accept a lost response's retry nor know
-    a revocation is pending (see the engine's report / ``codec_records``)."""
+    ``pending_revocation`` are tagged fields 0-2 of the connect spec 1007 (ERRATA 47);
+    without them a reloaded coordinator could neither accept a lost response's retry nor
+    know a revocation is pending (``wire_records``)."""
 
     member_epoch: int
     previous_member_epoch: int

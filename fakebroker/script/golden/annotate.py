@@ -27,6 +27,9 @@ from .session import GENERATED
 _ORDERLESS = {  # (api, kind) -> array paths whose order is not meaningful
     ("JoinGroup", "response"): ["Members"],
     ("DescribeGroups", "response"): ["Groups[*].Members"],
+    # The connect draft defines no order for members, connectors or tasks.
+    ("ConnectGroupPrepareAssignment", "response"): [
+        "Members", "Members[*].ConnectorsAndTasks.Connectors", "Members[*].ConnectorsAndTasks.Tasks"],
 }
 
 
@@ -64,6 +67,9 @@ def annotate(events: list[Event], groups: dict[str, str]) -> dict[str, str]:
                 for gi, g in enumerate(ev.body.get("Groups", [])):
                     for mi in range(len(g.get("Members", []))):
                         match[f"Groups[{gi}].Members[{mi}].ClientHost"] = {"pattern": "^/"}
+            if api == "ConnectGroupHeartbeat" and ev.body.get("Assignment") is not None:
+                for f in ("Connectors", "Tasks"):
+                    match[f"Assignment.ConnectorsAndTasks.{f}"] = {"unordered": True}
             if api == "ListGroups":
                 match["Groups"] = _listing(ev, events)
         ev.match = match

@@ -4,7 +4,9 @@ exercise them.
 A rule is one normative statement about a coordinator's behaviour (a validation rule, an
 error rule, a happy path or a documented scenario). IDs are stable: ``CLASSIC-<API>-<KIND>-NN``
 (KIND: ERR an error answer, OK a successful behaviour), ``CLASSIC-TIMER-NN`` for timeouts,
-``CLASSIC-SCN-NN`` for documented multi-member scenarios. Never renumber: retire an ID and
+``CLASSIC-SCN-NN`` for documented multi-member scenarios; the draft's connect group APIs use
+``CONNECT-<HB|PREP|INST>-<VAL|ERR|OK>-NN`` (VAL a Request Validation rule) and
+``CONNECT-TIMER-NN`` (``connect_scenarios``). Never renumber: retire an ID and
 add a new one. Another engineer's requirement catalogue maps its IDs onto these
 (``fixtures/golden/rules.json``).
 
@@ -28,6 +30,9 @@ SOURCES = {
     "kip-709": "KIP-709: batched OffsetFetch (v8+)",
     "kip-848": "KIP-848: topic ids in the offset APIs (v10)",
     "kip-1043": "KIP-1043: DescribeGroups v6 GROUP_ID_NOT_FOUND",
+    "draft": "the KIP-848 draft for Kafka Connect: ConnectGroupHeartbeat / PrepareAssignment / "
+             "InstallAssignment (Request Validation, Request Handling, error lists)",
+    "errata": "schemas/ERRATA.md: the project's resolution of the connect draft's defects and gaps",
 }
 
 Scenario = Callable[[Any], Awaitable[None]]

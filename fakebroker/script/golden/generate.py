@@ -22,7 +22,7 @@ from ...server.clock import VirtualClock
 from ...server.config import BrokerConfig, Topic
 from ..recorder import COORDINATOR_SETTINGS, Recorder, fixed_wall
 from ..transcript import Transcript, dumps, new_header
-from . import scenarios  # noqa: F401 - registers the rules
+from . import connect_scenarios, scenarios  # noqa: F401 - registers the rules
 from .annotate import annotate
 from .catalogue import RULES, SOURCES, Rule, transcripts_of
 from .session import ScenarioFailed, Session, golden_suffixes
@@ -81,7 +81,8 @@ async def run(rule: Rule, registry: Registry) -> Transcript:
 
 def rules_document() -> dict[str, Any]:
     return {"format": "fakebroker-golden-rules", "version": 1,
-            "about": "Rules of the classic group APIs and the golden transcripts that exercise "
+            "about": "Rules of the classic group APIs and of the draft's connect group APIs "
+                     "(CONNECT-*), and the golden transcripts that exercise "
                      "them (fixtures/golden/<file>). IDs are stable; a requirement catalogue "
                      "maps its own IDs onto them.",
             "sources": SOURCES,

@@ -10,6 +10,8 @@ virtual-only.
 from __future__ import annotations
 
 import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any
 
 from ...protocol.error_codes import ErrorCode as E
 from ...protocol import default_registry
@@ -88,37 +90,61 @@ async def joined_not_synced(s: Session, g: str, c: Client) -> str:
     return member
 
 
+async def rebalancing(s: Session, g: str, c: Client) -> str:
+    """A group of one, Stable, that a second member (w2) has just asked to join."""
+    member = await first_member(s, g, c)
+    await (await s.client("w2")).new_member(g)
+    return member
+
+
+SETUPS: dict[str, Callable[[Session, str, Client], Awaitable[str]]] = {
+    "member": first_member, "joined": joined_not_synced, "rebalancing": rebalancing,
+    "static": lambda s, g, c: static_member(s, g, c, "inst-1"),
+}
+
+
+def probe(id: str, api: str, expect: str, title: str,
+          send: Callable[[Client, str, str], Awaitable[Any]], *, setup: str | None = None,
+          by: str | None = None, answer: Callable[[Any], Any] = lambda r: r.error_code,
+          want: Any = None, group: bool = True, **rule_kw: Any) -> None:
+    """Register the scenario of a rule one request shows. After ``setup`` (one of SETUPS, run
+    by client w1 in the scenario's group), client ``by`` (w1 itself if None) sends
+    ``send(client, group, the setup's member id)``; ``answer(response)`` must equal ``want``
+    (by default the code of the error ``expect`` names). ``group=False``: the request names
+    no group of the scenario's (an empty group id), so none is bound."""
+    expected = E[expect] if want is None else want
+
+    async def scenario(s: Session) -> None:
+        g = s.group() if group else ""
+        c = await s.client("w1" if setup is not None else by or "w1")
+        member = await SETUPS[setup](s, g, c) if setup is not None else ""
+        if setup is not None and by is not None:
+            c = await s.client(by)
+        r = await send(c, g, member)
+        s.check(answer(r) == expected, f"{r}")
+
+    rule(id, api, expect, title, **rule_kw)(scenario)
+
+
 # ============================================================================ JoinGroup
 
-@rule("CLASSIC-JOIN-ERR-01", "JoinGroup", "INVALID_GROUP_ID", "A JoinGroup with an empty group id is refused with INVALID_GROUP_ID.")
-async def join_empty_group_id(s: Session) -> None:
-    w1 = await s.client("w1")
-    j = await w1.join("")
-    s.check(j.error_code == E.INVALID_GROUP_ID, f"{j}")
+probe("CLASSIC-JOIN-ERR-01", "JoinGroup", "INVALID_GROUP_ID", "A JoinGroup with an empty group id is refused with INVALID_GROUP_ID.",
+      send=lambda c, g, m: c.join(""), group=False)
 
 
-@rule("CLASSIC-JOIN-ERR-02", "JoinGroup", "INVALID_SESSION_TIMEOUT",
-      "A session timeout below group.min.session.timeout.ms is refused with INVALID_SESSION_TIMEOUT.", source="design")
-async def join_session_too_short(s: Session) -> None:
-    w1 = await s.client("w1")
-    j = await w1.join(s.group(), session=MIN_SESSION - 1)
-    s.check(j.error_code == E.INVALID_SESSION_TIMEOUT, f"{j}")
+probe("CLASSIC-JOIN-ERR-02", "JoinGroup", "INVALID_SESSION_TIMEOUT",
+      "A session timeout below group.min.session.timeout.ms is refused with INVALID_SESSION_TIMEOUT.", source="design",
+      send=lambda c, g, m: c.join(g, session=MIN_SESSION - 1))
 
 
-@rule("CLASSIC-JOIN-ERR-03", "JoinGroup", "INVALID_SESSION_TIMEOUT",
-      "A session timeout above group.max.session.timeout.ms is refused with INVALID_SESSION_TIMEOUT.", source="design")
-async def join_session_too_long(s: Session) -> None:
-    w1 = await s.client("w1")
-    j = await w1.join(s.group(), session=1_800_001)
-    s.check(j.error_code == E.INVALID_SESSION_TIMEOUT, f"{j}")
+probe("CLASSIC-JOIN-ERR-03", "JoinGroup", "INVALID_SESSION_TIMEOUT",
+      "A session timeout above group.max.session.timeout.ms is refused with INVALID_SESSION_TIMEOUT.", source="design",
+      send=lambda c, g, m: c.join(g, session=1_800_001))
 
 
-@rule("CLASSIC-JOIN-ERR-04", "JoinGroup", "UNKNOWN_MEMBER_ID",
-      "A JoinGroup with a member id for a group that does not exist is refused with UNKNOWN_MEMBER_ID (only a member without an id creates a group).")
-async def join_unknown_group_with_member_id(s: Session) -> None:
-    w1 = await s.client("w1")
-    j = await w1.join(s.group(), "w1-not-a-member")
-    s.check(j.error_code == E.UNKNOWN_MEMBER_ID, f"{j}")
+probe("CLASSIC-JOIN-ERR-04", "JoinGroup", "UNKNOWN_MEMBER_ID",
+      "A JoinGroup with a member id for a group that does not exist is refused with UNKNOWN_MEMBER_ID (only a member without an id creates a group).",
+      send=lambda c, g, m: c.join(g, "w1-not-a-member"))
 
 
 @rule("CLASSIC-JOIN-ERR-05", "JoinGroup", "MEMBER_ID_REQUIRED",
@@ -129,74 +155,46 @@ async def join_member_id_required(s: Session) -> None:
     s.check(j.error_code == E.MEMBER_ID_REQUIRED and j.member_id.startswith("w1-"), f"{j}")
 
 
-@rule("CLASSIC-JOIN-ERR-06", "JoinGroup", "INCONSISTENT_GROUP_PROTOCOL",
-      "A member whose protocol type differs from the group's is refused with INCONSISTENT_GROUP_PROTOCOL.")
-async def join_other_protocol_type(s: Session) -> None:
-    g = s.group()
-    await first_member(s, g, await s.client("w1"))
-    j = await (await s.client("w2")).join(g, protocol_type="consumer")
-    s.check(j.error_code == E.INCONSISTENT_GROUP_PROTOCOL, f"{j}")
+probe("CLASSIC-JOIN-ERR-06", "JoinGroup", "INCONSISTENT_GROUP_PROTOCOL",
+      "A member whose protocol type differs from the group's is refused with INCONSISTENT_GROUP_PROTOCOL.",
+      send=lambda c, g, m: c.join(g, protocol_type="consumer"), setup="member", by="w2")
 
 
-@rule("CLASSIC-JOIN-ERR-07", "JoinGroup", "INCONSISTENT_GROUP_PROTOCOL",
-      "A member that supports none of the protocols every member supports is refused with INCONSISTENT_GROUP_PROTOCOL.")
-async def join_no_common_protocol(s: Session) -> None:
-    g = s.group()
-    await first_member(s, g, await s.client("w1"))
-    j = await (await s.client("w2")).join(g, protocols=(("default", b"\x00\x00"),))
-    s.check(j.error_code == E.INCONSISTENT_GROUP_PROTOCOL, f"{j}")
+probe("CLASSIC-JOIN-ERR-07", "JoinGroup", "INCONSISTENT_GROUP_PROTOCOL",
+      "A member that supports none of the protocols every member supports is refused with INCONSISTENT_GROUP_PROTOCOL.",
+      send=lambda c, g, m: c.join(g, protocols=(("default", b"\x00\x00"),)),
+      setup="member", by="w2")
 
 
-@rule("CLASSIC-JOIN-ERR-08", "JoinGroup", "INCONSISTENT_GROUP_PROTOCOL",
-      "A first member with an empty protocol type is refused with INCONSISTENT_GROUP_PROTOCOL.")
-async def join_empty_protocol_type(s: Session) -> None:
-    j = await (await s.client("w1")).join(s.group(), protocol_type="")
-    s.check(j.error_code == E.INCONSISTENT_GROUP_PROTOCOL, f"{j}")
+probe("CLASSIC-JOIN-ERR-08", "JoinGroup", "INCONSISTENT_GROUP_PROTOCOL",
+      "A first member with an empty protocol type is refused with INCONSISTENT_GROUP_PROTOCOL.",
+      send=lambda c, g, m: c.join(g, protocol_type=""))
 
 
-@rule("CLASSIC-JOIN-ERR-09", "JoinGroup", "INCONSISTENT_GROUP_PROTOCOL",
-      "A first member that lists no protocol is refused with INCONSISTENT_GROUP_PROTOCOL.")
-async def join_no_protocols(s: Session) -> None:
-    j = await (await s.client("w1")).join(s.group(), protocols=())
-    s.check(j.error_code == E.INCONSISTENT_GROUP_PROTOCOL, f"{j}")
+probe("CLASSIC-JOIN-ERR-09", "JoinGroup", "INCONSISTENT_GROUP_PROTOCOL",
+      "A first member that lists no protocol is refused with INCONSISTENT_GROUP_PROTOCOL.",
+      send=lambda c, g, m: c.join(g, protocols=()))
 
 
-@rule("CLASSIC-JOIN-ERR-10", "JoinGroup", "UNKNOWN_MEMBER_ID",
-      "A JoinGroup with a member id the group does not know is refused with UNKNOWN_MEMBER_ID.")
-async def join_unknown_member(s: Session) -> None:
-    g = s.group()
-    await first_member(s, g, await s.client("w1"))
-    j = await (await s.client("w2")).join(g, "w2-not-a-member")
-    s.check(j.error_code == E.UNKNOWN_MEMBER_ID, f"{j}")
+probe("CLASSIC-JOIN-ERR-10", "JoinGroup", "UNKNOWN_MEMBER_ID",
+      "A JoinGroup with a member id the group does not know is refused with UNKNOWN_MEMBER_ID.",
+      send=lambda c, g, m: c.join(g, "w2-not-a-member"), setup="member", by="w2")
 
 
-@rule("CLASSIC-JOIN-ERR-11", "JoinGroup", "GROUP_MAX_SIZE_REACHED",
+probe("CLASSIC-JOIN-ERR-11", "JoinGroup", "GROUP_MAX_SIZE_REACHED",
       "A new member of a group that has group.max.size members is refused with GROUP_MAX_SIZE_REACHED.",
-      settings={"max_group_size": 1})
-async def join_group_full(s: Session) -> None:
-    g = s.group()
-    await first_member(s, g, await s.client("w1"))
-    j = await (await s.client("w2")).join(g)
-    s.check(j.error_code == E.GROUP_MAX_SIZE_REACHED, f"{j}")
+      settings={"max_group_size": 1},
+      send=lambda c, g, m: c.join(g), setup="member", by="w2")
 
 
-@rule("CLASSIC-JOIN-ERR-12", "JoinGroup", "FENCED_INSTANCE_ID",
-      "A JoinGroup naming a static member's group.instance.id with another member id is refused with FENCED_INSTANCE_ID.", source="kip-345")
-async def join_fenced_instance(s: Session) -> None:
-    g = s.group()
-    await static_member(s, g, await s.client("w1"), "inst-1")
-    j = await (await s.client("w2")).join(g, "inst-1-impostor", instance="inst-1")
-    s.check(j.error_code == E.FENCED_INSTANCE_ID, f"{j}")
+probe("CLASSIC-JOIN-ERR-12", "JoinGroup", "FENCED_INSTANCE_ID",
+      "A JoinGroup naming a static member's group.instance.id with another member id is refused with FENCED_INSTANCE_ID.", source="kip-345",
+      send=lambda c, g, m: c.join(g, "inst-1-impostor", instance="inst-1"), setup="static", by="w2")
 
 
-@rule("CLASSIC-JOIN-ERR-13", "JoinGroup", "UNKNOWN_MEMBER_ID",
-      "A JoinGroup with a member id and a group.instance.id no member has is refused with UNKNOWN_MEMBER_ID.", source="kip-345")
-async def join_unknown_instance(s: Session) -> None:
-    g = s.group()
-    w1 = await s.client("w1")
-    m1 = await first_member(s, g, w1)
-    j = await w1.join(g, m1, instance="ghost")
-    s.check(j.error_code == E.UNKNOWN_MEMBER_ID, f"{j}")
+probe("CLASSIC-JOIN-ERR-13", "JoinGroup", "UNKNOWN_MEMBER_ID",
+      "A JoinGroup with a member id and a group.instance.id no member has is refused with UNKNOWN_MEMBER_ID.", source="kip-345",
+      send=lambda c, g, m: c.join(g, m, instance="ghost"), setup="member")
 
 
 @rule("CLASSIC-JOIN-ERR-14", "JoinGroup", "UNKNOWN_SERVER_ERROR",
@@ -345,74 +343,42 @@ async def join_rejoin_completing(s: Session) -> None:
 
 # ============================================================================ SyncGroup
 
-@rule("CLASSIC-SYNC-ERR-01", "SyncGroup", "INCONSISTENT_GROUP_PROTOCOL",
-      "A SyncGroup v5+ without ProtocolType or ProtocolName is refused with INCONSISTENT_GROUP_PROTOCOL.")
-async def sync_missing_protocol(s: Session) -> None:
-    g = s.group()
-    w1 = await s.client("w1")
-    m1 = await joined_not_synced(s, g, w1)
-    r = await w1.sync(g, m1, 1, protocol_type=None, protocol_name=None)
-    s.check(r.error_code == E.INCONSISTENT_GROUP_PROTOCOL, f"{r}")
+probe("CLASSIC-SYNC-ERR-01", "SyncGroup", "INCONSISTENT_GROUP_PROTOCOL",
+      "A SyncGroup v5+ without ProtocolType or ProtocolName is refused with INCONSISTENT_GROUP_PROTOCOL.",
+      send=lambda c, g, m: c.sync(g, m, 1, protocol_type=None, protocol_name=None), setup="joined")
 
 
-@rule("CLASSIC-SYNC-ERR-02", "SyncGroup", "INVALID_GROUP_ID", "A SyncGroup with an empty group id is refused with INVALID_GROUP_ID.")
-async def sync_empty_group_id(s: Session) -> None:
-    r = await (await s.client("w1")).sync("", "w1-x", 1)
-    s.check(r.error_code == E.INVALID_GROUP_ID, f"{r}")
+probe("CLASSIC-SYNC-ERR-02", "SyncGroup", "INVALID_GROUP_ID", "A SyncGroup with an empty group id is refused with INVALID_GROUP_ID.",
+      send=lambda c, g, m: c.sync("", "w1-x", 1), group=False)
 
 
-@rule("CLASSIC-SYNC-ERR-03", "SyncGroup", "UNKNOWN_MEMBER_ID", "A SyncGroup for a group that does not exist is refused with UNKNOWN_MEMBER_ID.")
-async def sync_unknown_group(s: Session) -> None:
-    r = await (await s.client("w1")).sync(s.group(), "w1-x", 1)
-    s.check(r.error_code == E.UNKNOWN_MEMBER_ID, f"{r}")
+probe("CLASSIC-SYNC-ERR-03", "SyncGroup", "UNKNOWN_MEMBER_ID", "A SyncGroup for a group that does not exist is refused with UNKNOWN_MEMBER_ID.",
+      send=lambda c, g, m: c.sync(g, "w1-x", 1))
 
 
-@rule("CLASSIC-SYNC-ERR-04", "SyncGroup", "UNKNOWN_MEMBER_ID", "A SyncGroup from a member the group does not know is refused with UNKNOWN_MEMBER_ID.")
-async def sync_unknown_member(s: Session) -> None:
-    g = s.group()
-    await first_member(s, g, await s.client("w1"))
-    r = await (await s.client("w2")).sync(g, "w2-not-a-member", 1)
-    s.check(r.error_code == E.UNKNOWN_MEMBER_ID, f"{r}")
+probe("CLASSIC-SYNC-ERR-04", "SyncGroup", "UNKNOWN_MEMBER_ID", "A SyncGroup from a member the group does not know is refused with UNKNOWN_MEMBER_ID.",
+      send=lambda c, g, m: c.sync(g, "w2-not-a-member", 1), setup="member", by="w2")
 
 
-@rule("CLASSIC-SYNC-ERR-05", "SyncGroup", "ILLEGAL_GENERATION",
-      "A SyncGroup with a generation other than the group's is refused with ILLEGAL_GENERATION.", source="design")
-async def sync_wrong_generation(s: Session) -> None:
-    g = s.group()
-    w1 = await s.client("w1")
-    m1 = await first_member(s, g, w1)
-    r = await w1.sync(g, m1, 2)
-    s.check(r.error_code == E.ILLEGAL_GENERATION, f"{r}")
+probe("CLASSIC-SYNC-ERR-05", "SyncGroup", "ILLEGAL_GENERATION",
+      "A SyncGroup with a generation other than the group's is refused with ILLEGAL_GENERATION.", source="design",
+      send=lambda c, g, m: c.sync(g, m, 2), setup="member")
 
 
-@rule("CLASSIC-SYNC-ERR-06", "SyncGroup", "INCONSISTENT_GROUP_PROTOCOL",
-      "A SyncGroup v5+ whose ProtocolName differs from the group's protocol is refused with INCONSISTENT_GROUP_PROTOCOL.")
-async def sync_other_protocol(s: Session) -> None:
-    g = s.group()
-    w1 = await s.client("w1")
-    m1 = await joined_not_synced(s, g, w1)
-    r = await w1.sync(g, m1, 1, protocol_name="compatible")
-    s.check(r.error_code == E.INCONSISTENT_GROUP_PROTOCOL, f"{r}")
+probe("CLASSIC-SYNC-ERR-06", "SyncGroup", "INCONSISTENT_GROUP_PROTOCOL",
+      "A SyncGroup v5+ whose ProtocolName differs from the group's protocol is refused with INCONSISTENT_GROUP_PROTOCOL.",
+      send=lambda c, g, m: c.sync(g, m, 1, protocol_name="compatible"), setup="joined")
 
 
-@rule("CLASSIC-SYNC-ERR-07", "SyncGroup", "REBALANCE_IN_PROGRESS",
-      "A SyncGroup while the group prepares a rebalance is refused with REBALANCE_IN_PROGRESS (the member must rejoin).", source="design")
-async def sync_during_rebalance(s: Session) -> None:
-    g = s.group()
-    w1 = await s.client("w1")
-    m1 = await first_member(s, g, w1)
-    await (await s.client("w2")).new_member(g)
-    r = await w1.sync(g, m1, 1)
-    s.check(r.error_code == E.REBALANCE_IN_PROGRESS, f"{r}")
+probe("CLASSIC-SYNC-ERR-07", "SyncGroup", "REBALANCE_IN_PROGRESS",
+      "A SyncGroup while the group prepares a rebalance is refused with REBALANCE_IN_PROGRESS (the member must rejoin).", source="design",
+      send=lambda c, g, m: c.sync(g, m, 1), setup="rebalancing")
 
 
-@rule("CLASSIC-SYNC-ERR-08", "SyncGroup", "FENCED_INSTANCE_ID",
-      "A SyncGroup naming a static member's group.instance.id with another member id is refused with FENCED_INSTANCE_ID.", source="kip-345")
-async def sync_fenced(s: Session) -> None:
-    g = s.group()
-    await static_member(s, g, await s.client("w1"), "inst-1")
-    r = await (await s.client("w2")).sync(g, "inst-1-impostor", 1, instance="inst-1")
-    s.check(r.error_code == E.FENCED_INSTANCE_ID, f"{r}")
+probe("CLASSIC-SYNC-ERR-08", "SyncGroup", "FENCED_INSTANCE_ID",
+      "A SyncGroup naming a static member's group.instance.id with another member id is refused with FENCED_INSTANCE_ID.", source="kip-345",
+      send=lambda c, g, m: c.sync(g, "inst-1-impostor", 1, instance="inst-1"),
+      setup="static", by="w2")
 
 
 @rule("CLASSIC-SYNC-ERR-09", "SyncGroup", "REBALANCE_IN_PROGRESS",
@@ -468,73 +434,41 @@ async def sync_no_assignment(s: Session) -> None:
 
 # ============================================================================ Heartbeat
 
-@rule("CLASSIC-HB-ERR-01", "Heartbeat", "INVALID_GROUP_ID", "A Heartbeat with an empty group id is refused with INVALID_GROUP_ID.")
-async def hb_empty_group_id(s: Session) -> None:
-    r = await (await s.client("w1")).heartbeat("", "w1-x", 1)
-    s.check(r.error_code == E.INVALID_GROUP_ID, f"{r}")
+probe("CLASSIC-HB-ERR-01", "Heartbeat", "INVALID_GROUP_ID", "A Heartbeat with an empty group id is refused with INVALID_GROUP_ID.",
+      send=lambda c, g, m: c.heartbeat("", "w1-x", 1), group=False)
 
 
-@rule("CLASSIC-HB-ERR-02", "Heartbeat", "UNKNOWN_MEMBER_ID", "A Heartbeat for a group that does not exist is refused with UNKNOWN_MEMBER_ID.")
-async def hb_unknown_group(s: Session) -> None:
-    r = await (await s.client("w1")).heartbeat(s.group(), "w1-x", 1)
-    s.check(r.error_code == E.UNKNOWN_MEMBER_ID, f"{r}")
+probe("CLASSIC-HB-ERR-02", "Heartbeat", "UNKNOWN_MEMBER_ID", "A Heartbeat for a group that does not exist is refused with UNKNOWN_MEMBER_ID.",
+      send=lambda c, g, m: c.heartbeat(g, "w1-x", 1))
 
 
-@rule("CLASSIC-HB-ERR-03", "Heartbeat", "UNKNOWN_MEMBER_ID", "A Heartbeat from a member the group does not know is refused with UNKNOWN_MEMBER_ID.")
-async def hb_unknown_member(s: Session) -> None:
-    g = s.group()
-    await first_member(s, g, await s.client("w1"))
-    r = await (await s.client("w2")).heartbeat(g, "w2-not-a-member", 1)
-    s.check(r.error_code == E.UNKNOWN_MEMBER_ID, f"{r}")
+probe("CLASSIC-HB-ERR-03", "Heartbeat", "UNKNOWN_MEMBER_ID", "A Heartbeat from a member the group does not know is refused with UNKNOWN_MEMBER_ID.",
+      send=lambda c, g, m: c.heartbeat(g, "w2-not-a-member", 1), setup="member", by="w2")
 
 
-@rule("CLASSIC-HB-ERR-04", "Heartbeat", "ILLEGAL_GENERATION",
-      "A Heartbeat with a generation other than the group's is refused with ILLEGAL_GENERATION.", source="design")
-async def hb_wrong_generation(s: Session) -> None:
-    g = s.group()
-    w1 = await s.client("w1")
-    m1 = await first_member(s, g, w1)
-    r = await w1.heartbeat(g, m1, 0)
-    s.check(r.error_code == E.ILLEGAL_GENERATION, f"{r}")
+probe("CLASSIC-HB-ERR-04", "Heartbeat", "ILLEGAL_GENERATION",
+      "A Heartbeat with a generation other than the group's is refused with ILLEGAL_GENERATION.", source="design",
+      send=lambda c, g, m: c.heartbeat(g, m, 0), setup="member")
 
 
-@rule("CLASSIC-HB-ERR-05", "Heartbeat", "REBALANCE_IN_PROGRESS",
-      "A Heartbeat while the group prepares a rebalance is answered REBALANCE_IN_PROGRESS.", source="design")
-async def hb_during_rebalance(s: Session) -> None:
-    g = s.group()
-    w1 = await s.client("w1")
-    m1 = await first_member(s, g, w1)
-    await (await s.client("w2")).new_member(g)
-    r = await w1.heartbeat(g, m1, 1)
-    s.check(r.error_code == E.REBALANCE_IN_PROGRESS, f"{r}")
+probe("CLASSIC-HB-ERR-05", "Heartbeat", "REBALANCE_IN_PROGRESS",
+      "A Heartbeat while the group prepares a rebalance is answered REBALANCE_IN_PROGRESS.", source="design",
+      send=lambda c, g, m: c.heartbeat(g, m, 1), setup="rebalancing")
 
 
-@rule("CLASSIC-HB-ERR-06", "Heartbeat", "FENCED_INSTANCE_ID",
-      "A Heartbeat naming a static member's group.instance.id with another member id is refused with FENCED_INSTANCE_ID.", source="kip-345")
-async def hb_fenced(s: Session) -> None:
-    g = s.group()
-    await static_member(s, g, await s.client("w1"), "inst-1")
-    r = await (await s.client("w2")).heartbeat(g, "inst-1-impostor", 1, instance="inst-1")
-    s.check(r.error_code == E.FENCED_INSTANCE_ID, f"{r}")
+probe("CLASSIC-HB-ERR-06", "Heartbeat", "FENCED_INSTANCE_ID",
+      "A Heartbeat naming a static member's group.instance.id with another member id is refused with FENCED_INSTANCE_ID.", source="kip-345",
+      send=lambda c, g, m: c.heartbeat(g, "inst-1-impostor", 1, instance="inst-1"),
+      setup="static", by="w2")
 
 
-@rule("CLASSIC-HB-OK-01", "Heartbeat", "NONE", "A Heartbeat of a member of a Stable group, with its generation, is answered NONE.")
-async def hb_stable(s: Session) -> None:
-    g = s.group()
-    w1 = await s.client("w1")
-    m1 = await first_member(s, g, w1)
-    r = await w1.heartbeat(g, m1, 1)
-    s.check(r.error_code == 0, f"{r}")
+probe("CLASSIC-HB-OK-01", "Heartbeat", "NONE", "A Heartbeat of a member of a Stable group, with its generation, is answered NONE.",
+      send=lambda c, g, m: c.heartbeat(g, m, 1), setup="member")
 
 
-@rule("CLASSIC-HB-OK-02", "Heartbeat", "NONE",
-      "A Heartbeat between a member's JoinGroup answer and its SyncGroup (CompletingRebalance) is answered NONE.")
-async def hb_completing(s: Session) -> None:
-    g = s.group()
-    w1 = await s.client("w1")
-    m1 = await joined_not_synced(s, g, w1)
-    r = await w1.heartbeat(g, m1, 1)
-    s.check(r.error_code == 0, f"{r}")
+probe("CLASSIC-HB-OK-02", "Heartbeat", "NONE",
+      "A Heartbeat between a member's JoinGroup answer and its SyncGroup (CompletingRebalance) is answered NONE.",
+      send=lambda c, g, m: c.heartbeat(g, m, 1), setup="joined")
 
 
 # ============================================================================ timers
@@ -645,10 +579,8 @@ async def timer_initial_delay_extends(s: Session) -> None:
 
 # ============================================================================ LeaveGroup
 
-@rule("CLASSIC-LEAVE-ERR-01", "LeaveGroup", "INVALID_GROUP_ID", "A LeaveGroup with an empty group id is refused with INVALID_GROUP_ID.")
-async def leave_empty_group_id(s: Session) -> None:
-    r = await (await s.client("w1")).leave("", "w1-x")
-    s.check(r.error_code == E.INVALID_GROUP_ID, f"{r}")
+probe("CLASSIC-LEAVE-ERR-01", "LeaveGroup", "INVALID_GROUP_ID", "A LeaveGroup with an empty group id is refused with INVALID_GROUP_ID.",
+      send=lambda c, g, m: c.leave("", "w1-x"), group=False)
 
 
 @rule("CLASSIC-LEAVE-ERR-02", "LeaveGroup", "UNKNOWN_MEMBER_ID",
@@ -658,11 +590,9 @@ async def leave_unknown_group_batch(s: Session) -> None:
     s.check(r.error_code == 0 and [m.error_code for m in r.members] == [25, 25], f"{r}")
 
 
-@rule("CLASSIC-LEAVE-ERR-03", "LeaveGroup", "UNKNOWN_MEMBER_ID",
-      "A LeaveGroup v0-2 for a group that does not exist is refused with UNKNOWN_MEMBER_ID.")
-async def leave_unknown_group_single(s: Session) -> None:
-    r = await (await s.client("w1")).leave(s.group(), "w1-x", version=2)
-    s.check(r.error_code == E.UNKNOWN_MEMBER_ID, f"{r}")
+probe("CLASSIC-LEAVE-ERR-03", "LeaveGroup", "UNKNOWN_MEMBER_ID",
+      "A LeaveGroup v0-2 for a group that does not exist is refused with UNKNOWN_MEMBER_ID.",
+      send=lambda c, g, m: c.leave(g, "w1-x", version=2))
 
 
 @rule("CLASSIC-LEAVE-ERR-04", "LeaveGroup", "UNKNOWN_MEMBER_ID",
@@ -756,11 +686,11 @@ async def describe_unknown_v6(s: Session) -> None:
     s.check((x.error_code, x.error_message) == (E.GROUP_ID_NOT_FOUND, f"Group {g} not found."), f"{d}")
 
 
-@rule("CLASSIC-DESC-ERR-02", "DescribeGroups", "NONE",
-      "DescribeGroups v0-5 answers a group that does not exist with no error and the state Dead.")
-async def describe_unknown_v5(s: Session) -> None:
-    d = await (await s.client("admin")).describe(s.group(), version=5)
-    s.check((d.groups[0].error_code, d.groups[0].group_state) == (0, "Dead"), f"{d}")
+probe("CLASSIC-DESC-ERR-02", "DescribeGroups", "NONE",
+      "DescribeGroups v0-5 answers a group that does not exist with no error and the state Dead.",
+      send=lambda c, g, m: c.describe(g, version=5),
+      by="admin", answer=lambda r: (r.groups[0].error_code, r.groups[0].group_state),
+      want=(0, "Dead"))
 
 
 @rule("CLASSIC-DESC-OK-01", "DescribeGroups", "NONE",
@@ -852,11 +782,10 @@ def _partition_errors(r: object) -> list[int]:
     return [p.error_code for t in r.topics for p in t.partitions]  # type: ignore[attr-defined]
 
 
-@rule("CLASSIC-COMMIT-ERR-01", "OffsetCommit", "UNKNOWN_TOPIC_OR_PARTITION",
-      "An OffsetCommit for a topic that does not exist answers its partitions UNKNOWN_TOPIC_OR_PARTITION.")
-async def commit_unknown_topic(s: Session) -> None:
-    r = await (await s.client("admin")).commit(s.group(), {"no-such-topic": {0: 5, 1: 6}})
-    s.check(_partition_errors(r) == [3, 3], f"{r}")
+probe("CLASSIC-COMMIT-ERR-01", "OffsetCommit", "UNKNOWN_TOPIC_OR_PARTITION",
+      "An OffsetCommit for a topic that does not exist answers its partitions UNKNOWN_TOPIC_OR_PARTITION.",
+      send=lambda c, g, m: c.commit(g, {"no-such-topic": {0: 5, 1: 6}}),
+      by="admin", answer=_partition_errors, want=[3, 3])
 
 
 @rule("CLASSIC-COMMIT-ERR-02", "OffsetCommit", "UNKNOWN_TOPIC_OR_PARTITION",
@@ -867,81 +796,59 @@ async def commit_unknown_partition(s: Session) -> None:
     s.check(got == {2: 0, 3: E.UNKNOWN_TOPIC_OR_PARTITION}, f"{r}")
 
 
-@rule("CLASSIC-COMMIT-ERR-03", "OffsetCommit", "UNKNOWN_TOPIC_ID",
-      "An OffsetCommit v10 naming a topic id that does not exist answers its partitions UNKNOWN_TOPIC_ID.", source="kip-848")
-async def commit_unknown_topic_id(s: Session) -> None:
-    r = await (await s.client("admin")).commit(s.group(), {"x": {0: 5}}, version=10,
-                                              topic_ids={"x": uuid.UUID(int=42)})
-    s.check(_partition_errors(r) == [E.UNKNOWN_TOPIC_ID], f"{r}")
+probe("CLASSIC-COMMIT-ERR-03", "OffsetCommit", "UNKNOWN_TOPIC_ID",
+      "An OffsetCommit v10 naming a topic id that does not exist answers its partitions UNKNOWN_TOPIC_ID.", source="kip-848",
+      send=lambda c, g, m: c.commit(g, {"x": {0: 5}}, version=10, topic_ids={"x": uuid.UUID(int=42)}),
+      by="admin", answer=_partition_errors, want=[E.UNKNOWN_TOPIC_ID])
 
 
-@rule("CLASSIC-COMMIT-ERR-04", "OffsetCommit", "GROUP_ID_NOT_FOUND",
-      "An OffsetCommit v9+ with a generation to a group that does not exist is refused with GROUP_ID_NOT_FOUND.")
-async def commit_unknown_group_v9(s: Session) -> None:
-    r = await (await s.client("w1")).commit(s.group(), {EVENTS: {0: 5}}, member_id="w1-x", generation=1)
-    s.check(_partition_errors(r) == [E.GROUP_ID_NOT_FOUND], f"{r}")
+probe("CLASSIC-COMMIT-ERR-04", "OffsetCommit", "GROUP_ID_NOT_FOUND",
+      "An OffsetCommit v9+ with a generation to a group that does not exist is refused with GROUP_ID_NOT_FOUND.",
+      send=lambda c, g, m: c.commit(g, {EVENTS: {0: 5}}, member_id="w1-x", generation=1),
+      answer=_partition_errors, want=[E.GROUP_ID_NOT_FOUND])
 
 
-@rule("CLASSIC-COMMIT-ERR-05", "OffsetCommit", "ILLEGAL_GENERATION",
-      "An OffsetCommit v0-8 with a generation to a group that does not exist is refused with ILLEGAL_GENERATION.")
-async def commit_unknown_group_v8(s: Session) -> None:
-    r = await (await s.client("w1")).commit(s.group(), {EVENTS: {0: 5}}, member_id="w1-x", generation=1, version=8)
-    s.check(_partition_errors(r) == [E.ILLEGAL_GENERATION], f"{r}")
+probe("CLASSIC-COMMIT-ERR-05", "OffsetCommit", "ILLEGAL_GENERATION",
+      "An OffsetCommit v0-8 with a generation to a group that does not exist is refused with ILLEGAL_GENERATION.",
+      send=lambda c, g, m: c.commit(g, {EVENTS: {0: 5}}, member_id="w1-x", generation=1, version=8),
+      answer=_partition_errors, want=[E.ILLEGAL_GENERATION])
 
 
-@rule("CLASSIC-COMMIT-ERR-06", "OffsetCommit", "UNKNOWN_MEMBER_ID",
-      "An OffsetCommit from a member the group does not know is refused with UNKNOWN_MEMBER_ID.")
-async def commit_unknown_member(s: Session) -> None:
-    g = s.group()
-    await first_member(s, g, await s.client("w1"))
-    r = await (await s.client("w2")).commit(g, {EVENTS: {0: 5}}, member_id="w2-not-a-member", generation=1)
-    s.check(_partition_errors(r) == [E.UNKNOWN_MEMBER_ID], f"{r}")
+probe("CLASSIC-COMMIT-ERR-06", "OffsetCommit", "UNKNOWN_MEMBER_ID",
+      "An OffsetCommit from a member the group does not know is refused with UNKNOWN_MEMBER_ID.",
+      send=lambda c, g, m: c.commit(g, {EVENTS: {0: 5}}, member_id="w2-not-a-member", generation=1),
+      setup="member", by="w2", answer=_partition_errors, want=[E.UNKNOWN_MEMBER_ID])
 
 
-@rule("CLASSIC-COMMIT-ERR-07", "OffsetCommit", "ILLEGAL_GENERATION",
-      "An OffsetCommit with a generation other than the group's is refused with ILLEGAL_GENERATION.")
-async def commit_wrong_generation(s: Session) -> None:
-    g = s.group()
-    w1 = await s.client("w1")
-    m1 = await first_member(s, g, w1)
-    r = await w1.commit(g, {EVENTS: {0: 5}}, member_id=m1, generation=7)
-    s.check(_partition_errors(r) == [E.ILLEGAL_GENERATION], f"{r}")
+probe("CLASSIC-COMMIT-ERR-07", "OffsetCommit", "ILLEGAL_GENERATION",
+      "An OffsetCommit with a generation other than the group's is refused with ILLEGAL_GENERATION.",
+      send=lambda c, g, m: c.commit(g, {EVENTS: {0: 5}}, member_id=m, generation=7),
+      setup="member", answer=_partition_errors, want=[E.ILLEGAL_GENERATION])
 
 
-@rule("CLASSIC-COMMIT-ERR-08", "OffsetCommit", "REBALANCE_IN_PROGRESS",
-      "An OffsetCommit while the group awaits its SyncGroups (CompletingRebalance) is refused with REBALANCE_IN_PROGRESS.")
-async def commit_completing(s: Session) -> None:
-    g = s.group()
-    w1 = await s.client("w1")
-    m1 = await joined_not_synced(s, g, w1)
-    r = await w1.commit(g, {EVENTS: {0: 5}}, member_id=m1, generation=1)
-    s.check(_partition_errors(r) == [E.REBALANCE_IN_PROGRESS], f"{r}")
+probe("CLASSIC-COMMIT-ERR-08", "OffsetCommit", "REBALANCE_IN_PROGRESS",
+      "An OffsetCommit while the group awaits its SyncGroups (CompletingRebalance) is refused with REBALANCE_IN_PROGRESS.",
+      send=lambda c, g, m: c.commit(g, {EVENTS: {0: 5}}, member_id=m, generation=1),
+      setup="joined", answer=_partition_errors, want=[E.REBALANCE_IN_PROGRESS])
 
 
-@rule("CLASSIC-COMMIT-ERR-09", "OffsetCommit", "UNKNOWN_MEMBER_ID",
-      "A commit without member or generation (an admin's) to a group that has members is refused with UNKNOWN_MEMBER_ID.")
-async def commit_simple_to_active_group(s: Session) -> None:
-    g = s.group()
-    await first_member(s, g, await s.client("w1"))
-    r = await (await s.client("admin")).commit(g, {EVENTS: {0: 5}})
-    s.check(_partition_errors(r) == [E.UNKNOWN_MEMBER_ID], f"{r}")
+probe("CLASSIC-COMMIT-ERR-09", "OffsetCommit", "UNKNOWN_MEMBER_ID",
+      "A commit without member or generation (an admin's) to a group that has members is refused with UNKNOWN_MEMBER_ID.",
+      send=lambda c, g, m: c.commit(g, {EVENTS: {0: 5}}),
+      setup="member", by="admin", answer=_partition_errors, want=[E.UNKNOWN_MEMBER_ID])
 
 
-@rule("CLASSIC-COMMIT-ERR-10", "OffsetCommit", "OFFSET_METADATA_TOO_LARGE",
-      "A committed offset whose metadata exceeds offset.metadata.max.bytes is refused with OFFSET_METADATA_TOO_LARGE.")
-async def commit_metadata_too_large(s: Session) -> None:
-    r = await (await s.client("admin")).commit(s.group(), {EVENTS: {0: 5}}, metadata="m" * 4097)
-    s.check(_partition_errors(r) == [E.OFFSET_METADATA_TOO_LARGE], f"{r}")
+probe("CLASSIC-COMMIT-ERR-10", "OffsetCommit", "OFFSET_METADATA_TOO_LARGE",
+      "A committed offset whose metadata exceeds offset.metadata.max.bytes is refused with OFFSET_METADATA_TOO_LARGE.",
+      send=lambda c, g, m: c.commit(g, {EVENTS: {0: 5}}, metadata="m" * 4097),
+      by="admin", answer=_partition_errors, want=[E.OFFSET_METADATA_TOO_LARGE])
 
 
-@rule("CLASSIC-COMMIT-ERR-11", "OffsetCommit", "FENCED_INSTANCE_ID",
-      "An OffsetCommit naming a static member's group.instance.id with another member id is refused with FENCED_INSTANCE_ID.", source="kip-345")
-async def commit_fenced(s: Session) -> None:
-    g = s.group()
-    await static_member(s, g, await s.client("w1"), "inst-1")
-    r = await (await s.client("w2")).commit(g, {EVENTS: {0: 5}}, member_id="inst-1-impostor",
-                                           generation=1, instance="inst-1")
-    s.check(_partition_errors(r) == [E.FENCED_INSTANCE_ID], f"{r}")
+probe("CLASSIC-COMMIT-ERR-11", "OffsetCommit", "FENCED_INSTANCE_ID",
+      "An OffsetCommit naming a static member's group.instance.id with another member id is refused with FENCED_INSTANCE_ID.", source="kip-345",
+      send=lambda c, g, m: c.commit(g, {EVENTS: {0: 5}}, member_id="inst-1-impostor",
+                                         generation=1, instance="inst-1"),
+      setup="static", by="w2", answer=_partition_errors, want=[E.FENCED_INSTANCE_ID])
 
 
 @rule("CLASSIC-COMMIT-OK-01", "OffsetCommit", "NONE",
@@ -1029,12 +936,11 @@ async def fetch_batched(s: Session) -> None:
     s.check(got == [(g1, 5), (g2, 8)], f"{f}")
 
 
-@rule("CLASSIC-FETCH-ERR-01", "OffsetFetch", "UNKNOWN_TOPIC_ID",
-      "OffsetFetch v10 naming a topic id that does not exist answers its partitions UNKNOWN_TOPIC_ID.", source="kip-848")
-async def fetch_unknown_topic_id(s: Session) -> None:
-    f = await (await s.client("admin")).fetch_offsets(s.group(), {"x": [0, 1]}, version=10,
-                                                      topic_ids={"x": uuid.UUID(int=42)})
-    s.check([p.error_code for p in f.groups[0].topics[0].partitions] == [100, 100], f"{f}")
+probe("CLASSIC-FETCH-ERR-01", "OffsetFetch", "UNKNOWN_TOPIC_ID",
+      "OffsetFetch v10 naming a topic id that does not exist answers its partitions UNKNOWN_TOPIC_ID.", source="kip-848",
+      send=lambda c, g, m: c.fetch_offsets(g, {"x": [0, 1]}, version=10, topic_ids={"x": uuid.UUID(int=42)}),
+      by="admin", answer=lambda r: [p.error_code for p in r.groups[0].topics[0].partitions],
+      want=[100, 100])
 
 
 # ============================================================================ documented scenarios

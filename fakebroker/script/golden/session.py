@@ -58,6 +58,83 @@ async def until(pred: Callable[[], bool], what: str, turns: int = 200_000) -> No
     raise ScenarioFailed(f"never happened: {what}")
 
 
+# ---------------------------------------------------------------------------- request fields
+# The classic group APIs' request fields at a version (the coordinator tests' harness builds
+# its requests with these too).
+
+def join_fields(registry: Registry, group: str, member_id: str, version: int, *, session: int,
+                rebalance: int, protocols: tuple[tuple[str, bytes], ...], protocol_type: str,
+                instance: str | None, reason: str | None) -> dict[str, Any]:
+    cls = registry["JoinGroupRequest"].cls.JoinGroupRequestProtocol  # type: ignore[attr-defined]
+    f: dict[str, Any] = dict(group_id=group, session_timeout_ms=session, member_id=member_id,
+                             protocol_type=protocol_type,
+                             protocols=[cls(name=n, metadata=m) for n, m in protocols])
+    if version >= 1:
+        f["rebalance_timeout_ms"] = rebalance
+    if version >= 5:
+        f["group_instance_id"] = instance
+    if version >= 8:
+        f["reason"] = reason
+    return f
+
+
+def sync_fields(registry: Registry, group: str, member_id: str, generation: int, version: int, *,
+                assignments: dict[str, bytes] | None, instance: str | None,
+                protocol_type: str | None, protocol_name: str | None) -> dict[str, Any]:
+    cls = registry["SyncGroupRequest"].cls.SyncGroupRequestAssignment  # type: ignore[attr-defined]
+    f: dict[str, Any] = dict(group_id=group, generation_id=generation, member_id=member_id,
+                             assignments=[cls(member_id=m, assignment=a)
+                                          for m, a in (assignments or {}).items()])
+    if version >= 3:
+        f["group_instance_id"] = instance
+    if version >= 5:
+        f["protocol_type"], f["protocol_name"] = protocol_type, protocol_name
+    return f
+
+
+def heartbeat_fields(group: str, member_id: str, generation: int, version: int,
+                     instance: str | None) -> dict[str, Any]:
+    f: dict[str, Any] = dict(group_id=group, generation_id=generation, member_id=member_id)
+    if version >= 3:
+        f["group_instance_id"] = instance
+    return f
+
+
+def leave_fields(registry: Registry, group: str, members: tuple[tuple[str, str | None] | str, ...],
+                 version: int, reason: str | None) -> dict[str, Any]:
+    """``members``: member ids, or (member id, group.instance.id); v0-2 take one member id."""
+    if version < 3:
+        (m,) = members
+        assert isinstance(m, str)
+        return dict(group_id=group, member_id=m)
+    cls = registry["LeaveGroupRequest"].cls.MemberIdentity  # type: ignore[attr-defined]
+    identities = []
+    for m in members:
+        mid, inst = (m, None) if isinstance(m, str) else m
+        kw: dict[str, Any] = dict(member_id=mid, group_instance_id=inst)
+        if version >= 5:
+            kw["reason"] = reason
+        identities.append(cls(**kw))
+    return dict(group_id=group, members=identities)
+
+
+def describe_fields(groups: tuple[str, ...], version: int, ops: bool) -> dict[str, Any]:
+    f: dict[str, Any] = dict(groups=list(groups))
+    if version >= 3:
+        f["include_authorized_operations"] = ops
+    return f
+
+
+def list_groups_fields(version: int, states: list[str] | None,
+                       types: list[str] | None) -> dict[str, Any]:
+    f: dict[str, Any] = {}
+    if version >= 4:
+        f["states_filter"] = states or []
+    if version >= 5:
+        f["types_filter"] = types or []
+    return f
+
+
 class Session:
     def __init__(self, broker: FakeBroker, recorder: Recorder, scenario_id: str,
                  registry: Registry) -> None:
@@ -161,29 +238,14 @@ class Client:
 
     # ------------------------------------------------------------------ group APIs
 
-    def _join_fields(self, group: str, member_id: str, version: int, *, session: int,
-                     rebalance: int, protocols: tuple[tuple[str, bytes], ...],
-                     protocol_type: str, instance: str | None, reason: str | None) -> dict[str, Any]:
-        cls = self.s.registry["JoinGroupRequest"].cls.JoinGroupRequestProtocol  # type: ignore[attr-defined]
-        f: dict[str, Any] = dict(group_id=group, session_timeout_ms=session, member_id=member_id,
-                                 protocol_type=protocol_type,
-                                 protocols=[cls(name=n, metadata=m) for n, m in protocols])
-        if version >= 1:
-            f["rebalance_timeout_ms"] = rebalance
-        if version >= 5:
-            f["group_instance_id"] = instance
-        if version >= 8:
-            f["reason"] = reason
-        return f
-
     async def join_later(self, group: str, member_id: str = "", *, version: int = 9,
                          session: int = SESSION_MS, rebalance: int = REBALANCE_MS,
                          protocols: tuple[tuple[str, bytes], ...] = DEFAULT_PROTOCOLS,
                          protocol_type: str = PROTOCOL_TYPE, instance: str | None = None,
                          reason: str | None = None) -> asyncio.Future[Exchange]:
-        return await self.submit("JoinGroup", version, **self._join_fields(
-            group, member_id, version, session=session, rebalance=rebalance, protocols=protocols,
-            protocol_type=protocol_type, instance=instance, reason=reason))
+        return await self.submit("JoinGroup", version, **join_fields(
+            self.s.registry, group, member_id, version, session=session, rebalance=rebalance,
+            protocols=protocols, protocol_type=protocol_type, instance=instance, reason=reason))
 
     async def join(self, group: str, member_id: str = "", **kw: Any) -> Any:
         return await self.s.result(await self.join_later(group, member_id, **kw))
@@ -199,56 +261,29 @@ class Client:
                          assignments: dict[str, bytes] | None = None, instance: str | None = None,
                          protocol_type: str | None = PROTOCOL_TYPE,
                          protocol_name: str | None = "sessioned") -> asyncio.Future[Exchange]:
-        cls = self.s.registry["SyncGroupRequest"].cls.SyncGroupRequestAssignment  # type: ignore[attr-defined]
-        f: dict[str, Any] = dict(group_id=group, generation_id=generation, member_id=member_id,
-                                 assignments=[cls(member_id=m, assignment=a)
-                                              for m, a in (assignments or {}).items()])
-        if version >= 3:
-            f["group_instance_id"] = instance
-        if version >= 5:
-            f["protocol_type"], f["protocol_name"] = protocol_type, protocol_name
-        return await self.submit("SyncGroup", version, **f)
+        return await self.submit("SyncGroup", version, **sync_fields(
+            self.s.registry, group, member_id, generation, version, assignments=assignments,
+            instance=instance, protocol_type=protocol_type, protocol_name=protocol_name))
 
     async def sync(self, group: str, member_id: str, generation: int, **kw: Any) -> Any:
         return await self.s.result(await self.sync_later(group, member_id, generation, **kw))
 
     async def heartbeat(self, group: str, member_id: str, generation: int, *, version: int = 4,
                         instance: str | None = None) -> Any:
-        f: dict[str, Any] = dict(group_id=group, generation_id=generation, member_id=member_id)
-        if version >= 3:
-            f["group_instance_id"] = instance
-        return await self.call("Heartbeat", version, **f)
+        return await self.call("Heartbeat", version,
+                               **heartbeat_fields(group, member_id, generation, version, instance))
 
     async def leave(self, group: str, *members: tuple[str, str | None] | str, version: int = 5,
                     reason: str | None = None) -> Any:
-        if version < 3:
-            (m,) = members
-            assert isinstance(m, str)
-            return await self.call("LeaveGroup", version, group_id=group, member_id=m)
-        cls = self.s.registry["LeaveGroupRequest"].cls.MemberIdentity  # type: ignore[attr-defined]
-        identities = []
-        for m in members:
-            mid, inst = (m, None) if isinstance(m, str) else m
-            kw: dict[str, Any] = dict(member_id=mid, group_instance_id=inst)
-            if version >= 5:
-                kw["reason"] = reason
-            identities.append(cls(**kw))
-        return await self.call("LeaveGroup", version, group_id=group, members=identities)
+        return await self.call("LeaveGroup", version,
+                               **leave_fields(self.s.registry, group, members, version, reason))
 
     async def describe(self, *groups: str, version: int = 6, ops: bool = False) -> Any:
-        f: dict[str, Any] = dict(groups=list(groups))
-        if version >= 3:
-            f["include_authorized_operations"] = ops
-        return await self.call("DescribeGroups", version, **f)
+        return await self.call("DescribeGroups", version, **describe_fields(groups, version, ops))
 
     async def list_groups(self, *, version: int = 5, states: list[str] | None = None,
                           types: list[str] | None = None) -> Any:
-        f: dict[str, Any] = {}
-        if version >= 4:
-            f["states_filter"] = states or []
-        if version >= 5:
-            f["types_filter"] = types or []
-        return await self.call("ListGroups", version, **f)
+        return await self.call("ListGroups", version, **list_groups_fields(version, states, types))
 
     async def commit(self, group: str, offsets: dict[str, dict[int, int]], *, version: int = 9,
                      member_id: str = "", generation: int = -1, instance: str | None = None,

@@ -1,0 +1,57 @@
+"""What the real Kafka broker (``launcher``) and the Connect worker (``fakebroker.realconnect``)
+share about their JVM: the base of their log4j2 configuration, a start in a process group
+of its own (killed by the kernel with this process when started from the main thread,
+``setpriv --pdeathsig KILL``), and a stop of that whole group (SIGTERM, SIGKILL)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+from pathlib import Path
+
+#: log4j2.properties up to the root logger: the console at INFO; each JVM appends its loggers.
+LOG4J2_BASE = """\
+status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.out.ref = out
+"""
+
+
+def spawn_in_group(cmd: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+    """``cmd`` in a new session (its own process group), output appended to ``log_path``."""
+    pdeath = shutil.which("setpriv")
+    if pdeath and threading.current_thread() is threading.main_thread():
+        # The kernel kills the JVM if this (main) thread's process dies unannounced.
+        cmd = [pdeath, "--pdeathsig", "KILL", "--", *cmd]
+    with open(log_path, "ab") as log:
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+                                stderr=subprocess.STDOUT, start_new_session=True)
+
+
+def kill_group(pid: int, sig: int) -> None:
+    try:
+        os.killpg(pid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def stop_group(proc: subprocess.Popen[bytes], timeout_s: float) -> int | None:
+    """SIGTERM the group, wait, SIGKILL; returns the exit code (None if it would not die)."""
+    if proc.poll() is None:
+        kill_group(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout_s)
+        except subprocess.TimeoutExpired:
+            pass
+    kill_group(proc.pid, signal.SIGKILL)  # also anything the JVM started
+    try:
+        return proc.wait(10)
+    except subprocess.TimeoutExpired:
+        return None
