@@ -10,4 +10,4 @@ test: setup
 
 # The main job: certify the bundled implementations and write the report under reports/.
 certify: setup
-	.venv/bin/conformance run --target fixtures/targets/fakebroker.toml --target fixtures/targets/kafka-python-worker.toml -n auto --reports reports
+	.venv/bin/conformance run --target fixtures/targets/fakebroker.toml --target fixtures/targets/kafka-python-worker.toml --target fixtures/targets/draft-worker.toml -n auto --reports reports

@@ -131,15 +131,16 @@ class GroupCoordinator:
         """A connect group not yet in ``groups`` (see ``new_consumer_group``)."""
         return ConnectGroup(group_id, self.env)
 
-    def adopt(self, group: ModernGroup) -> None:  # type: ignore[type-arg]
+    def adopt(self, group: ModernGroup, *, converting: bool = False) -> None:  # type: ignore[type-arg]
         """Register a new heartbeat-driven group under its id, replacing an empty group of
-        another type there (Kafka deletes an empty classic group a consumer member joins)."""
+        another type there (Kafka deletes an empty classic group a consumer member joins),
+        or - ``converting`` - the classic group it was converted from (``migration.py``)."""
         gid = group.group_id
         previous = self.groups.get(gid)
         if previous is group:
             return
         if previous is not None:
-            if not previous.is_empty():
+            if not previous.is_empty() and not converting:
                 raise ValueError(f"group {gid!r} is not empty")
             self.drop_group(gid, replaced_by=group.type)
         self.groups[gid] = group

@@ -38,13 +38,13 @@ def test_every_spec_document_and_design_rules_are_sources() -> None:
 
 
 # Worker-side requirements whose cases need machinery the worker suite does not have yet:
-# a coordinator that serves the draft's ConnectGroup* APIs to a worker under test (the
-# reconciliation engine is not wired into the fake broker), and a sticky-assignor consumer
-# scenario (no ConsumerProtocolSubscription spec in schemas/). A target claiming `connect` or
-# `sticky` as a worker gets BROKEN ("no case is implemented") for these, never a pass. The
-# list must shrink, never grow: a case added for one of them fails this test until the id
-# is removed here.
-PENDING = {f"K341-0{i}" for i in range(1, 6)} | {f"C848-W-{i:02d}" for i in range(1, 12)}
+# a sticky-assignor consumer scenario (no consumer worker target, and no
+# ConsumerProtocolSubscription spec in schemas/ to decode its JoinGroup metadata). A target
+# claiming `sticky` as a worker gets BROKEN ("no case is implemented") for these, never a
+# pass. The list must shrink, never grow: a case added for one of them fails this test until
+# the id is removed here. (The draft's worker side, C848-W-*, is covered by
+# conformance/suites/worker/cases_draft.py against fixtures/targets/draft-worker.toml.)
+PENDING = {f"K341-0{i}" for i in range(1, 6)}
 
 
 def test_every_testable_requirement_has_a_case() -> None:

@@ -172,7 +172,9 @@ def test_lost_response_is_accepted(h) -> None:
 
 
 def test_heartbeat_to_another_group_type(h) -> None:
-    (mid,), _ = h.stable_group(1)
+    # A classic group of another protocol type (one of type "connect" migrates instead:
+    # test_connect_migration.py).
+    (mid,), _ = h.stable_group(1, protocol_type="consumer")
     before = snapshot(h)
     r = h.connect_hb("w1", 0)
     assert (E(r.error_code), r.error_message) == (E.GROUP_ID_NOT_FOUND, "Group g is not a connect group.")

@@ -10,11 +10,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
 import threading
 from typing import Any, Callable
 
 closing = threading.Event()
+
+# A leader that completes its join before its first metadata for the topic arrives assigns
+# nothing and waits for the next metadata refresh (kafka-python's and aiokafka's default: 5
+# minutes) to notice and rejoin; with no initial rebalance delay on the broker that race is
+# real on a loaded machine. Refreshing every second bounds it, as a short delay would.
+METADATA_MAX_AGE_MS = 1000
 
 
 def report(client: str, assignment: list[tuple[str, int]]) -> None:
@@ -48,7 +55,8 @@ def run_kafka_python(a: argparse.Namespace) -> None:
                       session_timeout_ms=a.session_timeout_ms,
                       heartbeat_interval_ms=a.heartbeat_interval_ms,
                       partition_assignment_strategy=[names[s] for s in a.strategies.split(",")],
-                      enable_auto_commit=False, client_id=a.name)
+                      enable_auto_commit=False, client_id=a.name,
+                      metadata_max_age_ms=METADATA_MAX_AGE_MS)
     c.subscribe([a.topic])
 
     def poll() -> list[tuple[str, int]]:
@@ -64,6 +72,7 @@ def run_confluent(a: argparse.Namespace) -> None:
 
     conf: dict[str, Any] = {"bootstrap.servers": a.bootstrap, "group.id": a.group,
                             "enable.auto.commit": False, "client.id": a.name,
+                            "topic.metadata.refresh.interval.ms": METADATA_MAX_AGE_MS,
                             "group.protocol": a.group_protocol}
     if a.group_protocol == "classic":
         conf.update({"session.timeout.ms": a.session_timeout_ms,
@@ -104,7 +113,8 @@ def run_aiokafka(a: argparse.Namespace) -> None:
                              heartbeat_interval_ms=a.heartbeat_interval_ms,
                              partition_assignment_strategy=tuple(
                                  names[s] for s in a.strategies.split(",")),
-                             enable_auto_commit=False, client_id=a.name)
+                             enable_auto_commit=False, client_id=a.name,
+                             metadata_max_age_ms=METADATA_MAX_AGE_MS)
         c.subscribe([a.topic])
         await c.start()
         last = None
@@ -120,6 +130,9 @@ def run_aiokafka(a: argparse.Namespace) -> None:
 
 
 def main() -> None:
+    # The client's own log goes to stderr; the harness shows its tail when a wait times out.
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     p = argparse.ArgumentParser()
     p.add_argument("client", choices=["kafka-python", "confluent-kafka", "aiokafka"])
     p.add_argument("--bootstrap", required=True)

@@ -74,6 +74,8 @@ class RecordingBroker(FakeBroker):
         super().__post_init__()
         self.seen: list[Seen] = []
         self._lock = threading.Lock()
+        # one-shot forged answers: (client id, api, predicate on the request, answer factory)
+        self.forged: list[tuple[str, str, Any, Any]] = []
 
     async def dispatch(self, conn: Connection, req: Request) -> Struct | None:
         client_id = req.header.client_id or ""  # type: ignore[attr-defined]
@@ -81,10 +83,23 @@ class RecordingBroker(FakeBroker):
             seen = Seen(len(self.seen), conn.id, client_id, self.registry.api_name(req.api_key),
                         req.version, req.body, time.monotonic())
             self.seen.append(seen)
-        body = await super().dispatch(conn, req)
+            forge = next((f for f in self.forged if f[0] == client_id and f[1] == seen.api
+                          and f[2](req.body)), None)
+            if forge is not None:
+                self.forged.remove(forge)
+        if forge is not None:
+            body = forge[3](req.body)
+        else:
+            body = await super().dispatch(conn, req)
         with self._lock:
             seen.response, seen.t_response = body, time.monotonic()
         return body
+
+    def forge(self, client_id: str, api: str, answer: Any, where: Any = None) -> None:
+        """Answer the next ``api`` request of ``client_id`` (matching ``where``) with
+        ``answer(request)`` instead of the coordinator's (the coordinator never sees it)."""
+        with self._lock:
+            self.forged.append((client_id, api, where or (lambda b: True), answer))
 
     def snapshot(self) -> list[Seen]:
         with self._lock:
@@ -138,7 +153,9 @@ class WorkerSession:
     @classmethod
     def start(cls, target: Target) -> WorkerSession:
         broker = RecordingBroker(BrokerConfig(), CoordinatorConfig(initial_rebalance_delay_ms=0,
-                                                                   min_session_timeout_ms=1000),
+                                                                   min_session_timeout_ms=1000,
+                                                                   connect_heartbeat_interval_ms=500,
+                                                                   connect_session_timeout_ms=6000),
                                  RealClock())
         return cls(target, BrokerThread(broker).start(), target.implementation_version)
 

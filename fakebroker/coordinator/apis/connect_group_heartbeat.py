@@ -7,10 +7,11 @@ Order:
 2. Request Handling, step 1: look the group up, or create it on a join (epoch 0). A
    request other than a join to a missing group is UNKNOWN_MEMBER_ID (the draft lists no
    GROUP_ID_NOT_FOUND for this API; the member cannot exist). A join replaces an *empty*
-   group of another type (the draft's migration: the group converts when the first
-   new-protocol worker joins; converting a non-empty classic group is not modelled, and
-   such a request - as any to a non-empty group of another type - is answered
-   GROUP_ID_NOT_FOUND, as Kafka answers a consumer heartbeat to another group type).
+   group of another type, and converts a classic group of protocol type ``connect``
+   (the draft's migration, ``../migration.py``: Stable only, else REBALANCE_IN_PROGRESS;
+   the group epoch continues from the classic generation). Any other request to a
+   non-empty group of another type is answered GROUP_ID_NOT_FOUND, as Kafka answers a
+   consumer heartbeat to another group type.
 3. UNSUPPORTED_ASSIGNOR when this member's ClientAssignors would leave the group without a
    member whose version range covers every other member's (ERRATA 19): the member is not
    admitted and nothing changes.
@@ -28,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol import Struct
 from ...protocol.error_codes import ErrorCode
+from .. import migration
+from ..classic.group import ClassicGroup
 from ..context import RequestContext
 from ..modern import ConnectGroup
 from ..reconcile import ClientAssignor, ConnectUnit, Heartbeat, HeartbeatResult, Rejected
@@ -68,8 +71,14 @@ def _handle(coord: GroupCoordinator, ctx: RequestContext, b: Any) -> HeartbeatRe
     validate(b)
     group_id: str = b.group_id
     existing = coord.groups.get(group_id)
+    converting = False
     if isinstance(existing, ConnectGroup):
         group = existing
+    elif (b.member_epoch == JOIN_EPOCH and isinstance(existing, ClassicGroup)
+          and (existing.is_empty() or migration.is_connect_classic(existing))):
+        # Migration M1-M3: the classic group converts (an empty one continues its epoch).
+        group = migration.upgrade(coord, existing)
+        converting = True
     elif existing is not None and not (b.member_epoch == JOIN_EPOCH and existing.is_empty()):
         raise Rejected(E.GROUP_ID_NOT_FOUND, "group-is-connect",
                        f"Group {group_id} is not a connect group.")
@@ -89,7 +98,9 @@ def _handle(coord: GroupCoordinator, ctx: RequestContext, b: Any) -> HeartbeatRe
             group.absorb(result.outcome)
         return result
     if group is not existing:
-        coord.adopt(group)
+        coord.adopt(group, converting=converting)
+        if group.classic_members:
+            migration.install_downgrade(coord, group)
     group.absorb(result.outcome)
     if b.member_epoch == LEAVE_EPOCH:
         return HeartbeatResult(member_id=result.member_id, member_epoch=LEAVE_EPOCH)

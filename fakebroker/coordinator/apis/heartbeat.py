@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol import Struct
 from ...protocol.error_codes import ErrorCode
+from .. import migration
 from ..classic.group import ClassicGroup
 from ..classic.rules import (require_generation_matches, require_group_id_not_empty,
                              require_group_not_dead, require_member_identity)
@@ -30,6 +31,9 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
     member_id: str = b.member_id
     try:
         require_group_id_not_empty(b.group_id)
+        if migration.carried_over(coord, b.group_id, member_id) is not None:
+            # Migration M7: a classic member carried into a connect group must rejoin.
+            raise RuleViolation(ErrorCode.REBALANCE_IN_PROGRESS, "heartbeat-carried-over")
         group = _classic_group(coord, b.group_id)
         require_group_not_dead(group)
         require_member_identity(group, member_id, b.group_instance_id)

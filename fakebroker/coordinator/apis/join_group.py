@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 from ...protocol import Struct
 from ...protocol.error_codes import ErrorCode
+from .. import migration
 from ..classic.group import ClassicGroup
 from ..classic.join_request import JoinRequest
 from ..classic.replies import JoinResult, join_response
@@ -46,6 +47,12 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
 
     existing = coord.groups.get(req.group_id)
     if existing is not None and not isinstance(existing, ClassicGroup):
+        carried = migration.carried_over(coord, req.group_id, req.member_id)
+        if carried is not None:
+            # Migration M7: a classic member carried into a connect group leaves it.
+            migration.classic_rejoin(coord, carried, req.member_id)
+            answer(JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=req.member_id))
+            return
         if not existing.is_empty():
             # Another group type owns the id. (Kafka 4.x lets a classic member with protocol
             # type "consumer" join a non-empty consumer group - online migration, not

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol import Struct
 from ...protocol.error_codes import ErrorCode
+from .. import migration
 from ..classic.group import ClassicGroup
 from ..classic.replies import SyncResult, sync_response
 from ..classic.rules import (require_generation_matches, require_group_id_not_empty,
@@ -42,6 +43,9 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
     try:
         require_sync_protocol_fields_present(ctx.api_version, protocol_type, protocol_name)
         require_group_id_not_empty(group_id)
+        if migration.carried_over(coord, group_id, member_id) is not None:
+            # Migration M7: a classic member carried into a connect group must rejoin.
+            raise RuleViolation(ErrorCode.REBALANCE_IN_PROGRESS, "sync-carried-over")
         group = _classic_non_empty_group(coord, group_id)
         require_group_not_dead(group)
         require_member_identity(group, member_id, instance_id)

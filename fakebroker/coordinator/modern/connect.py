@@ -11,12 +11,14 @@ Request Handling, step 3).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
 
 from ..config import CoordinatorConfig
 from ..env import Env
-from ..reconcile import ClientAssignor, ConnectUnit, EngineConfig, GroupEngine, MemberState
-from ..reconcile.connect import connect_policy, selected_assignor
+from ..reconcile import (ClientAssignor, ConnectUnit, EngineConfig, GroupEngine, Installed,
+                         MemberState, Outcome)
+from ..reconcile.connect import connect_policy, connect_selector, selected_assignor
 from ..reconcile.member import NO_PAYLOAD
 from ..reconcile.records import (CurrentAssignmentRecord, CurrentAssignmentValue,
                                  GroupMetadataRecord, MemberMetadataRecord, MemberMetadataValue,
@@ -33,22 +35,47 @@ class ConnectGroup(ModernGroup[ConnectUnit]):
     type = CONNECT
     listed_protocol_type = CONNECT  # Connect's embedded protocol type
 
-    def __init__(self, group_id: str, env: Env, records: Iterable[Record] | None = None) -> None:
+    def __init__(self, group_id: str, env: Env, records: Iterable[Record] | None = None,
+                 *, classic_member_ids: frozenset[str] = frozenset()) -> None:
         """A new, empty group; or, with ``records``, the group they describe (rebuilt as
-        Kafka loads a group: fresh session timeouts from ``env.now_ms``)."""
+        Kafka loads a group: fresh session timeouts from ``env.now_ms``).
+        ``classic_member_ids``: members carried over from a classic group (``../migration.py``),
+        never selected to compute the assignment."""
         cfg: CoordinatorConfig = env.config
         config = EngineConfig.connect(group_id, session_timeout_ms=cfg.connect_session_timeout_ms,
                                       heartbeat_interval_ms=cfg.connect_heartbeat_interval_ms,
                                       max_size=cfg.connect_max_size, fence_removes_member=True)
+        policy = connect_policy() if not classic_member_ids else Installed(
+            selector=_selector_without(classic_member_ids))
         engine: GroupEngine[ConnectUnit] = (
-            GroupEngine(config, connect_policy()) if records is None
-            else GroupEngine.rebuild(records, config, connect_policy(), env.now_ms))
+            GroupEngine(config, policy) if records is None
+            else GroupEngine.rebuild(records, config, policy, env.now_ms))
         super().__init__(group_id, env, engine)
+        # Migration (``../migration.py``): the classic members carried over, by id, the
+        # classic protocol they used, and the downgrade hook (M8).
+        self.classic_members: dict[str, Any] = {}
+        self.classic_protocol: str | None = None
+        self.on_only_classic: Callable[[], None] | None = None
+
+    def absorb(self, outcome: Outcome) -> None:
+        super().absorb(outcome)
+        if self.on_only_classic is not None:
+            members = self.engine.member_ids()
+            if members and all(m in self.classic_members for m in members):
+                hook, self.on_only_classic = self.on_only_classic, None
+                hook()
 
     def assignor_name(self) -> str | None:
         """The client-side assignor every member supports (the vote), or None."""
         e = self.engine
         return selected_assignor({m: e.member(m).metadata for m in e.member_ids()})
+
+
+def _selector_without(excluded: frozenset[str]) -> Any:
+    def select(members: Any, previous: str | None) -> str | None:
+        return connect_selector({m: md for m, md in members.items() if m not in excluded},
+                                previous)
+    return select
 
 
 def converged_records(group_id: str, epoch: int,

@@ -130,14 +130,16 @@ async def selected(s: Session, g: str) -> tuple[Client, Client]:
     return w1, w2
 
 
-async def classic_group(s: Session, name: str = "classic") -> str:
-    """A non-empty classic group of one member (Stable)."""
+async def classic_group(s: Session, name: str = "classic", protocol_type: str = "consumer") -> str:
+    """A non-empty classic group of one member (Stable). Not of protocol type ``connect`` by
+    default: a classic connect group is migrated by a ConnectGroupHeartbeat, not refused."""
     g = s.group(name)
     c = await s.client("c1")
-    member, parked = await c.new_member(g)
+    member, parked = await c.new_member(g, protocol_type=protocol_type)
     j = await s.result(parked)
     s.check((j.error_code, j.generation_id) == (0, 1), f"classic join: {j}")
-    r = await c.sync(g, member, 1, assignments={member: b"A1"}, protocol_name=j.protocol_name)
+    r = await c.sync(g, member, 1, assignments={member: b"A1"}, protocol_type=protocol_type,
+                     protocol_name=j.protocol_name)
     s.check(r.error_code == 0, f"classic sync: {r}")
     return g
 

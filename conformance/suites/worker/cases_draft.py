@@ -1,0 +1,335 @@
+"""Worker suite, the KIP-848 connect draft (C848-W-*): a worker claiming ``connect`` runs
+against the fake broker serving ConnectGroupHeartbeat / PrepareAssignment /
+InstallAssignment; the cases observe what it sends, and forge single answers (a fenced
+heartbeat, a failed prepare or install) where the rule is about handling an error."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+from fakebroker.protocol.error_codes import ErrorCode
+
+from ...harness.cases import case
+from ...harness.connect848 import DraftWorker, Work, registry_for, work_of
+from ...harness.outcomes import Violation
+from .framework import Seen, WorkerContext, WorkerProcess
+
+W = "worker"
+HB, PREP, INST = "ConnectGroupHeartbeat", "ConnectGroupPrepareAssignment", "ConnectGroupInstallAssignment"
+
+
+def code(ctx: WorkerContext, name: str) -> int:
+    return ctx.target.error_codes[name] if name in ctx.target.error_codes else int(ErrorCode[name])
+
+
+def forged(ctx: WorkerContext, api: str, error: int) -> Any:
+    mt = ctx.recorder.registry[api + "Response"]
+
+    def answer(_req: Any) -> Any:
+        if api == HB:
+            return mt.new(error_code=error, member_epoch=-1, heartbeat_interval_ms=0)
+        return mt.new(error_code=error)
+    return answer
+
+
+def forge(ctx: WorkerContext, w: WorkerProcess, api: str, error: int, where: Any = None) -> None:
+    ctx.recorder.forge(w.worker_id, api, forged(ctx, api, error), where)
+    ctx.note(f"forging the worker's next {api} answer: error {error}")
+
+
+def after_of(ctx: WorkerContext, w: WorkerProcess, after: Seen, apis: tuple[str, ...]) -> list[Seen]:
+    return [s for s in ctx.seen(w) if s.index > after.index and s.api in apis]
+
+
+async def installed(ctx: WorkerContext, w: WorkerProcess, *, after: Seen | None = None) -> Seen:
+    """The worker's next successful InstallAssignment."""
+    return await ctx.next_request(w, INST, after=after, where=lambda s: s.ok, within_ms=15_000,
+                                  what="a successful ConnectGroupInstallAssignment from the worker")
+
+
+async def running(ctx: WorkerContext, w: WorkerProcess, *, after: Seen | None = None) -> Seen:
+    """The worker's first heartbeat that reports work it was given (after ``after``)."""
+    return await ctx.next_request(
+        w, HB, after=after, within_ms=15_000, what="a heartbeat reporting the worker's assigned work",
+        where=lambda s: s.request.connectors_and_tasks is not None and bool(work_of(s.request.connectors_and_tasks)))
+
+
+async def established(ctx: WorkerContext, **kw: Any) -> tuple[WorkerProcess, Seen]:
+    w = await ctx.start_worker(**kw)
+    inst = await installed(ctx, w)
+    return w, await running(ctx, w, after=inst)
+
+
+async def peer(ctx: WorkerContext, name: str = "peer") -> DraftWorker:
+    p = DraftWorker(name, await ctx.connect(name), ctx.group_id, registry_for(ctx.target.api_keys),
+                    rebalance_timeout_ms=ctx.target.timing.rebalance_timeout_ms)
+    p._compute_code = code(ctx, "COMPUTE_ASSIGNMENT")
+    return p
+
+
+async def beat(p: DraftWorker, seconds: float, until: Any = None) -> None:
+    """Heartbeat a scripted peer every 200 ms for ``seconds`` (or until ``until()``)."""
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and not (until and until()):
+        await p.heartbeat()
+        await asyncio.sleep(0.2)
+
+
+def interval_ms(ctx: WorkerContext) -> int:
+    return int(ctx.recorder.coordinator_config.connect_heartbeat_interval_ms)
+
+
+# ---------------------------------------------------------------- the heartbeat
+
+@case("C848-W-06", suite=W, timeout_s=60)
+async def member_id_kept(ctx: WorkerContext) -> None:
+    w, run = await established(ctx)
+    forge(ctx, w, HB, code(ctx, "FENCED_MEMBER_EPOCH"))
+    await ctx.next_request(w, HB, after=run, where=lambda s: s.request.member_epoch == 0 and s.index > run.index,
+                           what="the worker's rejoin after FENCED_MEMBER_EPOCH")
+    await ctx.advance(1000)
+    ids = {s.request.member_id for s in ctx.seen(w) if hasattr(s.request, "member_id")}
+    ctx.check(len(ids) == 1 and "" not in ids, "member ids the worker used over its life (join, fence, rejoin)",
+              "one non-empty member id", sorted(ids))
+
+
+@case("C848-W-04", suite=W, timeout_s=60)
+async def first_heartbeat_full(ctx: WorkerContext) -> None:
+    def full(s: Seen, what: str) -> None:
+        r = s.request
+        missing = [n for n, bad in (("GroupId", not r.group_id), ("MemberId", not r.member_id),
+                                    ("RebalanceTimeoutMs", r.rebalance_timeout_ms <= 0),
+                                    ("ClientAssignors or ServerAssignor", r.client_assignors is None and r.server_assignor is None),
+                                    ("ConnectorsAndTasks", r.connectors_and_tasks is None)) if bad]
+        ctx.check(not missing, what, "every top-level field set", f"unset: {missing}")
+
+    w = await ctx.start_worker()
+    first = await ctx.next_request(w, HB, what="the worker's first ConnectGroupHeartbeat")
+    ctx.expect_equal(first.request.member_epoch, 0, "MemberEpoch of the first heartbeat")
+    full(first, "the worker's first heartbeat")
+    run = await running(ctx, w, after=await installed(ctx, w))
+    forge(ctx, w, HB, code(ctx, "UNKNOWN_MEMBER_ID"), where=lambda b: b.member_epoch > 0)
+    err = await ctx.next_request(w, HB, after=run, where=lambda s: s.response.error_code == code(ctx, "UNKNOWN_MEMBER_ID"),
+                                 what="the heartbeat answered UNKNOWN_MEMBER_ID (forged)")
+    nxt = await ctx.next_request(w, HB, after=err, what="the heartbeat after the error")
+    full(nxt, "the worker's first heartbeat after an error")
+
+
+@case("C848-W-05", suite=W, timeout_s=60)
+async def later_heartbeats_delta(ctx: WorkerContext) -> None:
+    w, run = await established(ctx)
+    await ctx.advance(4 * interval_ms(ctx))
+    hbs = [s for s in ctx.seen(w, HB) if s.answered]
+    sent = []
+    for a, b in zip(hbs, hbs[1:]):
+        if a.response.error_code == 0 and a.response.assignment is None and b.request.member_epoch > 0:
+            r = b.request
+            extra = [n for n, v in (("RebalanceTimeoutMs", r.rebalance_timeout_ms != -1),
+                                    ("ClientAssignors", r.client_assignors is not None),
+                                    ("InstanceId", r.instance_id is not None),
+                                    ("ServerAssignor", r.server_assignor is not None),
+                                    ("ConnectorsAndTasks", r.connectors_and_tasks is not None
+                                     and a.request.connectors_and_tasks is not None
+                                     and work_of(r.connectors_and_tasks) == work_of(a.request.connectors_and_tasks)))
+                     if v]
+            sent.append(extra)
+    ctx.check(bool(sent), "steady heartbeats observed", "at least one", "none")
+    bad = [e for e in sent if e]
+    ctx.check(not bad, f"fields of {len(sent)} steady heartbeats (nothing changed since the previous one)",
+              "only GroupId, MemberId, MemberEpoch", f"unchanged fields re-sent: {bad[:3]}")
+
+
+@case("C848-W-03", suite=W, timeout_s=60)
+async def adopts_epoch(ctx: WorkerContext) -> None:
+    w, run = await established(ctx)
+    p = await peer(ctx)
+    await p.join()
+    await beat(p, 3.0)   # the group moves to new epochs; the worker must follow each
+    hbs = [s for s in ctx.seen(w, HB) if s.answered]
+    pairs = [(a, b) for a, b in zip(hbs, hbs[1:])
+             if a.response.error_code in (0, code(ctx, "COMPUTE_ASSIGNMENT")) and b.request.member_epoch != -1]
+    ctx.check(len({a.response.member_epoch for a, _ in pairs}) >= 2, "epochs the worker was given",
+              "at least two", sorted({a.response.member_epoch for a, _ in pairs}))
+    bad = [(a.response.member_epoch, b.request.member_epoch) for a, b in pairs
+           if b.request.member_epoch != a.response.member_epoch]
+    ctx.check(not bad, "MemberEpoch of each heartbeat after a successful one", "the epoch last given",
+              f"(given, sent): {bad[:5]}")
+
+
+@case("C848-W-01", suite=W, timeout_s=90)
+async def fenced_or_unknown_rejoins(ctx: WorkerContext) -> None:
+    w, run = await established(ctx)
+    mid = run.request.member_id
+    after = run
+    for name in ("FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"):
+        forge(ctx, w, HB, code(ctx, name), where=lambda b: b.member_epoch > 0)
+        err = await ctx.next_request(w, HB, after=after, where=lambda s: s.response.error_code == code(ctx, name),
+                                     what=f"the heartbeat answered {name} (forged)")
+        nxt = await ctx.next_request(w, HB, after=err, what=f"the heartbeat after {name}")
+        ctx.expect_equal(nxt.request.member_id, mid, f"MemberId of the rejoin after {name}")
+        ctx.expect_equal(nxt.request.member_epoch, 0, f"MemberEpoch of the rejoin after {name}")
+        owned = work_of(nxt.request.connectors_and_tasks).show()
+        ctx.expect_equal(owned, [], f"work reported in the rejoin after {name} (all given up)")
+        after = await running(ctx, w, after=nxt)
+
+
+@case("C848-W-02", suite=W, timeout_s=90)
+async def acknowledges_revocation(ctx: WorkerContext) -> None:
+    w, run = await established(ctx)
+    before = work_of(run.request.connectors_and_tasks)
+    p = await peer(ctx)
+    await p.join()
+
+    def revoked() -> Seen | None:
+        return next((s for s in ctx.seen(w, HB) if s.index > run.index and s.answered and s.response.error_code == 0
+                     and s.response.assignment is not None
+                     and not before <= work_of(s.response.assignment.connectors_and_tasks)), None)
+    await beat(p, 8.0, until=revoked)
+    rev = revoked()
+    if rev is None:
+        raise Violation("a revocation (setup)", "the worker told to give work to the joining peer", "none")
+    ack = await ctx.next_request(w, HB, after=rev, what="the heartbeat acknowledging the revocation")
+    gap_ms = (ack.t_request - rev.t_response) * 1000
+    kept = work_of(rev.response.assignment.connectors_and_tasks)
+    reported = work_of(ack.request.connectors_and_tasks) if ack.request.connectors_and_tasks is not None else None
+    ctx.check(reported is not None and reported <= kept, "work reported by the next heartbeat",
+              f"at most {kept.show()} (revoked work released)", reported.show() if reported else "not reported")
+    bound = interval_ms(ctx) / 2
+    ctx.check(gap_ms < bound, "delay between the revoking answer and the acknowledging heartbeat",
+              f"at once (< {bound:.0f} ms; the interval is {interval_ms(ctx)} ms)", f"{gap_ms:.0f} ms")
+
+
+# ---------------------------------------------------------------- the assignment
+
+async def computed(ctx: WorkerContext, w: WorkerProcess, after: Seen | None = None) -> Seen:
+    return await ctx.next_request(w, HB, after=after, within_ms=15_000,
+                                  where=lambda s: s.response.error_code == code(ctx, "COMPUTE_ASSIGNMENT"),
+                                  what="a heartbeat answered COMPUTE_ASSIGNMENT")
+
+
+@case("C848-W-07", suite=W, timeout_s=60)
+async def computes_assignment(ctx: WorkerContext) -> None:
+    w = await ctx.start_worker()
+    c = await computed(ctx, w)
+    prep = await ctx.next_request(w, PREP, after=c, what="ConnectGroupPrepareAssignment after COMPUTE_ASSIGNMENT")
+    ctx.expect_equal(prep.request.member_id, c.request.member_id, "MemberId of the PrepareAssignment")
+    ctx.expect_error(prep.response, "NONE", "the coordinator's PrepareAssignment answer (harness check)")
+    inst = await ctx.next_request(w, INST, after=prep, what="ConnectGroupInstallAssignment after PrepareAssignment")
+    ctx.expect_equal(inst.request.group_epoch, prep.response.group_epoch, "GroupEpoch of the install")
+    given = Work()
+    for m in inst.request.members:
+        given = given | work_of(m.connectors_and_tasks)
+    ctx.check(bool(given) and {m.member_id for m in inst.request.members} == {m.member_id for m in prep.response.members},
+              "the installed assignment", "work for every prepared member", [m.member_id for m in inst.request.members])
+    ctx.expect_error(inst.response, "NONE", "the coordinator's answer to the install")
+
+
+@case("C848-W-08", suite=W, timeout_s=60)
+async def assignment_in_time(ctx: WorkerContext) -> None:
+    w = await ctx.start_worker()
+    c = await computed(ctx, w)
+    rt = c.request.rebalance_timeout_ms
+    inst = await ctx.maybe_next_request(w, INST, after=c, within_ms=rt, where=lambda s: s.answered)
+    took = f"{(inst.t_request - c.t_response) * 1000:.0f} ms" if inst else "no install"
+    ctx.check(inst is not None and (inst.t_request - c.t_response) * 1000 < rt,
+              "time from COMPUTE_ASSIGNMENT to the install", f"< the rebalance timeout {rt} ms", took)
+
+
+@case("C848-W-09", suite=W, timeout_s=90)
+async def prepare_errors(ctx: WorkerContext) -> None:
+    w = await ctx.start_worker()
+    forge(ctx, w, PREP, code(ctx, "FENCED_MEMBER_EPOCH"))
+    c = await computed(ctx, w)
+    prep = await ctx.next_request(w, PREP, after=c, what="the PrepareAssignment (answered FENCED_MEMBER_EPOCH, forged)")
+    retry = await ctx.next_request(w, PREP, after=prep, within_ms=10_000, what="the retried PrepareAssignment")
+    between = [s.api for s in after_of(ctx, w, prep, (HB, INST)) if s.index < retry.index]
+    ctx.check(between[:1] == [HB], "what the worker sent after a PrepareAssignment answered FENCED_MEMBER_EPOCH",
+              "a heartbeat, then the retried PrepareAssignment", between + [PREP])
+    done = await installed(ctx, w, after=retry)
+
+    w2 = w   # the same worker, selected again when a peer joins
+    forge(ctx, w2, PREP, code(ctx, "UNKNOWN_MEMBER_ID"))
+    p = await peer(ctx)
+    await p.join()
+    task = asyncio.ensure_future(beat(p, 20.0))
+    try:
+        prep2 = await ctx.next_request(w2, PREP, after=done, what="the PrepareAssignment after a peer joined")
+        await ctx.advance(2 * interval_ms(ctx))
+        nxt = after_of(ctx, w2, prep2, (PREP, INST))
+        ctx.check(not nxt or nxt[0].api == PREP, "what the worker sent after a PrepareAssignment answered UNKNOWN_MEMBER_ID",
+                  "no InstallAssignment (the assignment abandoned)", [s.api for s in nxt[:3]])
+        if prep2.response.error_code != code(ctx, "UNKNOWN_MEMBER_ID"):
+            raise Violation("the forged answer (harness)", "UNKNOWN_MEMBER_ID", prep2.response.error_code)
+    finally:
+        task.cancel()
+
+
+@case("C848-W-10", suite=W, timeout_s=90)
+async def install_errors(ctx: WorkerContext) -> None:
+    w = await ctx.start_worker()
+    forge(ctx, w, INST, code(ctx, "FENCED_MEMBER_EPOCH"))
+    inst = await ctx.next_request(w, INST, what="the InstallAssignment (answered FENCED_MEMBER_EPOCH, forged)")
+    retry = await ctx.next_request(w, INST, after=inst, within_ms=10_000, what="the retried InstallAssignment")
+    sent = [s.api for s in after_of(ctx, w, inst, (HB, PREP, INST)) if s.index <= retry.index]
+    ctx.check(sent[:1] == [HB], "what the worker sent after an InstallAssignment answered FENCED_MEMBER_EPOCH",
+              "a heartbeat, then the retry", sent)
+    done = await installed(ctx, w, after=inst)
+
+    w2 = w   # the same worker, selected again when a peer joins
+    forge(ctx, w2, INST, code(ctx, "INVALID_ASSIGNMENT"))
+    p = await peer(ctx)
+    await p.join()
+    task = asyncio.ensure_future(beat(p, 20.0))
+    try:
+        bad = await ctx.next_request(w2, INST, after=done, what="the InstallAssignment after a peer joined (answered INVALID_ASSIGNMENT, forged)")
+        await ctx.advance(2 * interval_ms(ctx))
+        compute = code(ctx, "COMPUTE_ASSIGNMENT")
+        later = after_of(ctx, w2, bad, (HB, PREP, INST))
+        # a new attempt is legitimate only after a new COMPUTE_ASSIGNMENT
+        first_new = next((i for i, s in enumerate(later) if s.api == HB and s.answered
+                          and s.response.error_code == compute), len(later))
+        retried = [s.api for s in later[:first_new] if s.api in (PREP, INST)]
+        ctx.check(not retried, "what the worker sent after an InstallAssignment answered INVALID_ASSIGNMENT",
+                  "no retry of the abandoned attempt", retried)
+    finally:
+        task.cancel()
+
+
+@case("C848-W-11", suite=W, timeout_s=120)
+async def delay_ends_with_reason(ctx: WorkerContext) -> None:
+    delay = ctx.target.timing.scheduled_rebalance_delay_ms
+    w, run = await established(ctx)
+    p = await peer(ctx)
+    await p.join()
+    await beat(p, 10.0, until=lambda: bool(p.owned))
+    if not p.owned:
+        raise Violation("the peer's share (setup)", "work for the joining peer", "none")
+    gave = p.owned
+    await p.leave()
+    ctx.note(f"peer left holding {gave.show()}")
+    t_left = time.monotonic()
+    held = await ctx.next_request(
+        w, INST, after=run, what="the install after the peer left",
+        where=lambda s: s.t_request >= t_left and s.ok and p.member_id not in {m.member_id for m in s.request.members})
+    given = Work()
+    for m in held.request.members:
+        given = given | work_of(m.connectors_and_tasks)
+    if not (gave - given):
+        raise Violation("work held back for the scheduled delay", f"{gave.show()} not reassigned at once",
+                        f"reassigned: {given.show()}")  # a SHOULD: the worker holds nothing back
+
+    def reason(s: Seen) -> Any:
+        return None if s.request.client_assignors is None else [a.reason for a in s.request.client_assignors]
+    before = next(reason(s) for s in reversed(ctx.seen(w, HB)) if s.index < held.index and reason(s) is not None)
+    bump = await ctx.next_request(w, HB, after=held, within_ms=delay + 5000,
+                                  where=lambda s: reason(s) is not None and reason(s) != before,
+                                  what="a heartbeat changing the assignor Reason when the delay ends")
+    waited = (bump.t_request - held.t_request) * 1000
+    ctx.check(waited >= delay * 0.8, "when the Reason changed", f"after the delay ({delay} ms)", f"{waited:.0f} ms")
+    final = await installed(ctx, w, after=bump)
+    everything = Work()
+    for m in final.request.members:
+        everything = everything | work_of(m.connectors_and_tasks)
+    ctx.check(gave <= everything, "the assignment after the delay", f"includes {gave.show()}", everything.show())

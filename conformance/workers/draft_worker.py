@@ -1,0 +1,254 @@
+"""A reference worker for the KIP-848 connect draft (ConnectGroupHeartbeat /
+PrepareAssignment / InstallAssignment), on the project's wire client (``fakebroker.client``).
+
+It runs no connectors; its "work" is the set of connectors and tasks it owns. What it does
+(the draft's worker-side rules, C848-W-*):
+
+- chooses its member id once (``<worker-id>-<uuid>``) and keeps it for its life;
+- joins at epoch 0 with every top-level field set; afterwards sends only what changed
+  (owned work, assignors), and every field again after an error;
+- heartbeats at the interval of the last response, adopts each response's member epoch;
+- releases revoked work first and heartbeats at once to acknowledge it, then starts new work;
+- on UNKNOWN_MEMBER_ID / FENCED_MEMBER_EPOCH drops all its work and rejoins at epoch 0
+  under the same member id;
+- answered COMPUTE_ASSIGNMENT: PrepareAssignment, a sticky round-robin over its connectors
+  (``--connectors a:2,b:1``), InstallAssignment; a FENCED_MEMBER_EPOCH on either retries
+  after the next heartbeat, any other error abandons the attempt;
+- holds back the work of a member that left for ``--scheduled-rebalance-delay-ms``, and when
+  the delay ends bumps its assignor's Reason to ask for a new assignment;
+- leaves with epoch -1 on SIGTERM.
+
+    python -m conformance.workers.draft_worker --bootstrap 127.0.0.1:9092 --group g \
+        --worker-id w1 --connectors a:2,b:1
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import signal
+import sys
+import time
+import uuid
+from typing import Any
+
+from fakebroker.client import ClientError, KafkaConnection
+
+from ..harness.connect848 import Work, work_of
+from ..harness.connect_bytes import metadata_bytes
+
+UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 25, 110
+RESTART = (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH)
+
+
+def log(event: str, **kw: Any) -> None:
+    print(json.dumps({"t": round(time.time(), 3), "event": event, **kw}, default=str), flush=True)
+
+
+def parse_connectors(spec: str) -> Work:
+    connectors, tasks = [], []
+    for item in filter(None, spec.split(",")):
+        name, _, n = item.partition(":")
+        connectors.append(name)
+        tasks += [(name, i) for i in range(int(n or 0))]
+    return Work.of(connectors, tasks)
+
+
+def units(work: Work) -> list[tuple[str, Any]]:
+    return [("c", c) for c in sorted(work.connectors)] + [("t", t) for t in sorted(work.tasks)]
+
+
+def to_work(us: list[tuple[str, Any]]) -> Work:
+    return Work.of([u for k, u in us if k == "c"], [u for k, u in us if k == "t"])
+
+
+class DraftWorker:
+    def __init__(self, a: argparse.Namespace) -> None:
+        self.a = a
+        self.member_id = f"{a.worker_id}-{uuid.uuid4()}"
+        self.epoch = 0
+        self.owned = Work()
+        self.reason = 0
+        self.interval_ms = 3000
+        self.universe = parse_connectors(a.connectors)
+        self.compute_code = a.compute_assignment_code
+        self.sent_owned: Work | None = None   # what the last heartbeat reported
+        self.sent_reason: int | None = None
+        self.full_next = True
+        self.pending_compute = False           # COMPUTE_ASSIGNMENT to (re)try after a heartbeat
+        self.held: dict[tuple[str, Any], float] = {}  # unit -> end of its delay (monotonic)
+        self.plan: dict[str, Work] = {}        # the last assignment this worker installed
+        self.stopping = asyncio.Event()
+        self.conn: KafkaConnection | None = None
+
+    # ------------------------------------------------------------------ wire
+
+    async def send(self, name: str, **fields: Any) -> Any:
+        assert self.conn is not None
+        body = self.conn.registry[name + "Request"].new(**fields)
+        return (await self.conn.send(body, 0)).response
+
+    def cat(self, name: str, work: Work) -> Any:
+        mt = self.conn.registry[name + "Request"]  # type: ignore[union-attr]
+        return mt.classes["ConnectorsAndTasks"](
+            connectors=sorted(work.connectors),
+            tasks=[mt.classes["ConnectorTaskId"](connector_id=c, task_id=t) for c, t in sorted(work.tasks)])
+
+    async def heartbeat(self, epoch: int | None = None) -> Any:
+        epoch = self.epoch if epoch is None else epoch
+        fields: dict[str, Any] = dict(group_id=self.a.group, member_id=self.member_id, member_epoch=epoch)
+        full = self.full_next or epoch == 0
+        if full or self.sent_owned != self.owned:
+            fields["connectors_and_tasks"] = self.cat("ConnectGroupHeartbeat", self.owned)
+        if full or self.sent_reason != self.reason:
+            acls = self.conn.registry["ConnectGroupHeartbeatRequest"].classes["Assignor"]  # type: ignore[union-attr]
+            fields["client_assignors"] = [acls(
+                name="connect", minimum_version=0, maximum_version=2, reason=self.reason, version=2,
+                metadata=metadata_bytes(2, f"http://{self.a.worker_id}:{self.a.rest_port}/", 1))]
+        if full:
+            fields["rebalance_timeout_ms"] = self.a.rebalance_timeout_ms
+        r = await self.send("ConnectGroupHeartbeat", **fields)
+        self.sent_owned, self.sent_reason = self.owned, self.reason
+        self.full_next = r.error_code not in (0, self.compute_code)
+        return r
+
+    # ------------------------------------------------------------------ behaviour
+
+    async def apply(self, r: Any) -> bool:
+        """Take a heartbeat answer; True when the next heartbeat is due at once."""
+        if r.error_code in RESTART:
+            log("restart", error=r.error_code, released=self.owned.show())
+            self.owned, self.epoch, self.pending_compute = Work(), 0, False
+            return True
+        if r.error_code not in (0, self.compute_code):
+            log("heartbeat-error", error=r.error_code)
+            return False
+        self.epoch = r.member_epoch
+        if r.heartbeat_interval_ms > 0:
+            self.interval_ms = r.heartbeat_interval_ms
+        now = False
+        if r.assignment is not None:
+            new = work_of(r.assignment.connectors_and_tasks)
+            revoked = self.owned - new
+            if revoked:   # release first, acknowledge at once, start nothing in between
+                self.owned = self.owned - revoked
+                log("revoked", units=revoked.show())
+                now = True
+            else:
+                if new != self.owned:
+                    log("assigned", units=(new - self.owned).show())
+                self.owned = new
+        if r.error_code == self.compute_code:
+            self.pending_compute = True
+        if self.pending_compute:
+            now = await self.compute() or now
+        if self.held and min(self.held.values()) <= time.monotonic():
+            self.held.clear()
+            self.reason = (self.reason + 1) % 128
+            log("delay-over", reason=self.reason)
+            now = True
+        return now
+
+    async def compute(self) -> bool:
+        p = await self.send("ConnectGroupPrepareAssignment", group_id=self.a.group,
+                            member_id=self.member_id, member_epoch=self.epoch)
+        if p.error_code == FENCED_MEMBER_EPOCH:
+            log("prepare-fenced")
+            return False          # retried after the next heartbeat
+        self.pending_compute = False
+        if p.error_code:
+            log("prepare-abandoned", error=p.error_code)
+            return False
+        members = sorted(m.member_id for m in p.members)
+        current = {m.member_id: work_of(m.connectors_and_tasks) for m in p.members}
+        plan = self.assign(members, current)
+        mt = self.conn.registry["ConnectGroupInstallAssignmentRequest"]  # type: ignore[union-attr]
+        body = [mt.classes["Member"](member_id=m, connectors_and_tasks=self.cat("ConnectGroupInstallAssignment", w),
+                                     version=2, metadata=b"") for m, w in plan.items()]
+        i = await self.send("ConnectGroupInstallAssignment", group_id=self.a.group, member_id=self.member_id,
+                            member_epoch=self.epoch, group_epoch=p.group_epoch, error=0, members=body)
+        if i.error_code == FENCED_MEMBER_EPOCH:
+            log("install-fenced")
+            self.pending_compute = True
+            return False
+        if i.error_code:
+            log("install-abandoned", error=i.error_code)
+            return False
+        self.plan = plan
+        log("installed", group_epoch=p.group_epoch, plan={m: w.show() for m, w in plan.items()})
+        return True
+
+    def assign(self, members: list[str], current: dict[str, Work]) -> dict[str, Work]:
+        """Sticky round robin: members keep their current work up to the quota; the work of
+        members that left is held back for the scheduled delay; the rest goes to the least
+        loaded member."""
+        now = time.monotonic()
+        gone = {u for m, w in self.plan.items() if m not in members for u in units(w)}
+        if self.a.scheduled_rebalance_delay_ms > 0:
+            for u in gone:
+                self.held.setdefault(u, now + self.a.scheduled_rebalance_delay_ms / 1000)
+        self.held = {u: t for u, t in self.held.items() if t > now}
+        kept = {m: [] for m in members}  # type: dict[str, list[tuple[str, Any]]]
+        pool = [u for u in units(self.universe) if u not in self.held]
+        quota = -(-len(pool) // max(len(members), 1))
+        taken: set[tuple[str, Any]] = set()
+        for m in members:
+            for u in units(current.get(m, Work())):
+                if u in pool and u not in taken and len(kept[m]) < quota:
+                    kept[m].append(u)
+                    taken.add(u)
+        for u in pool:
+            if u not in taken:
+                m = min(members, key=lambda x: (len(kept[x]), x))
+                kept[m].append(u)
+        return {m: to_work(us) for m, us in kept.items()}
+
+    async def run(self) -> None:
+        self.conn = await KafkaConnection.open(self.a.bootstrap, client_id=self.a.worker_id)
+        log("started", member_id=self.member_id)
+        while not self.stopping.is_set():
+            try:
+                r = await self.heartbeat()
+            except ClientError as e:
+                log("error", error=str(e))
+                await asyncio.sleep(0.5)
+                continue
+            now = await self.apply(r)
+            if not now:
+                try:
+                    await asyncio.wait_for(self.stopping.wait(), self.interval_ms / 1000)
+                except asyncio.TimeoutError:
+                    pass
+        if self.epoch > 0:
+            self.full_next = False
+            r = await self.heartbeat(epoch=-1)
+            log("left", error=r.error_code)
+        await self.conn.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--bootstrap", required=True)
+    ap.add_argument("--group", required=True)
+    ap.add_argument("--worker-id", required=True)
+    ap.add_argument("--rest-port", type=int, default=8083)
+    ap.add_argument("--rebalance-timeout-ms", type=int, default=60_000)
+    ap.add_argument("--scheduled-rebalance-delay-ms", type=int, default=0)
+    ap.add_argument("--connectors", default="conn-a:2,conn-b:1")
+    ap.add_argument("--compute-assignment-code", type=int, default=1000)
+    a = ap.parse_args(argv)
+    w = DraftWorker(a)
+
+    async def go() -> None:
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, w.stopping.set)
+        await w.run()
+
+    asyncio.run(go())
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
