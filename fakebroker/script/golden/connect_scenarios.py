@@ -389,14 +389,7 @@ _PREP_OK = dict(member_id=W1, member_epoch=1)
 def _prep(kind: str, n: int, expect: str, title: str, *, setup: bool, source: str = "draft",
           **fields: Any) -> None:
     async def scenario(s: Session) -> None:
-        g = s.group()
-        if setup:
-            w1, _ = await selected(s, g)
-        else:
-            w1 = await s.client("w1")
-        fs = dict(fields)
-        if fs.pop("classic", False):
-            fs["group_id"] = await classic_group(s)
+        g, w1, fs = await _probe_setup(s, setup, fields)
         f = {**_PREP_OK, **fs}
         r = await prepare(w1, f.pop("group_id", g), f.pop("member_id"), f.pop("member_epoch"), **f)
         s.check(r.error_code == _code(expect) and bool(r.error_message)
@@ -407,6 +400,20 @@ def _prep(kind: str, n: int, expect: str, title: str, *, setup: bool, source: st
 
 def _code(name: str) -> int:
     return int(D[name]) if name in D.__members__ else int(E[name])
+
+
+async def _probe_setup(s: Session, setup: bool, fields: dict[str, Any]) -> tuple[str, Any, dict[str, Any]]:
+    """A prepare/install probe's group and client: with ``setup``, a group whose w1 is selected
+    to compute; ``classic=True`` in the fields swaps the group id for a classic group's."""
+    g = s.group()
+    if setup:
+        w1, _ = await selected(s, g)
+    else:
+        w1 = await s.client("w1")
+    fs = dict(fields)
+    if fs.pop("classic", False):
+        fs["group_id"] = await classic_group(s)
+    return g, w1, fs
 
 
 _prep("VAL", 1, "INVALID_REQUEST", "A ConnectGroupPrepareAssignment with an empty GroupId is refused with "
@@ -452,14 +459,7 @@ _GOOD = {W1: ("AC0",), W2: ("AT1",)}
 def _inst(kind: str, n: int, expect: str, title: str, *, setup: bool = True, source: str = "draft",
           **fields: Any) -> None:
     async def scenario(s: Session) -> None:
-        g = s.group()
-        if setup:
-            w1, _ = await selected(s, g)
-        else:
-            w1 = await s.client("w1")
-        fs = dict(fields)
-        if fs.pop("classic", False):
-            fs["group_id"] = await classic_group(s)
+        g, w1, fs = await _probe_setup(s, setup, fields)
         f: dict[str, Any] = dict(member_id=W1, member_epoch=1, group_epoch=2, assignment=_GOOD)
         f.update(fs)
         r = await install(w1, f.pop("group_id", g), f.pop("member_id"), f.pop("member_epoch"),
