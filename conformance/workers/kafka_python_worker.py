@@ -24,10 +24,8 @@ per event on stdout (for the suite's logs).
 from __future__ import annotations
 
 import argparse
-import json
 import logging
 import math
-import signal
 import sys
 import threading
 import time
@@ -36,6 +34,8 @@ from typing import Any
 
 from kafka.coordinator.base import BaseCoordinator
 from kafka.net.compat import KafkaNetClient
+
+from conformance.workers.kp_runtime import emit, serve, start_client, stop_on_signals
 
 from conformance.harness.connect_bytes import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, Unit,
                                                connector_list, units_of)
@@ -52,9 +52,6 @@ def all_units(spec: str) -> list[Unit]:
         out += [(name, -1)] + [(name, t) for t in range(int(n or 0))]
     return sorted(out)
 
-
-def emit(event: str, **fields: Any) -> None:
-    print(json.dumps({"event": event, "t": round(time.time(), 3), **fields}, default=sorted), flush=True)
 
 
 class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
@@ -211,28 +208,14 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
-    stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
-    client = KafkaNetClient(bootstrap_servers=args.bootstrap, client_id=args.worker_id)
-    client._net.start()
-    client._manager.bootstrap(10000)
+    stop = stop_on_signals()
+    client = start_client(args.bootstrap, args.worker_id)
     worker = Worker(client, args, group_id=args.group, api_version=client._manager.broker_version,
                     session_timeout_ms=args.session_timeout_ms,
                     heartbeat_interval_ms=args.heartbeat_interval_ms,
                     max_poll_interval_ms=args.rebalance_timeout_ms, retry_backoff_ms=100)
     emit("started", worker=args.worker_id, protocols=list(worker.protocols))
-    try:
-        worker.run(stop)
-    finally:
-        emit("stopping")
-        try:
-            worker.close(timeout_ms=5000)  # sends LeaveGroup
-        finally:
-            client._net.stop(timeout_ms=5000)
-            client.close()
-        emit("stopped")
-    return 0
+    return serve(worker, client, stop)
 
 
 if __name__ == "__main__":

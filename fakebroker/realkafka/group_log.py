@@ -1,0 +1,253 @@
+"""Connect groups' records on a real Kafka topic: the draft's ``__worker_offsets``.
+
+``KafkaGroupLog`` is a ``RecordStore`` (the engine's ``store``): every ``append`` (the
+records of one state change of one group) is encoded with ``wire_records`` and written as
+ONE v2 record batch in ONE Produce request (acks=-1) to one partition. A batch is
+appended atomically by the broker, so a reader (or a crash) can only ever see whole
+state changes: a cut of the log can only fall between batches. ``batches`` remembers each
+batch's (base offset, record count) so tests can cut at every boundary.
+
+``load_groups`` reads the partition from the beginning (Fetch) and rebuilds one engine
+per group with ``GroupEngine.rebuild``.
+
+The topic: ``ensure_topic`` asks the broker to auto-create it through Metadata
+(``allow_auto_topic_creation``), so it gets the broker's defaults (``num.partitions``,
+``cleanup.policy=delete``), NOT ``cleanup.policy=compact``: the project has no
+CreateTopics spec yet. Records are keyed as the draft says, so a compacted topic created
+by an operator (``kafka-topics --create --config cleanup.policy=compact``) works as is;
+the loader reads the whole log either way (rebuild accepts a log or its compacted form).
+
+The store is synchronous (the engine calls ``append`` from its own code): it owns an event
+loop on a private thread with one ``KafkaConnection``; ``append`` blocks until the broker
+acknowledges, and raises ``GroupLogError`` on any error (nothing is retried).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import threading
+import time
+import uuid
+from collections.abc import Callable, Coroutine, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+import crc32c as _crc32c
+
+from ..client import KafkaConnection
+from ..coordinator.reconcile.connect import connect_policy
+from ..coordinator.reconcile.engine import EngineConfig, GroupEngine
+from ..coordinator.reconcile.records import Record as EngineRecord
+from ..coordinator.reconcile.units import ConnectUnit
+from ..coordinator.reconcile.wire_records import decode_record, encode_record
+from ..protocol import Registry, default_registry
+from .records import Record, fetch_all
+
+DEFAULT_TOPIC = "__worker_offsets"
+PRODUCE_VERSION = 9  # flexible, topics by name (v13 switches to topic ids)
+T = TypeVar("T")
+
+
+class GroupLogError(RuntimeError):
+    pass
+
+
+# ---------------------------------------------------------------------------- batches
+
+
+def _zigzag(n: int) -> bytes:
+    raw = (n << 1) ^ (n >> 63)
+    out = bytearray()
+    while True:
+        b = raw & 0x7F
+        raw >>= 7
+        if raw:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _field(data: bytes | None) -> bytes:
+    if data is None:
+        return _zigzag(-1)
+    return _zigzag(len(data)) + data
+
+
+def encode_batch(entries: Sequence[tuple[bytes | None, bytes | None]], timestamp_ms: int,
+                 base_offset: int = 0) -> bytes:
+    """One uncompressed magic-2 record batch (no producer id, no headers) holding
+    ``entries`` (key, value) at offsets base_offset.., all with ``timestamp_ms``; the CRC is
+    CRC-32C over everything from the attributes to the end, as the broker checks it."""
+    if not entries:
+        raise ValueError("a record batch needs at least one record")
+    body = bytearray()
+    for delta, (key, value) in enumerate(entries):
+        rec = b"\x00" + _zigzag(0) + _zigzag(delta) + _field(key) + _field(value) + _zigzag(0)
+        body += _zigzag(len(rec)) + rec
+    after_crc = struct.pack(">hiqqqhii", 0, len(entries) - 1, timestamp_ms, timestamp_ms,
+                            -1, -1, -1, len(entries)) + bytes(body)
+    crc = _crc32c.crc32c(after_crc)
+    after_length = struct.pack(">ibI", -1, 2, crc) + after_crc
+    return struct.pack(">qi", base_offset, len(after_length)) + after_length
+
+
+# ---------------------------------------------------------------------------- wire calls
+
+
+async def ensure_topic(conn: KafkaConnection, topic: str, *, timeout_s: float = 20.0,
+                       registry: Registry | None = None) -> int:
+    """Metadata (v12, auto-creating) until ``topic`` exists with a leader for every
+    partition; returns its partition count."""
+    reg = registry or default_registry()
+    mt = reg["MetadataRequest"]
+    deadline = time.monotonic() + timeout_s
+    while True:
+        md = (await conn.send(mt.new(
+            topics=[mt.cls.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=topic)],  # type: ignore[attr-defined]
+            allow_auto_topic_creation=True, include_topic_authorized_operations=False), 12)).response
+        t = md.topics[0]
+        if t.error_code == 0 and t.partitions and all(
+                p.error_code == 0 and p.leader_id >= 0 for p in t.partitions):
+            return len(t.partitions)
+        if time.monotonic() > deadline:
+            raise GroupLogError(f"topic {topic}: error {t.error_code}, {len(t.partitions)} "
+                                "partition(s) without a leader")
+        await asyncio.sleep(0.1)
+
+
+async def produce_batch(conn: KafkaConnection, topic: str, partition: int, batch: bytes, *,
+                        timeout_ms: int = 30_000, registry: Registry | None = None) -> int:
+    """Produce one batch with acks=-1; returns the base offset the broker gave it."""
+    reg = registry or default_registry()
+    pr = reg["ProduceRequest"]
+    body = pr.new(transactional_id=None, acks=-1, timeout_ms=timeout_ms, topic_data=[
+        pr.cls.TopicProduceData(name=topic, partition_data=[  # type: ignore[attr-defined]
+            pr.cls.PartitionProduceData(index=partition, records=batch)])])  # type: ignore[attr-defined]
+    resp = (await conn.send(body, PRODUCE_VERSION, timeout_s=timeout_ms / 1000 + 5)).response
+    p = resp.responses[0].partition_responses[0]
+    if p.error_code:
+        raise GroupLogError(f"Produce {topic}-{partition}: error {p.error_code}"
+                            f"{': ' + p.error_message if getattr(p, 'error_message', None) else ''}")
+    return int(p.base_offset)
+
+
+# ---------------------------------------------------------------------------- the store
+
+
+@dataclass(frozen=True)
+class Batch:
+    base_offset: int
+    count: int
+
+    @property
+    def end(self) -> int:
+        return self.base_offset + self.count
+
+
+class KafkaGroupLog:
+    """A ``RecordStore`` writing to a topic partition of a real Kafka (see the module)."""
+
+    def __init__(self, bootstrap: str, topic: str = DEFAULT_TOPIC, partition: int = 0, *,
+                 create: bool = True, timeout_s: float = 30.0,
+                 clock: Callable[[], int] | None = None) -> None:
+        self.bootstrap, self.topic, self.partition = bootstrap, topic, partition
+        self.timeout_s = timeout_s
+        self.clock = clock or (lambda: int(time.time() * 1000))
+        self.batches: list[Batch] = []
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name=f"group-log-{topic}",
+                                        daemon=True)
+        self._thread.start()
+        self._conn: KafkaConnection | None = None
+        try:
+            self._conn = self._run(KafkaConnection.open(bootstrap, client_id="group-log",
+                                                        timeout_s=timeout_s))
+            if create:
+                self._run(ensure_topic(self._conn, topic))
+        except BaseException:
+            self.close()
+            raise
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        fut: Future[T] = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        return fut.result(self.timeout_s + 10)
+
+    def append(self, records: Sequence[EngineRecord]) -> None:
+        if not records:
+            return
+        encoded = [encode_record(r) for r in records]  # all or nothing, before any I/O
+        self.append_bytes(encoded)
+
+    def append_bytes(self, entries: Sequence[tuple[bytes, bytes | None]]) -> Batch:
+        """Write ``entries`` as one batch (one state change)."""
+        if self._conn is None:
+            raise GroupLogError("the group log is closed")
+        batch = encode_batch(entries, self.clock())
+        base = self._run(produce_batch(self._conn, self.topic, self.partition, batch,
+                                       timeout_ms=int(self.timeout_s * 1000)))
+        written = Batch(base, len(entries))
+        self.batches.append(written)
+        return written
+
+    def close(self) -> None:
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            try:
+                self._run(conn.close())
+            except Exception:
+                pass
+        if self._loop.is_running():
+            self._loop.call_soon_threadsafe(self._loop.stop)
+            self._thread.join(5)
+        if not self._loop.is_running():
+            self._loop.close()
+
+    def __enter__(self) -> KafkaGroupLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# ---------------------------------------------------------------------------- the loader
+
+
+async def read_log(bootstrap: str, topic: str = DEFAULT_TOPIC, partition: int = 0) -> list[Record]:
+    """Every record of the partition, from its start to its high watermark."""
+    async with await KafkaConnection.open(bootstrap, client_id="group-log-reader") as conn:
+        return await fetch_all(conn, topic, partition)
+
+
+def rebuild_groups(log: Sequence[Record], *, now_ms: int = 0, upto: int | None = None,
+                   config: Callable[[str], EngineConfig] = EngineConfig.connect,
+                   store: Callable[[str], Any] | None = None
+                   ) -> dict[str, GroupEngine[ConnectUnit]]:
+    """One connect engine per group the log's records (offsets < ``upto``, if given)
+    mention, rebuilt in log order. ``store(group_id)`` gives the new engine's store."""
+    by_group: dict[str, list[EngineRecord]] = {}
+    for r in log:
+        if upto is not None and r.offset >= upto:
+            continue
+        if r.key is None:
+            raise GroupLogError(f"offset {r.offset}: a record without a key")
+        rec = decode_record(r.key, r.value)
+        by_group.setdefault(rec.group_id, []).append(rec)
+    return {gid: GroupEngine.rebuild(recs, config(gid), connect_policy(), now_ms,
+                                     None if store is None else store(gid))
+            for gid, recs in by_group.items()}
+
+
+def load_groups(bootstrap: str, topic: str = DEFAULT_TOPIC, partition: int = 0, *,
+                now_ms: int = 0, upto: int | None = None,
+                config: Callable[[str], EngineConfig] = EngineConfig.connect,
+                store: Callable[[str], Any] | None = None) -> dict[str, GroupEngine[ConnectUnit]]:
+    """``rebuild_groups`` of the topic partition read from the beginning."""
+    log = asyncio.run(read_log(bootstrap, topic, partition))
+    return rebuild_groups(log, now_ms=now_ms, upto=upto, config=config, store=store)
+
+
+__all__ = ["DEFAULT_TOPIC", "GroupLogError", "encode_batch", "ensure_topic", "produce_batch",
+           "Batch", "KafkaGroupLog", "read_log", "rebuild_groups", "load_groups"]
