@@ -18,6 +18,8 @@ before ``handle`` returns.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from ..protocol import Registry, Struct, default_registry
 from .apis import HANDLERS, PROTOCOL_OF_API
 from .classic.group import ClassicGroup
@@ -29,17 +31,22 @@ from .events import GroupCreated, GroupDeleted, GroupEvent
 from .group import Group
 from .modern import ConnectGroup, ConsumerGroup, ModernGroup
 from .offsets import OffsetStore
+from .reconcile.records import Record, RecordStore
 from .topics import FixedTopics, OpenTopics, TopicCatalog
 
 
 class GroupCoordinator:
     def __init__(self, registry: Registry | None = None, config: CoordinatorConfig | None = None,
                  *, topics: TopicCatalog | None = None,
-                 cluster: TopicCatalog | None = None) -> None:
+                 cluster: TopicCatalog | None = None,
+                 connect_store: RecordStore | None = None) -> None:
         """``topics`` answers the offset APIs' topic checks (default: every topic exists).
         ``cluster`` is the cluster's topics as consumer groups assign them (names, ids,
         partition counts); it defaults to ``topics`` when that is given, else to no
-        topics at all (a consumer group then has nothing to assign)."""
+        topics at all (a consumer group then has nothing to assign). ``connect_store``:
+        where every connect group's engine writes its records (default: one in-memory
+        store per group), e.g. ``realkafka.group_log.KafkaGroupLog``; see
+        ``restore_connect_groups`` for the way back."""
         self.registry = registry if registry is not None else default_registry()
         self.config = config if config is not None else CoordinatorConfig()
         self.env = Env(self.registry, self.config)
@@ -50,6 +57,7 @@ class GroupCoordinator:
         self.cluster: TopicCatalog = (cluster if cluster is not None
                                       else topics if topics is not None else FixedTopics({}))
         self.rebalancer = Rebalancer(self.env, self.classic_group)
+        self.connect_store = connect_store
         self._started = False
 
     # ------------------------------------------------------------------ inputs
@@ -129,7 +137,24 @@ class GroupCoordinator:
 
     def new_connect_group(self, group_id: str) -> ConnectGroup:
         """A connect group not yet in ``groups`` (see ``new_consumer_group``)."""
-        return ConnectGroup(group_id, self.env)
+        return ConnectGroup(group_id, self.env, store=self.connect_store)
+
+    def restore_connect_groups(self, records: Iterable[Record], now_ms: int) -> list[str]:
+        """Load every connect group ``records`` (a log of engine records, in order, or its
+        compacted form) mention, as Kafka loads its groups when it becomes coordinator:
+        each rebuilt at ``now_ms`` with fresh session timeouts (and rebalance timeouts for
+        pending revocations), its timer armed, writing on to ``connect_store``. Returns
+        the group ids, in order of first appearance; an id already taken is a ValueError."""
+        by_group: dict[str, list[Record]] = {}
+        for record in records:
+            by_group.setdefault(record.group_id, []).append(record)
+        taken = sorted(g for g in by_group if g in self.groups)
+        if taken:
+            raise ValueError(f"groups already loaded: {', '.join(taken)}")
+        self._advance(now_ms)
+        for gid, recs in by_group.items():
+            self.adopt(ConnectGroup(gid, self.env, recs, store=self.connect_store))
+        return list(by_group)
 
     def adopt(self, group: ModernGroup, *, converting: bool = False) -> None:  # type: ignore[type-arg]
         """Register a new heartbeat-driven group under its id, replacing an empty group of

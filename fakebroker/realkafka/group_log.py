@@ -221,6 +221,41 @@ async def read_log(bootstrap: str, topic: str = DEFAULT_TOPIC, partition: int = 
         return await fetch_all(conn, topic, partition)
 
 
+def decode_log(log: Sequence[Record], *, upto: int | None = None) -> list[EngineRecord]:
+    """The engine records of the log's records (offsets < ``upto``, if given), in order."""
+    out: list[EngineRecord] = []
+    for r in log:
+        if upto is not None and r.offset >= upto:
+            continue
+        if r.key is None:
+            raise GroupLogError(f"offset {r.offset}: a record without a key")
+        out.append(decode_record(r.key, r.value))
+    return out
+
+
+def parse_target(text: str) -> tuple[str, str]:
+    """``HOST:PORT[/TOPIC]`` -> (bootstrap, topic); the topic defaults to DEFAULT_TOPIC."""
+    bootstrap, _, topic = text.partition("/")
+    host, sep, port = bootstrap.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ValueError(f"{text!r}: expected HOST:PORT[/TOPIC]")
+    return bootstrap, topic or DEFAULT_TOPIC
+
+
+def open_group_log(text: str, *, timeout_s: float = 30.0) -> tuple[KafkaGroupLog, list[EngineRecord]]:
+    """For ``serve --group-log HOST:PORT[/TOPIC]``: the store on that topic (created if
+    missing) and the engine records already on it (partition 0, from its start), to load
+    the connect groups from. Raises ValueError (a bad target) or GroupLogError/OSError."""
+    bootstrap, topic = parse_target(text)
+    store = KafkaGroupLog(bootstrap, topic, timeout_s=timeout_s)
+    try:
+        records = decode_log(asyncio.run(read_log(bootstrap, topic)))
+    except BaseException:
+        store.close()
+        raise
+    return store, records
+
+
 def rebuild_groups(log: Sequence[Record], *, now_ms: int = 0, upto: int | None = None,
                    config: Callable[[str], EngineConfig] = EngineConfig.connect,
                    store: Callable[[str], Any] | None = None
@@ -228,12 +263,7 @@ def rebuild_groups(log: Sequence[Record], *, now_ms: int = 0, upto: int | None =
     """One connect engine per group the log's records (offsets < ``upto``, if given)
     mention, rebuilt in log order. ``store(group_id)`` gives the new engine's store."""
     by_group: dict[str, list[EngineRecord]] = {}
-    for r in log:
-        if upto is not None and r.offset >= upto:
-            continue
-        if r.key is None:
-            raise GroupLogError(f"offset {r.offset}: a record without a key")
-        rec = decode_record(r.key, r.value)
+    for rec in decode_log(log, upto=upto):
         by_group.setdefault(rec.group_id, []).append(rec)
     return {gid: GroupEngine.rebuild(recs, config(gid), connect_policy(), now_ms,
                                      None if store is None else store(gid))
@@ -250,4 +280,5 @@ def load_groups(bootstrap: str, topic: str = DEFAULT_TOPIC, partition: int = 0, 
 
 
 __all__ = ["DEFAULT_TOPIC", "GroupLogError", "encode_batch", "ensure_topic", "produce_batch",
-           "Batch", "KafkaGroupLog", "read_log", "rebuild_groups", "load_groups"]
+           "Batch", "KafkaGroupLog", "read_log", "decode_log", "parse_target", "open_group_log",
+           "rebuild_groups", "load_groups"]

@@ -19,11 +19,14 @@ import asyncio
 import contextlib
 import itertools
 import logging
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ..coordinator import GroupCoordinator, Reply, RequestContext
 from ..coordinator.config import CoordinatorConfig
+from ..coordinator.reconcile.records import Record as EngineRecord
+from ..coordinator.reconcile.records import RecordStore
 from ..coordinator.topics import FixedTopics
 from ..protocol import DecodeError, EncodeError, Registry, Struct, default_registry
 from ..protocol.error_codes import ErrorCode
@@ -79,6 +82,12 @@ class FakeBroker:
     # Proxy mode (``fakebroker.server.proxy``): HOST:PORT of a real Kafka that gets every
     # request except the group APIs, FindCoordinator and ApiVersions.
     upstream: str | None = None
+    # Where connect groups write their engine records (``GroupCoordinator``'s
+    # ``connect_store``, e.g. a ``realkafka.group_log.KafkaGroupLog``), and the records the
+    # broker loads its connect groups from when it starts (on its clock). ``stop`` closes
+    # the store if it has a ``close``.
+    connect_store: RecordStore | None = None
+    connect_records: Sequence[EngineRecord] = ()
 
     def __post_init__(self) -> None:
         # Consumer groups assign from the broker's topics, with the ids Metadata reports; the
@@ -87,7 +96,8 @@ class FakeBroker:
                                 {t.name: t.topic_id for t in self.config.topics})
         self.coordinator = GroupCoordinator(self.registry, self.coordinator_config,
                                             topics=catalogue if self.strict_topics else None,
-                                            cluster=catalogue)
+                                            cluster=catalogue,
+                                            connect_store=self.connect_store)
         self.hooks = Hooks(self.registry)
         self.recorders: list[Recorder] = []
         # Exchanges running, and those of them waiting on something outside (a parked
@@ -140,6 +150,12 @@ class FakeBroker:
                                  self.supported_versions())
         for rec in self.recorders:
             self._begin(rec)
+        if self.connect_records:
+            loaded = self.coordinator.restore_connect_groups(self.connect_records,
+                                                             self.clock.now_ms())
+            for event in self.coordinator.drain_events():
+                log.info("%s", event)
+            log.info("loaded %d connect group(s): %s", len(loaded), ", ".join(loaded))
         self._timer_task = asyncio.create_task(self._timers())
         await self._server.start_serving()
         log.info("listening on %s:%d", host, port)
@@ -164,6 +180,9 @@ class FakeBroker:
                 await self._server.wait_closed()
         for rec in list(self.recorders):
             self.stop_recording(rec)
+        close = getattr(self.connect_store, "close", None)
+        if close is not None:
+            close()
         log.info("stopped")
 
     async def __aenter__(self) -> FakeBroker:

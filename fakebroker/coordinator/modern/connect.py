@@ -22,7 +22,7 @@ from ..reconcile.connect import connect_policy, connect_selector, selected_assig
 from ..reconcile.member import NO_PAYLOAD
 from ..reconcile.records import (CurrentAssignmentRecord, CurrentAssignmentValue,
                                  GroupMetadataRecord, MemberMetadataRecord, MemberMetadataValue,
-                                 Record, TargetAssignmentMemberRecord,
+                                 Record, RecordStore, TargetAssignmentMemberRecord,
                                  TargetAssignmentMetadataRecord, TargetMemberValue,
                                  UnitSetMetadataRecord)
 from ..reconcile.units import sorted_units
@@ -36,9 +36,12 @@ class ConnectGroup(ModernGroup[ConnectUnit]):
     listed_protocol_type = CONNECT  # Connect's embedded protocol type
 
     def __init__(self, group_id: str, env: Env, records: Iterable[Record] | None = None,
-                 *, classic_member_ids: frozenset[str] = frozenset()) -> None:
+                 *, classic_member_ids: frozenset[str] = frozenset(),
+                 store: RecordStore | None = None) -> None:
         """A new, empty group; or, with ``records``, the group they describe (rebuilt as
-        Kafka loads a group: fresh session timeouts from ``env.now_ms``).
+        Kafka loads a group: fresh session timeouts from ``env.now_ms``). ``store``: where
+        the engine writes its records (default: in memory); a rebuild does not rewrite
+        ``records`` to it.
         ``classic_member_ids``: members carried over from a classic group (``../migration.py``),
         never selected to compute the assignment."""
         cfg: CoordinatorConfig = env.config
@@ -48,8 +51,8 @@ class ConnectGroup(ModernGroup[ConnectUnit]):
         policy = connect_policy() if not classic_member_ids else Installed(
             selector=_selector_without(classic_member_ids))
         engine: GroupEngine[ConnectUnit] = (
-            GroupEngine(config, policy) if records is None
-            else GroupEngine.rebuild(records, config, policy, env.now_ms))
+            GroupEngine(config, policy, store) if records is None
+            else GroupEngine.rebuild(records, config, policy, env.now_ms, store))
         super().__init__(group_id, env, engine)
         # Migration (``../migration.py``): the classic members carried over, by id, the
         # classic protocol they used, and the downgrade hook (M8).
