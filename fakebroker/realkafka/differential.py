@@ -40,6 +40,8 @@ import yaml
 
 from ..client import ClientError, Exchange, KafkaConnection
 from ..protocol import Registry, Struct, default_registry
+from ..script.golden.session import (describe_fields, heartbeat_fields, join_fields, leave_fields,
+                                     list_groups_fields, sync_fields)
 
 Scenario = Callable[["Script"], Awaitable[None]]
 #: How long a request that is expected to park is given to reach the broker before the
@@ -195,25 +197,15 @@ class Worker:
 
     # ------------------------------------------------------------------ group APIs
 
-    def _protocols(self, protocols: list[tuple[str, bytes]]) -> list[Struct]:
-        cls = self.s.registry["JoinGroupRequest"].cls.JoinGroupRequestProtocol  # type: ignore[attr-defined]
-        return [cls(name=n, metadata=m) for n, m in protocols]
-
     def join_fields(self, group: str, member_id: str = "", *, version: int = 9, session_ms: int = 10_000,
                     rebalance_ms: int = 10_000, protocol_type: str = "connect",
                     protocols: list[tuple[str, bytes]] | None = None, instance: str | None = None,
                     reason: str | None = None) -> dict[str, Any]:
-        f: dict[str, Any] = dict(group_id=group, session_timeout_ms=session_ms, member_id=member_id,
-                                 protocol_type=protocol_type,
-                                 protocols=self._protocols(protocols if protocols is not None
-                                                           else [("sessioned", b"\x00\x02meta")]))
-        if version >= 1:
-            f["rebalance_timeout_ms"] = rebalance_ms
-        if version >= 5:
-            f["group_instance_id"] = instance
-        if version >= 8:
-            f["reason"] = reason
-        return f
+        return join_fields(self.s.registry, group, member_id, version, session=session_ms,
+                           rebalance=rebalance_ms, protocol_type=protocol_type,
+                           protocols=tuple(protocols if protocols is not None
+                                           else [("sessioned", b"\x00\x02meta")]),
+                           instance=instance, reason=reason)
 
     async def join_later(self, label: str, group: str, member_id: str = "", *, version: int = 9,
                          **kw: Any) -> Pending:
@@ -235,15 +227,9 @@ class Worker:
                     assignments: dict[str, bytes] | None = None, instance: str | None = None,
                     protocol_type: str | None = "connect",
                     protocol_name: str | None = "sessioned") -> dict[str, Any]:
-        cls = self.s.registry["SyncGroupRequest"].cls.SyncGroupRequestAssignment  # type: ignore[attr-defined]
-        f: dict[str, Any] = dict(group_id=group, generation_id=generation, member_id=member_id,
-                                 assignments=[cls(member_id=m, assignment=a)
-                                              for m, a in (assignments or {}).items()])
-        if version >= 3:
-            f["group_instance_id"] = instance
-        if version >= 5:
-            f["protocol_type"], f["protocol_name"] = protocol_type, protocol_name
-        return f
+        return sync_fields(self.s.registry, group, member_id, generation, version,
+                           assignments=assignments, instance=instance,
+                           protocol_type=protocol_type, protocol_name=protocol_name)
 
     async def sync_later(self, label: str, group: str, member_id: str, generation: int, *,
                          version: int = 5, **kw: Any) -> Pending:
@@ -257,40 +243,21 @@ class Worker:
 
     async def heartbeat(self, label: str, group: str, member_id: str, generation: int, *,
                         version: int = 4, instance: str | None = None) -> Any:
-        f: dict[str, Any] = dict(group_id=group, generation_id=generation, member_id=member_id)
-        if version >= 3:
-            f["group_instance_id"] = instance
-        return await self.call(label, "Heartbeat", version, **f)
+        return await self.call(label, "Heartbeat", version,
+                               **heartbeat_fields(group, member_id, generation, version, instance))
 
     async def leave(self, label: str, group: str, *members: str | tuple[str, str | None],
                     version: int = 5, reason: str | None = None) -> Any:
-        if version < 3:
-            (m,) = members
-            return await self.call(label, "LeaveGroup", version, group_id=group, member_id=m)
-        cls = self.s.registry["LeaveGroupRequest"].cls.MemberIdentity  # type: ignore[attr-defined]
-        ids = []
-        for m in members:
-            mid, inst = (m, None) if isinstance(m, str) else m
-            kw: dict[str, Any] = dict(member_id=mid, group_instance_id=inst)
-            if version >= 5:
-                kw["reason"] = reason
-            ids.append(cls(**kw))
-        return await self.call(label, "LeaveGroup", version, group_id=group, members=ids)
+        return await self.call(label, "LeaveGroup", version,
+                               **leave_fields(self.s.registry, group, members, version, reason))
 
     async def describe(self, label: str, *groups: str, version: int = 5, ops: bool = False) -> Any:
-        f: dict[str, Any] = dict(groups=list(groups))
-        if version >= 3:
-            f["include_authorized_operations"] = ops
-        return await self.call(label, "DescribeGroups", version, **f)
+        return await self.call(label, "DescribeGroups", version, **describe_fields(groups, version, ops))
 
     async def list_groups(self, label: str, *, version: int = 5, states: list[str] | None = None,
                           types: list[str] | None = None) -> Any:
-        f: dict[str, Any] = {}
-        if version >= 4:
-            f["states_filter"] = states or []
-        if version >= 5:
-            f["types_filter"] = types or []
-        return await self.call(label, "ListGroups", version, **f)
+        return await self.call(label, "ListGroups", version,
+                               **list_groups_fields(version, states, types))
 
 
 # ---------------------------------------------------------------------------- running
