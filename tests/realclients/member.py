@@ -13,6 +13,7 @@ import json
 import logging
 import sys
 import threading
+import time
 from typing import Any, Callable
 
 closing = threading.Event()
@@ -45,6 +46,20 @@ def loop(client: str, poll: Callable[[], list[tuple[str, int]]]) -> None:
             last = now
 
 
+def settle_kafka_python_metadata(consumer: Any, topic: str) -> None:
+    """Know the topic's partitions before the first poll joins the group.
+
+    kafka-python 3.0.12 loses an assignment when a rejoin it started because its metadata
+    changed (the leader's snapshot check) is still in flight as poll's timeout expires: the
+    leader updates its snapshot while assigning, so the next poll sees nothing to rejoin and
+    never consumes the finished join; the member stays in the group holding nothing. Joining
+    with the metadata already known avoids that rejoin (seen on a loaded CI machine).
+    """
+    deadline = time.monotonic() + 30
+    while not consumer.partitions_for_topic(topic) and time.monotonic() < deadline:
+        time.sleep(0.1)
+
+
 def run_kafka_python(a: argparse.Namespace) -> None:
     from kafka import KafkaConsumer
     from kafka.coordinator.assignors.range import RangePartitionAssignor
@@ -58,6 +73,7 @@ def run_kafka_python(a: argparse.Namespace) -> None:
                       enable_auto_commit=False, client_id=a.name,
                       metadata_max_age_ms=METADATA_MAX_AGE_MS)
     c.subscribe([a.topic])
+    settle_kafka_python_metadata(c, a.topic)
 
     def poll() -> list[tuple[str, int]]:
         c.poll(timeout_ms=100)
