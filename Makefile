@@ -4,10 +4,11 @@
 setup:
 	bash .ci/setup.sh
 
-# Run the whole test suite (two workers on a 2-core machine).
+# Run the whole test suite (two workers on a 2-core machine; tests of one xdist_group,
+# such as the real Connect worker's certification runs, stay on one worker).
 test: setup
-	.venv/bin/python -m pytest -n auto
+	.venv/bin/python -m pytest -n auto --dist loadgroup
 
 # The main job: certify the bundled implementations and write the report under reports/.
 certify: setup
-	.venv/bin/conformance run --target fixtures/targets/fakebroker.toml --target fixtures/targets/kafka-python-worker.toml --target fixtures/targets/draft-worker.toml -n auto --reports reports
+	.venv/bin/conformance run --target fixtures/targets/fakebroker.toml --target fixtures/targets/kafka-python-worker.toml --target fixtures/targets/draft-worker.toml --target fixtures/targets/apache-connect-eager.toml --target fixtures/targets/apache-connect-compatible.toml --target fixtures/targets/apache-connect-sessioned.toml -n auto --reports reports

@@ -89,7 +89,7 @@ def label_golden(rule: Any, target: Target, result: CaseResult) -> None:
 
 
 def attach_failure(result: CaseResult) -> None:
-    """The case's transcript (JSON) and a pcap of the same frames."""
+    """What was expected and seen, then the evidence."""
     try:
         import allure
     except ImportError:
@@ -98,6 +98,18 @@ def attach_failure(result: CaseResult) -> None:
                "expected": result.record()["expected"], "actual": result.record()["actual"]}
     allure.attach(json.dumps(summary, indent=1), "expected vs actual",
                   allure.attachment_type.JSON)
+    attach_evidence(result)
+
+
+def attach_evidence(result: CaseResult) -> None:
+    """The case's transcript (JSON), a pcap of the same frames and its other attachments
+    (a worker's log)."""
+    try:
+        import allure
+    except ImportError:
+        return
+    if not result.transcript and not result.attachments:
+        return
     allure.attach(json.dumps(result.transcript, indent=1), "transcript",
                   allure.attachment_type.JSON)
     if result.frames:
@@ -105,6 +117,8 @@ def attach_failure(result: CaseResult) -> None:
         frames = sorted((Exchange(c, d, f, t) for c, d, f, t in result.frames), key=lambda e: e.time)
         port = 9092
         allure.attach(pcap_bytes(frames, port), "capture.pcap", extension="pcap")
+    for name, text in result.attachments.items():
+        allure.attach(text, name, allure.attachment_type.TEXT)
 
 
 CATEGORIES = [

@@ -37,7 +37,7 @@ from typing import Any
 
 import pytest
 
-from .allure_support import attach_failure, label_case, label_golden, write_allure_extras
+from .allure_support import attach_evidence, attach_failure, label_case, label_golden, write_allure_extras
 from .catalogue import Requirement, default_catalogue
 from .harness.outcomes import CaseResult, Outcome
 from .target import Target, TargetError, load_target
@@ -212,6 +212,8 @@ def label_and_attach(result: CaseResult, requirement: Requirement, target: Targe
     label_case(requirement, target, result)
     if result.outcome in (Outcome.FAIL, Outcome.NON_STRICT):
         attach_failure(result)
+    elif result.outcome is Outcome.PASS:
+        attach_evidence(result)  # a pass is certified on evidence too
 
 
 def report_outcome(result: CaseResult, strict: bool) -> None:

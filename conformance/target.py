@@ -63,6 +63,7 @@ class Target:
     bootstrap: str | None
     command: str | None
     timing: Timing
+    upstream: str | None = None  # "real-kafka": the fake broker proxies to a real Kafka
     description: str = ""
     implementation_name: str = ""
     implementation_version: str = "unknown"
@@ -115,6 +116,13 @@ def rule_kind_start_match(data: dict[str, Any]) -> list[str]:
     return []
 
 
+def rule_upstream_needs_command(data: dict[str, Any]) -> list[str]:
+    """Only a worker started by a command is put behind a fake broker fronting a real Kafka."""
+    if "upstream" in data["start"] and "command" not in data["start"]:
+        return ["start.upstream: needs start.command (a worker target) (rule upstream-needs-command)"]
+    return []
+
+
 def rule_placeholders_known(data: dict[str, Any]) -> list[str]:
     """Every {placeholder} of the command template is one the harness fills in."""
     command = data["start"].get("command")
@@ -162,7 +170,8 @@ def validate_target_data(data: Any, schema: dict[str, Any]) -> list[str]:
     if problems:
         return problems
     out: list[str] = []
-    for rule in (rule_start_one_way, rule_kind_start_match, rule_placeholders_known,
+    for rule in (rule_start_one_way, rule_kind_start_match, rule_upstream_needs_command,
+                 rule_placeholders_known,
                  rule_virtual_clock_builtin_only, rule_session_bounds_ordered,
                  rule_mutant_builtin_only):
         out += rule(data)
@@ -186,7 +195,7 @@ def parse_target(data: dict[str, Any], path: str) -> Target:
         path=path, name=data["name"], kind=data["kind"],
         protocols=frozenset(data["protocols"]), capabilities=frozenset(data.get("capabilities", [])),
         builtin=start.get("builtin"), bootstrap=start.get("bootstrap"), command=start.get("command"),
-        timing=timing, description=data.get("description", ""),
+        timing=timing, upstream=start.get("upstream"), description=data.get("description", ""),
         implementation_name=impl.get("name", data["name"]),
         implementation_version=impl.get("version", "unknown"),
         connect_protocol=data.get("connect_protocol", "sessioned"),

@@ -49,8 +49,8 @@ def metadata_bytes(version: int, url: str, config_offset: int = 1,
 
 
 def connect_protocols(name: str, versions: Iterable[str] = ("sessioned", "compatible", "default"),
-                      owned: Iterable[Unit] | None = None) -> list[tuple[str, bytes]]:
+                      owned: Iterable[Unit] | None = None, config_offset: int = 7) -> list[tuple[str, bytes]]:
     """A worker's JoinGroup protocols: each with metadata at that protocol's version."""
     owned = list(owned or [])
-    return [(p, metadata_bytes(PROTOCOL_VERSIONS[p], f"http://{name}:8083/", 7, owned or None))
+    return [(p, metadata_bytes(PROTOCOL_VERSIONS[p], f"http://{name}:8083/", config_offset, owned or None))
             for p in versions]

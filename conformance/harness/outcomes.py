@@ -59,6 +59,7 @@ class CaseResult:
     transcript: list[dict[str, Any]] = field(default_factory=list)
     frames: list[tuple[str, str, bytes, float]] = field(default_factory=list)  # conn, dir, frame, time
     notes: list[str] = field(default_factory=list)
+    attachments: dict[str, str] = field(default_factory=dict)  # name -> text (e.g. a worker's log)
 
     def __repr__(self) -> str:
         return f"<CaseResult {self.requirement_id} {self.outcome.value}>"

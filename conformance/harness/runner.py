@@ -98,3 +98,4 @@ async def _run(c: Case, req: Requirement, session: Session, transcript: Transcri
             except Exception:  # noqa: BLE001 - closing must not change the outcome
                 pass
         result.notes = list(getattr(ctx, "notes", []))
+        result.attachments = dict(getattr(ctx, "attachments", {}))

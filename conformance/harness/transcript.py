@@ -1,9 +1,9 @@
 """What a case exchanged with the target: every request and response, on every connection.
 
-Until the scripting layer's recorder (``fakebroker/script``) is available, this is the
-case's transcript: a JSON list of exchanges (connection, API, version, correlation id,
-decoded fields, raw frames as hex, virtual and wall times), attached to failed cases
-together with a pcap made from the same frames.
+The case's transcript: a JSON list of exchanges (connection, API, version, correlation id,
+decoded fields, raw frames as hex, virtual and wall times) of the harness's own members and,
+for a worker under test, of the worker with the fake broker (``add_frames``), attached to
+failed cases together with a pcap made from the same frames.
 """
 
 from __future__ import annotations
@@ -29,17 +29,27 @@ class Transcript:
 
     def add(self, connection: str, ex: Exchange, registry: Registry, sent_wall: float,
             sent_virtual: int | None, recv_wall: float) -> None:
-        name = registry.api_name(ex.api_key)
+        self.add_frames(connection, registry.api_name(ex.api_key), ex.api_key, ex.version,
+                        ex.correlation_id, ex.request.to_json(), ex.response.to_json(),
+                        ex.request_frame, ex.response_frame, sent_wall, recv_wall, sent_virtual)
+
+    def add_frames(self, connection: str, api: str, api_key: int, version: int, correlation_id: int,
+                   request: dict[str, Any], response: dict[str, Any] | None, request_frame: bytes,
+                   response_frame: bytes | None, sent_wall: float, recv_wall: float | None,
+                   sent_virtual: int | None = None) -> None:
+        """One exchange (a response may be missing: the case ended while it was parked)."""
         self.entries.append({
-            "connection": connection, "api": name, "apiKey": ex.api_key, "version": ex.version,
-            "correlationId": ex.correlation_id,
-            "request": ex.request.to_json(), "response": ex.response.to_json(),
-            "requestHex": ex.request_frame.hex(), "responseHex": ex.response_frame.hex(),
-            "sentWall": round(sent_wall, 6), "receivedWall": round(recv_wall, 6),
+            "connection": connection, "api": api, "apiKey": api_key, "version": version,
+            "correlationId": correlation_id, "request": request, "response": response,
+            "requestHex": request_frame.hex(),
+            "responseHex": response_frame.hex() if response_frame is not None else None,
+            "sentWall": round(sent_wall, 6),
+            "receivedWall": round(recv_wall, 6) if recv_wall is not None else None,
             "virtualMs": sent_virtual,
         })
-        self.frames.append(PcapExchange(connection, "request", ex.request_frame, sent_wall))
-        self.frames.append(PcapExchange(connection, "response", ex.response_frame, recv_wall))
+        self.frames.append(PcapExchange(connection, "request", request_frame, sent_wall))
+        if response_frame is not None and recv_wall is not None:
+            self.frames.append(PcapExchange(connection, "response", response_frame, recv_wall))
 
     def pcap(self) -> bytes:
         ordered = sorted(self.frames, key=lambda f: f.time)

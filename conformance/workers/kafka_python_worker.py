@@ -11,7 +11,8 @@ LeaveGroup); this program adds what a Connect worker puts inside it, as KIP-415 
   (revoke before assign, balance by revoking extras, lost work held back for
   ``--scheduled-rebalance-delay-ms`` before it is reassigned);
 - as member: revoked work is released and the worker rejoins at once; an assignment with
-  a ScheduledDelay makes it rejoin when the delay has passed;
+  a ScheduledDelay makes it rejoin when the delay has passed; an assignment with an error
+  (CONFIG_MISMATCH) is not run and the worker rejoins;
 - SIGTERM: leave the group (LeaveGroup) and exit.
 
 It runs no connectors; its "work" is the set of units it owns. It prints one JSON line
@@ -162,6 +163,10 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
     async def _on_join_complete_async(self, generation: int, member_id: str, protocol: str,
                                       member_assignment_bytes: bytes) -> None:
         version, a = ASSIGNMENT.decode_versioned(bytes(member_assignment_bytes))
+        if a.error != 0:  # CONFIG_MISMATCH: run nothing of it, catch up (no config log here), rejoin
+            emit("assignment-error", generation=generation, error=a.error)
+            self.request_rejoin()
+            return
         assigned = units_of(a.assignment)
         revoked = units_of(getattr(a, "revoked", None))
         delay = getattr(a, "scheduled_delay", 0) or 0

@@ -1,16 +1,23 @@
 """``python -m fakebroker.realconnect resolve``: fetch the Connect worker's jars once.
 
-``python -m fakebroker.realconnect start --bootstrap HOST:PORT [--protocol P] [--group G]``
-runs one worker until Ctrl-C and prints its REST URL. Exit codes: 0 done, 1 failure, 2 usage.
+``python -m fakebroker.realconnect start --bootstrap HOST:PORT [options]`` runs one
+distributed worker until SIGINT/SIGTERM and prints its REST URL once it answers; with
+``--connectors conn-a:2,conn-b:1`` it then creates those connectors through REST (Kafka's
+file connectors; see ``fakebroker.realconnect.connectors``). This is the command the
+bundled worker targets (``fixtures/targets/apache-connect-*.toml``) start. Exit codes:
+0 done, 1 failure (the worker's log tail is printed), 2 usage.
 """
 
 from __future__ import annotations
 
 import argparse
+import signal
 import sys
+import threading
 
 from ..realkafka.cli import run_command, serve_until_signalled
 from . import CONNECT_VERSION, PROTOCOLS, ConnectWorker, WorkerSettings, cached_libs, ensure_resolved
+from .connectors import parse_connectors
 
 
 def _resolve(args: argparse.Namespace) -> int:
@@ -20,11 +27,36 @@ def _resolve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _exit_on_sigterm(*_: object) -> None:
+    raise SystemExit(0)
+
+
 def _start(args: argparse.Namespace) -> int:
-    w = ConnectWorker(WorkerSettings(bootstrap=args.bootstrap, group=args.group,
-                                     protocol=args.protocol, rest_port=args.rest_port),
-                      verbose=True).start()
-    return serve_until_signalled(w, w.rest_url)
+    specs = parse_connectors(args.connectors)
+    # A SIGTERM while the worker is still starting stops its JVM with SIGTERM too (start()
+    # cleans up on any exit), so even a worker stopped that early leaves its group.
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)
+    w = ConnectWorker(WorkerSettings(
+        bootstrap=args.bootstrap, group=args.group, protocol=args.protocol, rest_port=args.rest_port,
+        client_id=args.client_id, topic_prefix=args.topic_prefix, session_timeout_ms=args.session_timeout_ms,
+        rebalance_timeout_ms=args.rebalance_timeout_ms, heartbeat_interval_ms=args.heartbeat_interval_ms,
+        scheduled_rebalance_max_delay_ms=args.scheduled_rebalance_delay_ms,
+        # In the foreground the worker's log is this command's output (the harness keeps it).
+        log_file="/dev/stdout"), verbose=True).start()
+    stopping = threading.Event()
+    if specs:
+        def create() -> None:
+            missing = w.create_connectors(specs, args.connectors_deadline_s,
+                                          lambda m: print(f"[realconnect] {m}", file=sys.stderr, flush=True),
+                                          stopping.is_set)
+            if missing and not stopping.is_set():
+                print(f"[realconnect] connectors not created within {args.connectors_deadline_s:.0f}s: "
+                      f"{', '.join(missing)}", file=sys.stderr, flush=True)
+        threading.Thread(target=create, name="connectors", daemon=True).start()
+    try:
+        return serve_until_signalled(w, w.rest_url)
+    finally:
+        stopping.set()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -33,11 +65,29 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("resolve", help="resolve the worker's jars into the cache (offline once done)")
     st = sub.add_parser("start", help="run one distributed worker until interrupted")
-    st.add_argument("--bootstrap", required=True)
-    st.add_argument("--group", default="connect-cluster")
-    st.add_argument("--protocol", choices=PROTOCOLS, default="sessioned")
-    st.add_argument("--rest-port", type=int, default=0)
+    st.add_argument("--bootstrap", required=True, help="bootstrap.servers (a fake broker in proxy mode)")
+    st.add_argument("--group", default="connect-cluster", help="group.id")
+    st.add_argument("--protocol", choices=PROTOCOLS, default="sessioned", help="connect.protocol")
+    st.add_argument("--rest-port", type=int, default=0, help="REST port on 127.0.0.1 (0: a free one)")
+    st.add_argument("--topic-prefix", default=None,
+                    help="internal topics PREFIX-configs/-offsets/-status instead of the group's "
+                         "(groups sharing a prefix share their connectors)")
+    st.add_argument("--client-id", default=None, help="client.id of the worker's group member")
+    st.add_argument("--session-timeout-ms", type=int, default=6000)
+    st.add_argument("--rebalance-timeout-ms", type=int, default=20000)
+    st.add_argument("--heartbeat-interval-ms", type=int, default=1000)
+    st.add_argument("--scheduled-rebalance-delay-ms", type=int, default=3000,
+                    help="scheduled.rebalance.max.delay.ms")
+    st.add_argument("--connectors", default="", metavar="NAME:TASKS,...",
+                    help="connectors to create through REST once the worker answers")
+    st.add_argument("--connectors-deadline-s", type=float, default=120.0,
+                    help="give up creating connectors after this long (default 120)")
     args = p.parse_args(argv)
+    if args.command == "start":
+        try:
+            parse_connectors(args.connectors)
+        except ValueError as e:
+            p.error(f"--connectors: {e}")
     return run_command(p, args, {"resolve": _resolve, "start": _start}, "realconnect")
 
 

@@ -25,6 +25,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +33,7 @@ from typing import Any
 from ..realkafka.jvm import LOG4J2_BASE, spawn_in_group, stop_group
 from ..realkafka.launcher import free_port
 from ..realkafka.provision import RealKafkaError
+from .connectors import ConnectorSpec, create_connectors
 from .provision import ensure_resolved, find_java
 
 HOST = "127.0.0.1"
@@ -58,6 +60,8 @@ class WorkerSettings:
     session_timeout_ms: int = 6000
     heartbeat_interval_ms: int = 1000
     rebalance_timeout_ms: int = 20000
+    client_id: str | None = None  # the group member's client.id (the harness knows it by this)
+    log_file: str | None = None  # where the JVM writes its log (default: worker.log in its directory)
     heap_mb: int = 256
     ready_timeout_s: float = 90.0
     stop_timeout_s: float = 15.0
@@ -94,6 +98,8 @@ class WorkerSettings:
             "rest.advertised.listener": "http",
             "plugin.discovery": "only_scan",
         }
+        if self.client_id:
+            props["client.id"] = self.client_id
         props.update(self.properties)
         return {k: str(v) for k, v in props.items()}
 
@@ -112,6 +118,8 @@ class ConnectWorker:
 
     @property
     def log_path(self) -> Path | None:
+        if self.settings.log_file:
+            return Path(self.settings.log_file)
         return self.workdir / "worker.log" if self.workdir else None
 
     def start(self) -> ConnectWorker:
@@ -128,7 +136,9 @@ class ConnectWorker:
                f"-D{MARKER}={self.workdir}", "-cp", str(libs / "*"),
                "org.apache.kafka.connect.cli.ConnectDistributed",
                str(self.workdir / "worker.properties")]
-        self.proc = spawn_in_group(cmd, self.workdir / "worker.log")
+        log = self.log_path
+        assert log is not None
+        self.proc = spawn_in_group(cmd, log)
         try:
             self._wait_rest()
         except BaseException:
@@ -175,9 +185,21 @@ class ConnectWorker:
             text = e.read().decode()
             return e.code, json.loads(text) if text.startswith("{") else text
 
+    @property
+    def work_topic(self) -> str:
+        """The one topic this group's connectors read or write."""
+        return f"{self.settings.topic_prefix or self.settings.group}-work"
+
+    def create_connectors(self, specs: list[ConnectorSpec], deadline_s: float,
+                          log: Callable[[str], None],
+                          stopped: Callable[[], bool] = lambda: False) -> list[str]:
+        """Create ``specs`` through REST (see ``connectors``); the names not created."""
+        return create_connectors(self.request, specs, self.work_topic, Path(tempfile.gettempdir()),
+                                 deadline_s, log, stopped)
+
     def log_tail(self, lines: int = 40) -> str:
         p = self.log_path
-        if p is None or not p.exists():
+        if p is None or not p.is_file():
             return "(no log)"
         return "\n".join(p.read_text(errors="replace").splitlines()[-lines:])
 

@@ -10,12 +10,21 @@ batch's (base offset, record count) so tests can cut at every boundary.
 ``load_groups`` reads the partition from the beginning (Fetch) and rebuilds one engine
 per group with ``GroupEngine.rebuild``.
 
-The topic: ``ensure_topic`` asks the broker to auto-create it through Metadata
-(``allow_auto_topic_creation``), so it gets the broker's defaults (``num.partitions``,
-``cleanup.policy=delete``), NOT ``cleanup.policy=compact``: the project has no
-CreateTopics spec yet. Records are keyed as the draft says, so a compacted topic created
-by an operator (``kafka-topics --create --config cleanup.policy=compact``) works as is;
-the loader reads the whole log either way (rebuild accepts a log or its compacted form).
+The topic: ``ensure_topic`` creates it with CreateTopics (v7): one partition, replication
+factor 1, ``cleanup.policy=compact`` plus any topic configs the caller adds (tests shorten
+``segment.ms`` and the cleaner's thresholds so compaction happens within seconds). A topic
+that already exists (TOPIC_ALREADY_EXISTS) is used as it is, whatever its configs: e.g.
+one an operator created, or one auto-created with ``cleanup.policy=delete`` by an older
+version of this module; the loader reads the whole log either way. Any other CreateTopics
+error raises ``GroupLogError``. Then Metadata (without auto-creation) is polled until the
+partition has a leader.
+
+Compaction keeps the latest record of every key (and, for ``delete.retention.ms`` after
+its first cleaning, a tombstone): ``GroupEngine.rebuild`` accepts a log or its compacted
+form, so the loader gives the same groups from either. Kafka never cleans the active
+(last) segment of a partition, so the most recent records stay as written until the
+segment rolls (``segment.ms`` / ``segment.bytes``) and the cleaner comes round
+(``log.cleaner.backoff.ms``, 15 s by default).
 
 The store is synchronous (the engine calls ``append`` from its own code): it owns an event
 loop on a private thread with one ``KafkaConnection``; ``append`` blocks until the broker
@@ -29,7 +38,7 @@ import struct
 import threading
 import time
 import uuid
-from collections.abc import Callable, Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -43,10 +52,12 @@ from ..coordinator.reconcile.records import Record as EngineRecord
 from ..coordinator.reconcile.units import ConnectUnit
 from ..coordinator.reconcile.wire_records import decode_record, encode_record
 from ..protocol import Registry, default_registry
+from ..protocol.error_codes import ErrorCode
 from .records import Record, fetch_all
 
 DEFAULT_TOPIC = "__worker_offsets"
 PRODUCE_VERSION = 9  # flexible, topics by name (v13 switches to topic ids)
+CREATE_TOPICS_VERSION = 7  # Kafka 4.x answers v2..v7; v5+ report the new topic's configs
 T = TypeVar("T")
 
 
@@ -97,17 +108,87 @@ def encode_batch(entries: Sequence[tuple[bytes | None, bytes | None]], timestamp
 # ---------------------------------------------------------------------------- wire calls
 
 
-async def ensure_topic(conn: KafkaConnection, topic: str, *, timeout_s: float = 20.0,
-                       registry: Registry | None = None) -> int:
-    """Metadata (v12, auto-creating) until ``topic`` exists with a leader for every
-    partition; returns its partition count."""
+#: Kafka's names of the errors CreateTopics answers with (``Errors.java``), for messages.
+CREATE_TOPICS_ERRORS = {
+    -1: "UNKNOWN_SERVER_ERROR", 7: "REQUEST_TIMED_OUT", 17: "INVALID_TOPIC_EXCEPTION",
+    29: "TOPIC_AUTHORIZATION_FAILED", 31: "CLUSTER_AUTHORIZATION_FAILED",
+    35: "UNSUPPORTED_VERSION", 36: "TOPIC_ALREADY_EXISTS", 37: "INVALID_PARTITIONS",
+    38: "INVALID_REPLICATION_FACTOR", 39: "INVALID_REPLICA_ASSIGNMENT", 40: "INVALID_CONFIG",
+    41: "NOT_CONTROLLER", 42: "INVALID_REQUEST", 44: "POLICY_VIOLATION",
+    89: "THROTTLING_QUOTA_EXCEEDED",
+}
+TOPIC_ALREADY_EXISTS = 36
+#: The topic config ``ensure_topic`` always sets (a caller's own value wins).
+COMPACTED = {"cleanup.policy": "compact"}
+
+
+def error_name(code: int) -> str:
+    name = CREATE_TOPICS_ERRORS.get(code)
+    if name is None:
+        try:
+            name = ErrorCode(code).name
+        except ValueError:
+            name = "UNKNOWN"
+    return f"{name} ({code})"
+
+
+@dataclass(frozen=True)
+class CreatedTopic:
+    """What the broker answered to a successful CreateTopics: the new topic as it is, with
+    every topic config's effective value and source (1 = set on the topic, 5 = the
+    broker's default, ...: Kafka's ConfigSource)."""
+
+    name: str
+    topic_id: uuid.UUID
+    partitions: int
+    replication_factor: int
+    configs: dict[str, str | None]
+    sources: dict[str, int]
+
+
+async def create_topic(conn: KafkaConnection, topic: str, *, partitions: int = 1,
+                       replication_factor: int = 1, configs: Mapping[str, object] | None = None,
+                       timeout_ms: int = 30_000, registry: Registry | None = None
+                       ) -> CreatedTopic | None:
+    """CreateTopics for one topic with these topic configs (values sent as strings). None
+    when the topic already exists; any other error raises ``GroupLogError`` naming the
+    topic, the error and the broker's message."""
+    reg = registry or default_registry()
+    rt = reg["CreateTopicsRequest"]
+    body = rt.new(topics=[rt.cls.CreatableTopic(  # type: ignore[attr-defined]
+        name=topic, num_partitions=partitions, replication_factor=replication_factor,
+        assignments=[],
+        configs=[rt.cls.CreatableTopicConfig(name=k, value=str(v))  # type: ignore[attr-defined]
+                 for k, v in (configs or {}).items()])],
+        timeout_ms=timeout_ms, validate_only=False)
+    resp = (await conn.send(body, CREATE_TOPICS_VERSION, timeout_s=timeout_ms / 1000 + 5)).response
+    results = [t for t in resp.topics if t.name == topic]
+    if len(results) != 1:
+        raise GroupLogError(f"CreateTopics {topic}: the response names "
+                            f"{[t.name for t in resp.topics]}")
+    t = results[0]
+    if t.error_code == TOPIC_ALREADY_EXISTS:
+        return None
+    if t.error_code:
+        raise GroupLogError(f"CreateTopics {topic}: {error_name(t.error_code)}: "
+                            f"{t.error_message or 'no message'}")
+    return CreatedTopic(name=topic, topic_id=t.topic_id, partitions=t.num_partitions,
+                        replication_factor=t.replication_factor,
+                        configs={c.name: c.value for c in t.configs or ()},
+                        sources={c.name: c.config_source for c in t.configs or ()})
+
+
+async def wait_for_leaders(conn: KafkaConnection, topic: str, *, timeout_s: float = 20.0,
+                           registry: Registry | None = None) -> int:
+    """Metadata (v12, never auto-creating) until ``topic`` has a leader for every partition;
+    returns its partition count."""
     reg = registry or default_registry()
     mt = reg["MetadataRequest"]
     deadline = time.monotonic() + timeout_s
     while True:
         md = (await conn.send(mt.new(
             topics=[mt.cls.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=topic)],  # type: ignore[attr-defined]
-            allow_auto_topic_creation=True, include_topic_authorized_operations=False), 12)).response
+            allow_auto_topic_creation=False, include_topic_authorized_operations=False), 12)).response
         t = md.topics[0]
         if t.error_code == 0 and t.partitions and all(
                 p.error_code == 0 and p.leader_id >= 0 for p in t.partitions):
@@ -116,6 +197,21 @@ async def ensure_topic(conn: KafkaConnection, topic: str, *, timeout_s: float = 
             raise GroupLogError(f"topic {topic}: error {t.error_code}, {len(t.partitions)} "
                                 "partition(s) without a leader")
         await asyncio.sleep(0.1)
+
+
+async def ensure_topic(conn: KafkaConnection, topic: str, *,
+                       configs: Mapping[str, object] | None = None, timeout_s: float = 20.0,
+                       registry: Registry | None = None) -> CreatedTopic | None:
+    """Create ``topic`` compacted (1 partition, replication factor 1, ``cleanup.policy=
+    compact`` and ``configs``) unless it exists, then wait until its partition has a
+    leader. Returns the broker's description of the new topic, or None when it existed.
+    Half of ``timeout_s`` is the broker's time to create, the rest bounds the wait."""
+    deadline = time.monotonic() + timeout_s
+    created = await create_topic(conn, topic, configs={**COMPACTED, **(configs or {})},
+                                 timeout_ms=max(1, int(timeout_s * 500)), registry=registry)
+    await wait_for_leaders(conn, topic, timeout_s=max(0.0, deadline - time.monotonic()),
+                           registry=registry)
+    return created
 
 
 async def produce_batch(conn: KafkaConnection, topic: str, partition: int, batch: bytes, *,
@@ -148,15 +244,20 @@ class Batch:
 
 
 class KafkaGroupLog:
-    """A ``RecordStore`` writing to a topic partition of a real Kafka (see the module)."""
+    """A ``RecordStore`` writing to a topic partition of a real Kafka (see the module).
+
+    With ``create`` the topic is created compacted (``ensure_topic``, with ``configs`` as
+    further topic configs) unless it exists; ``created`` is then the broker's description
+    of the new topic, or None when it existed (or ``create`` is false)."""
 
     def __init__(self, bootstrap: str, topic: str = DEFAULT_TOPIC, partition: int = 0, *,
-                 create: bool = True, timeout_s: float = 30.0,
-                 clock: Callable[[], int] | None = None) -> None:
+                 create: bool = True, configs: Mapping[str, object] | None = None,
+                 timeout_s: float = 30.0, clock: Callable[[], int] | None = None) -> None:
         self.bootstrap, self.topic, self.partition = bootstrap, topic, partition
         self.timeout_s = timeout_s
         self.clock = clock or (lambda: int(time.time() * 1000))
         self.batches: list[Batch] = []
+        self.created: CreatedTopic | None = None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"group-log-{topic}",
                                         daemon=True)
@@ -166,7 +267,8 @@ class KafkaGroupLog:
             self._conn = self._run(KafkaConnection.open(bootstrap, client_id="group-log",
                                                         timeout_s=timeout_s))
             if create:
-                self._run(ensure_topic(self._conn, topic))
+                self.created = self._run(ensure_topic(self._conn, topic, configs=configs,
+                                                      timeout_s=timeout_s))
         except BaseException:
             self.close()
             raise
@@ -279,6 +381,7 @@ def load_groups(bootstrap: str, topic: str = DEFAULT_TOPIC, partition: int = 0, 
     return rebuild_groups(log, now_ms=now_ms, upto=upto, config=config, store=store)
 
 
-__all__ = ["DEFAULT_TOPIC", "GroupLogError", "encode_batch", "ensure_topic", "produce_batch",
+__all__ = ["DEFAULT_TOPIC", "GroupLogError", "encode_batch", "CreatedTopic", "create_topic",
+           "wait_for_leaders", "ensure_topic", "produce_batch",
            "Batch", "KafkaGroupLog", "read_log", "decode_log", "parse_target", "open_group_log",
            "rebuild_groups", "load_groups"]

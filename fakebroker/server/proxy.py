@@ -16,7 +16,7 @@ rewritten to the fake broker's own address:
 
 ApiVersions is answered locally from both sides: the locally handled APIs with our ranges;
 a forwarded API with the intersection of our codec's range and the upstream's; an API the
-codec has no spec for (CreateTopics, InitProducerId, ...) with the upstream's range, except
+codec has no spec for (InitProducerId, DeleteTopics, ...) with the upstream's range, except
 those whose responses carry broker addresses we cannot rewrite without a spec, or that
 belong to group types we do not coordinate (``NOT_FORWARDED``): those are not advertised.
 

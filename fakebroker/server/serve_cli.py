@@ -58,7 +58,7 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     p.add_argument("--group-log", metavar="HOST:PORT[/TOPIC]",
                    help="persist connect groups on a real Kafka: every state change of a "
                         "connect group is written as one record batch to partition 0 of TOPIC "
-                        "(default __worker_offsets, auto-created) on the Kafka at HOST:PORT, "
+                        "(default __worker_offsets, created compacted if missing) on the Kafka at HOST:PORT, "
                         "and at start every connect group found on that topic is loaded "
                         "(fresh session timeouts, pending revocations' rebalance timeouts "
                         "re-armed). A write that fails fails the request (nothing is retried)")

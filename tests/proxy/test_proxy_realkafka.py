@@ -22,6 +22,7 @@ from .conftest import run, unique
 pytestmark = pytest.mark.realkafka
 REG = default_registry()
 API_VERSIONS, METADATA, DESCRIBE_CLUSTER, CREATE_TOPICS, FETCH, LIST_GROUPS = 18, 3, 60, 19, 1, 16
+DELETE_TOPICS = 20  # no spec in the codec
 
 
 async def _api_versions(bootstrap: str) -> dict[int, tuple[int, int]]:
@@ -54,7 +55,8 @@ def test_api_versions_are_ours_for_group_apis_and_the_intersection_otherwise(rea
             assert (lo, hi) == (max(mt.lowest, ulo), min(mt.highest, uhi)), key
         else:  # forwarded raw
             assert (lo, hi) == (ulo, uhi), key
-    assert CREATE_TOPICS in ours  # raw: the codec has no spec, the upstream has
+    assert CREATE_TOPICS in ours  # through the codec (its spec came with the group log)
+    assert DELETE_TOPICS in ours  # raw: the codec has no spec, the upstream has
     assert not (set(ours) & NOT_FORWARDED)
 
 
@@ -86,7 +88,7 @@ def test_metadata_and_describe_cluster_show_only_the_proxy(real_kafka, proxy):
 def test_kafka_python_produces_and_consumes_through_the_proxy_in_a_fake_coordinated_group(
         real_kafka, proxy):
     topic, group = unique("proxied"), unique("proxied-group")
-    # CreateTopics has no spec in the codec: forwarded raw.
+    # CreateTopics goes through the codec, decoded and re-encoded both ways.
     admin = KafkaAdminClient(bootstrap_servers=proxy.bootstrap, request_timeout_ms=20_000)
     try:
         admin.create_topics([NewTopic(topic, 2, 1)])

@@ -13,6 +13,7 @@ target's ``wait_scale``.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import shlex
 import signal
@@ -22,6 +23,8 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.error
+import urllib.request
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
@@ -67,8 +70,14 @@ class Seen:
         return self.response is not None and self.response.error_code == 0
 
 
+# FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup: what a case's transcript shows
+# of the worker under test (in proxy mode everything else is the real Kafka's business).
+GROUP_API_KEYS = frozenset({10, 11, 12, 13, 14})
+
+
 class RecordingBroker(FakeBroker):
-    """The fake broker, keeping every request it answered (thread-safe reads)."""
+    """The fake broker, keeping every request it answered (thread-safe reads) and the raw
+    frames of the group APIs (``frames``: transcript lines, each with its ``client``)."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -76,6 +85,28 @@ class RecordingBroker(FakeBroker):
         self._lock = threading.Lock()
         # one-shot forged answers: (client id, api, predicate on the request, answer factory)
         self.forged: list[tuple[str, str, Any, Any]] = []
+        self.frames: list[dict[str, Any]] = []
+        self._client_of: dict[tuple[Any, Any], str] = {}
+        self.record(self._keep_group_frame, keep=False)
+
+    def _keep_group_frame(self, line: dict[str, Any]) -> None:
+        if line.get("api_key") not in GROUP_API_KEYS or "raw" not in line:
+            return
+        key = (line["conn"], line["correlation_id"])
+        with self._lock:
+            if line["kind"] == "request":
+                client = self._client_of[key] = line.get("client_id") or ""
+            else:
+                client = self._client_of.pop(key, "")
+            self.frames.append({**line, "client": client})
+
+    def frame_mark(self) -> int:
+        with self._lock:
+            return len(self.frames)
+
+    def frames_of(self, clients: set[str], since: int = 0) -> list[dict[str, Any]]:
+        with self._lock:
+            return [f for f in self.frames[since:] if f["client"] in clients]
 
     async def dispatch(self, conn: Connection, req: Request) -> Struct | None:
         client_id = req.header.client_id or ""  # type: ignore[attr-defined]
@@ -119,6 +150,7 @@ class WorkerProcess:
     command: str
     proc: subprocess.Popen[bytes]
     log_path: str
+    rest_port: int = 0
     started: float = field(default_factory=time.monotonic)
 
     def log_tail(self, n: int = 40) -> str:
@@ -142,26 +174,121 @@ class WorkerProcess:
         return self.proc.returncode
 
 
+def spawn_worker(target: Target, bootstrap: str, group: str, worker_id: str | None = None, *,
+                 connect_protocol: str | None = None,
+                 scheduled_rebalance_delay_ms: int | None = None) -> WorkerProcess:
+    """One worker process from the target's command template, its output in a log file."""
+    t = target.timing
+    wid = worker_id or f"w-{uuid.uuid4().hex[:6]}"
+    rest_port = free_port()
+    values = dict(bootstrap=bootstrap, group=group, worker_id=wid, rest_port=rest_port,
+                  python=shlex.quote(sys.executable),
+                  connect_protocol=connect_protocol or target.connect_protocol,
+                  session_timeout_ms=t.session_timeout_ms, rebalance_timeout_ms=t.rebalance_timeout_ms,
+                  heartbeat_interval_ms=t.heartbeat_interval_ms,
+                  scheduled_rebalance_delay_ms=(t.scheduled_rebalance_delay_ms
+                                                if scheduled_rebalance_delay_ms is None
+                                                else scheduled_rebalance_delay_ms))
+    command = target.render_command(**values)
+    fd, log_path = tempfile.mkstemp(prefix=f"conformance-{wid}-", suffix=".log")
+    os.close(fd)
+    try:
+        # Appending: a worker may hand its output file to a child (a JVM) writing it too.
+        with open(log_path, "ab") as log:
+            proc = subprocess.Popen(shlex.split(command), stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL,
+                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    except OSError as e:
+        raise Broken(f"cannot start the worker with {command!r}: {e}") from None
+    return WorkerProcess(wid, group, command, proc, log_path, rest_port=rest_port)
+
+
+def rest_get(port: int, path: str) -> Any:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
+        return json.loads(r.read().decode())
+
+
+def seed_work(target: Target, bootstrap: str, attempts: int = 3) -> None:
+    """Connectors in place before any case runs, for a worker with a REST API whose internal
+    topics every case shares (its command fixes them): one worker, alone in a group of its
+    own, creates them (its command names them); once its REST API lists every connector
+    with its tasks it is stopped. Every case's worker then starts with the same work in the
+    config topic, at the same config offset, as a worker joining a running cluster does.
+    A seeding worker that exits is started again (its REST port, picked free, may have been
+    taken meanwhile), up to ``attempts`` times."""
+    for attempt in range(1, attempts + 1):
+        w = spawn_worker(target, bootstrap, f"conformance-seed-{uuid.uuid4().hex[:6]}", "seed")
+        try:
+            if _wait_for_work(target, w):
+                return
+            if attempt == attempts:
+                raise RuntimeError(f"the seeding worker exited ({w.proc.returncode}), {attempts} times; "
+                                   f"last log:\n{w.log_tail()}")
+        finally:
+            w.terminate()
+            try:
+                os.unlink(w.log_path)
+            except OSError:
+                pass
+
+
+def _wait_for_work(target: Target, w: WorkerProcess) -> bool:
+    """True once ``w`` lists every connector with its tasks; False if it exited first."""
+    deadline = time.monotonic() + 2 * target.timing.startup_timeout_s
+    last: Any = None
+    while time.monotonic() < deadline:
+        if not w.alive():
+            return False
+        try:
+            last = rest_get(w.rest_port, "/connectors?expand=status")
+        except (OSError, ValueError) as e:
+            last = str(e)
+        if isinstance(last, dict) and last and all(c["status"]["tasks"] for c in last.values()):
+            return True
+        time.sleep(0.5)  # a real JVM on real time; the bound is the deadline
+    raise RuntimeError(f"the seeding worker did not list its connectors with their tasks within "
+                       f"{2 * target.timing.startup_timeout_s:.0f}s (last answer: {last}); "
+                       f"log:\n{w.log_tail()}")
+
+
 @dataclass
 class WorkerSession:
-    """One recording fake broker per test process; each case gets its own group."""
+    """One recording fake broker per test process; each case gets its own group. A target
+    with ``upstream = "real-kafka"`` also gets a real Kafka per process, which the fake
+    broker fronts in proxy mode (group APIs coordinated and recorded here, the rest
+    forwarded)."""
 
     target: Target
     broker: BrokerThread | None = None
     version: str = "unknown"
+    kafka: Any = None  # fakebroker.realkafka.RealKafka when the target asks for one
 
     @classmethod
     def start(cls, target: Target) -> WorkerSession:
-        broker = RecordingBroker(BrokerConfig(), CoordinatorConfig(initial_rebalance_delay_ms=0,
-                                                                   min_session_timeout_ms=1000,
-                                                                   connect_heartbeat_interval_ms=500,
-                                                                   connect_session_timeout_ms=6000),
-                                 RealClock())
-        return cls(target, BrokerThread(broker).start(), target.implementation_version)
+        kafka = None
+        if target.upstream == "real-kafka":
+            from fakebroker.realkafka import start_real_kafka
+            kafka = start_real_kafka()
+        session = cls(target, None, target.implementation_version, kafka)
+        try:
+            broker = RecordingBroker(BrokerConfig(), CoordinatorConfig(initial_rebalance_delay_ms=0,
+                                                                       min_session_timeout_ms=1000,
+                                                                       connect_heartbeat_interval_ms=500,
+                                                                       connect_session_timeout_ms=6000),
+                                     RealClock(), upstream=kafka.bootstrap if kafka else None)
+            session.broker = BrokerThread(broker).start()
+            if kafka is not None and "rest" in target.capabilities:
+                seed_work(target, session.broker.bootstrap)
+        except BaseException:
+            session.stop()
+            raise
+        return session
 
     def stop(self) -> None:
         if self.broker is not None:
             self.broker.stop()
+        if self.kafka is not None:
+            self.kafka.stop()
 
     def context(self, requirement: Requirement, transcript: Transcript) -> WorkerContext:
         assert self.broker is not None
@@ -179,7 +306,9 @@ class WorkerContext(CoordinatorContext):
         self.recorder: RecordingBroker = broker.broker  # type: ignore[assignment]
         self.workers: list[WorkerProcess] = []
         self.first_seen = len(self.recorder.snapshot())
+        self.first_frame = self.recorder.frame_mark()
         self.initial_delay_ms = 0
+        self.attachments: dict[str, str] = {}
 
     async def member(self, name: str, **kw: Any) -> Any:
         """A scripted peer; by default it speaks Connect's embedded protocol (valid worker
@@ -191,29 +320,78 @@ class WorkerContext(CoordinatorContext):
 
     async def start_worker(self, worker_id: str | None = None, *, connect_protocol: str | None = None,
                            scheduled_rebalance_delay_ms: int | None = None) -> WorkerProcess:
-        t = self.target.timing
-        wid = worker_id or f"w-{uuid.uuid4().hex[:6]}"
-        values = dict(bootstrap=self.bootstrap, group=self.group_id, worker_id=wid, rest_port=free_port(),
-                      python=shlex.quote(sys.executable),
-                      connect_protocol=connect_protocol or self.target.connect_protocol,
-                      session_timeout_ms=t.session_timeout_ms, rebalance_timeout_ms=t.rebalance_timeout_ms,
-                      heartbeat_interval_ms=t.heartbeat_interval_ms,
-                      scheduled_rebalance_delay_ms=(t.scheduled_rebalance_delay_ms
-                                                    if scheduled_rebalance_delay_ms is None
-                                                    else scheduled_rebalance_delay_ms))
-        command = self.target.render_command(**values)
-        fd, log_path = tempfile.mkstemp(prefix=f"conformance-{wid}-", suffix=".log")
-        try:
-            proc = subprocess.Popen(shlex.split(command), stdout=fd, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        except OSError as e:
-            raise Broken(f"cannot start the worker with {command!r}: {e}") from None
-        finally:
-            os.close(fd)
-        w = WorkerProcess(wid, self.group_id, command, proc, log_path)
+        w = spawn_worker(self.target, self.bootstrap, self.group_id, worker_id,
+                         connect_protocol=connect_protocol,
+                         scheduled_rebalance_delay_ms=scheduled_rebalance_delay_ms)
         self.workers.append(w)
-        self.note(f"worker {wid}: {command}")
+        self.note(f"worker {w.worker_id}: {w.command}")
         return w
+
+    # ---------------------------------------------------------------- what it runs (REST)
+
+    @property
+    def has_rest(self) -> bool:
+        return "rest" in self.target.capabilities
+
+    async def running(self, w: WorkerProcess) -> set[tuple[str, int]] | None:
+        """Connectors (task -1) and tasks the worker reports RUNNING on itself, from its REST
+        API (``GET /connectors``, then each one's ``/status``; a connector with no status
+        yet counts as running nothing); None while the API is not serving yet (404: a worker
+        answers before its resources are registered). A worker that cannot answer at all
+        is BROKEN."""
+        me = f"127.0.0.1:{w.rest_port}"
+        out: set[tuple[str, int]] = set()
+        try:
+            try:
+                names = await asyncio.to_thread(rest_get, w.rest_port, "/connectors")
+            except urllib.error.HTTPError as e:
+                if e.code == 404:
+                    return None
+                raise
+            for name in names:
+                try:
+                    st = await asyncio.to_thread(rest_get, w.rest_port, f"/connectors/{name}/status")
+                except urllib.error.HTTPError as e:
+                    if e.code == 404:  # no status record yet
+                        continue
+                    raise
+                if st["connector"]["state"] == "RUNNING" and st["connector"].get("worker_id") == me:
+                    out.add((name, -1))
+                out.update((name, t["id"]) for t in st["tasks"]
+                           if t["state"] == "RUNNING" and t.get("worker_id") == me)
+        except (OSError, ValueError) as e:
+            if not w.alive():
+                raise Broken(f"the worker exited ({w.proc.returncode}); log:\n{w.log_tail()}") from None
+            raise Broken(f"the worker's REST API on port {w.rest_port}: {e}") from None
+        return out
+
+    async def running_when(self, w: WorkerProcess, ok: Any, within_ms: int,
+                           keep_alive: list[Any] | None = None) -> tuple[bool, set[tuple[str, int]]]:
+        """Poll the worker's running set until ``ok(set)`` or ``within_ms`` (scaled) passes;
+        returns (ok reached, the last set read)."""
+        start = time.monotonic()
+        deadline = start + within_ms * self.target.timing.wait_scale / 1000
+        last_hb = start
+        now_running: set[tuple[str, int]] = set()
+        changes: list[str] = []  # the evidence when ``ok`` is never reached
+        while True:
+            answer = await self.running(w)
+            shown = sorted(answer) if answer is not None else "REST not serving yet"
+            if not changes or not changes[-1].endswith(f" {shown}"):
+                changes.append(f"+{time.monotonic() - start:.1f}s {shown}")
+            if answer is not None:
+                now_running = answer
+                if ok(answer):
+                    return True, answer
+            if time.monotonic() >= deadline:
+                self.note(f"REST status of worker {w.worker_id} while waiting:\n  " + "\n  ".join(changes))
+                return False, now_running
+            if keep_alive and time.monotonic() - last_hb > 1.0:
+                last_hb = time.monotonic()
+                for m in keep_alive:
+                    if m.idle and m.member_id:
+                        await m.heartbeat()
+            await asyncio.sleep(0.3)  # a real worker's status topic; the bound is the deadline
 
     def seen(self, w: WorkerProcess | None = None, api: str | None = None) -> list[Seen]:
         """Exchanges of this case, from the worker ``w`` (by client id) and of ``api``."""
@@ -239,8 +417,12 @@ class WorkerContext(CoordinatorContext):
 
     async def maybe_next_request(self, w: WorkerProcess, api: str, *, after: Seen | None = None,
                                  within_ms: int = 20_000, where: Any = None,
-                                 keep_alive: list[Any] | None = None) -> Seen | None:
-        deadline = time.monotonic() + within_ms * self.target.timing.wait_scale / 1000
+                                 keep_alive: list[Any] | None = None, scaled: bool = True) -> Seen | None:
+        """Like ``next_request`` but None when nothing comes. ``scaled=False`` keeps
+        ``within_ms`` as given: a window in which something must NOT happen must not be
+        stretched by the target's ``wait_scale`` past the time it is about."""
+        scale = self.target.timing.wait_scale if scaled else 1.0
+        deadline = time.monotonic() + within_ms * scale / 1000
         last_hb = time.monotonic()
         while True:
             for s in self.seen(w, api):
@@ -267,12 +449,35 @@ class WorkerContext(CoordinatorContext):
             raise Violation("the worker completing a rebalance", "a successful SyncGroup", "none")
         return s
 
+    def add_worker_exchanges(self) -> None:
+        """The workers' own group exchanges with the fake broker join the case's transcript
+        (and so its pcap), as connection ``worker <id>``."""
+        requests: dict[tuple[Any, Any], dict[str, Any]] = {}
+        pairs: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+        for f in self.recorder.frames_of({w.worker_id for w in self.workers}, self.first_frame):
+            key = (f["conn"], f["correlation_id"])
+            if f["kind"] == "request":
+                requests[key] = f
+                pairs.append((f, None))
+            elif key in requests:
+                req = requests.pop(key)
+                pairs[pairs.index((req, None))] = (req, f)
+        for req, resp in pairs:
+            self.transcript.add_frames(
+                f"worker {req['client']} #{req['conn']}", req.get("api") or str(req["api_key"]),
+                req["api_key"], req["version"], req["correlation_id"], req["body"],
+                resp["body"] if resp else None, bytes.fromhex(req["raw"]),
+                bytes.fromhex(resp["raw"]) if resp else None, req["time"],
+                resp["time"] if resp else None)
+
     async def close(self) -> None:
         for w in self.workers:
             await asyncio.to_thread(w.terminate)
             self.note(f"worker {w.worker_id} log tail:\n{w.log_tail(15)}")
+            self.attachments[f"worker {w.worker_id} log"] = w.log_tail(2000)
             try:
                 os.unlink(w.log_path)
             except OSError:
                 pass
+        self.add_worker_exchanges()
         await super().close()

@@ -1,0 +1,104 @@
+"""The real Apache Kafka Connect 4.2.0 worker through the worker suite, once per
+``connect.protocol``: the bundled targets ``fixtures/targets/apache-connect-*.toml`` (the
+fake broker in proxy mode in front of a real Kafka, both started by the harness).
+
+Each run is ``conformance run`` as a user runs it. The worker must come out certified: a
+case it fails is evidence about the spec, our reading of it, or the harness, and belongs in
+``DIVERGENCES`` below with its reason and transcript before this test may pass. Passing
+cases carry their evidence (the transcript with the worker's own exchanges, a pcap, the
+worker's log) in the Allure results.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+from conformance.catalogue import default_catalogue
+from conformance.target import load_target
+
+ROOT = Path(__file__).resolve().parents[2]
+PROTOCOLS = ("eager", "compatible", "sessioned")
+# requirement id -> why the real worker is allowed another outcome than PASS (none so far).
+DIVERGENCES: dict[str, str] = {}
+
+
+def processes_tagged(tag: str) -> list[int]:
+    """Live processes whose environment carries ``tag`` (everything a run started inherits it)."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit() and int(entry.name) != os.getpid():
+            try:
+                if tag.encode() in (entry / "environ").read_bytes():
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def run_certification(target_file: Path, reports: Path, *extra: str,
+                      timeout_s: float = 1500) -> subprocess.CompletedProcess[str]:
+    """``conformance run`` as a user runs it; afterwards no process it started may be left."""
+    tag = f"CONNECT_CONFORMANCE_RUN={uuid.uuid4().hex}"
+    r = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--target", str(target_file),
+                        "--suite", "worker", "-n", "0", "--reports", str(reports), "--no-html", *extra],
+                       cwd=ROOT, capture_output=True, text=True, timeout=timeout_s,
+                       env={**os.environ, tag.split("=")[0]: tag.split("=")[1]})
+    assert processes_tagged(tag) == [], "processes outlived the run (workers or brokers)"
+    return r
+
+
+@pytest.mark.realkafka
+@pytest.mark.xdist_group("apache-connect")  # one after another: each run starts its own JVMs
+@pytest.mark.parametrize("protocol", PROTOCOLS)
+def test_the_real_connect_worker_is_certified(protocol: str, tmp_path: Path) -> None:
+    target_file = ROOT / "fixtures" / "targets" / f"apache-connect-{protocol}.toml"
+    target = load_target(target_file)
+    reports = tmp_path / "reports"
+    r = run_certification(target_file, reports)
+    tail = (r.stdout + r.stderr)[-4000:]
+    doc = json.loads((reports / "results.json").read_text())
+    outcomes = {x["id"]: x["outcome"] for x in doc["results"]}
+
+    # Every worker requirement of the claimed protocols ran (none BROKEN, none missing) ...
+    binding = {req.id for req in default_catalogue().requirements
+               if "worker" in req.binds and set(req.protocols) & target.protocols}
+    assert binding and binding <= set(outcomes), f"cases missing: {sorted(binding - set(outcomes))}"
+    unexpected = {x["id"]: f"{x['outcome']}: {x['message'][:1500]}" for x in doc["results"]
+                  if x["outcome"] not in ("PASS", "NOT-APPLICABLE") and x["id"] not in DIVERGENCES}
+    assert not unexpected, f"the real worker ({protocol}) diverges: {unexpected}\n{tail}"
+    assert r.returncode == (1 if any(outcomes[i] == "FAIL" for i in DIVERGENCES if i in outcomes) else 0), tail
+    passed = [i for i, o in outcomes.items() if o == "PASS"]
+    assert len(passed) >= 12, f"only {len(passed)} cases passed:\n{tail}"
+
+    # ... and a passing case carries the worker's own exchanges as evidence.
+    transcripts = [json.loads(p.read_text()) for p in (reports / "allure-results").glob("*-attachment.json")]
+    worker_lines = [e for t in transcripts if isinstance(t, list) for e in t
+                    if isinstance(e, dict) and str(e.get("connection", "")).startswith("worker ")]
+    assert {e["api"] for e in worker_lines} >= {"JoinGroup", "SyncGroup", "Heartbeat"}
+    assert any(p.suffix == ".pcap" for p in (reports / "allure-results").iterdir())
+
+
+@pytest.mark.realkafka
+@pytest.mark.xdist_group("apache-connect")
+def test_a_worker_that_cannot_start_is_broken_with_its_log(tmp_path: Path) -> None:
+    """The worker's command fails at once (an unknown connect.protocol): every case is BROKEN,
+    quickly, saying why with the worker's own output; nothing is left running."""
+    text = (ROOT / "fixtures" / "targets" / "apache-connect-sessioned.toml").read_text()
+    assert "--protocol {connect_protocol}" in text
+    broken = tmp_path / "broken.toml"
+    broken.write_text(text.replace("--protocol {connect_protocol}", "--protocol not-a-protocol"))
+    reports = tmp_path / "reports"
+    r = run_certification(broken, reports, "-k", "CLS-W-01 or CONN-PROT-01", timeout_s=300)
+    assert r.returncode == 2, r.stdout[-3000:]  # BROKEN
+    results = {x["id"]: x for x in json.loads((reports / "results.json").read_text())["results"]}
+    for rid in ("CLS-W-01", "CONN-PROT-01"):
+        assert results[rid]["outcome"] == "BROKEN"
+        assert "seeding worker exited (2), 3 times" in results[rid]["message"]
+        assert "invalid choice: 'not-a-protocol'" in results[rid]["message"]  # its own output
