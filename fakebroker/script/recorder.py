@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import asdict
 from typing import Any
 
@@ -42,7 +42,10 @@ def fixed_wall(epoch_s: float) -> WallClock:
 class Recorder:
     def __init__(self, sink: str | os.PathLike[str] | Sink | None = None, *,
                  origin: str = "record", wall: WallClock = wall_clock, keep: bool = True,
-                 header: dict[str, Any] | None = None) -> None:
+                 header: dict[str, Any] | None = None, api_keys: Iterable[int] | None = None) -> None:
+        """``api_keys``: record only the frames of these APIs (and no closes); the others
+        are counted but never decoded or turned into events."""
+        self.api_keys = frozenset(api_keys) if api_keys is not None else None
         self._writer: TranscriptWriter | None = None
         if sink is None or callable(sink):
             self._sink = sink
@@ -93,7 +96,7 @@ class Recorder:
 
     def request(self, registry: Registry, conn: int | str, frame: bytes, now_ms: int, *,
                 header: Struct | None = None, body: dict[str, Any] | None = None,
-                error: str | None = None, hooks: list[str] | None = None) -> Event:
+                error: str | None = None, hooks: list[str] | None = None) -> Event | None:
         """A request frame (``frame`` with its size prefix) as read, decoded (``body`` is
         its JSON form, taken before any hook edits it) or not."""
         self.requests_seen += 1
@@ -109,12 +112,16 @@ class Recorder:
             ev = Event("request", conn, correlation_id=cid, api_key=peeked, version=version,
                        api=registry.api_name(peeked) if peeked is not None else None,
                        body=None, raw=bytes(frame), error=error or "undecodable")
+        if self.api_keys is not None and ev.api_key not in self.api_keys:
+            return None
         return self._emit(ev, now_ms)
 
     def response(self, registry: Registry, conn: int | str, api_key: int, version: int,
                  correlation_id: int, body: Struct, frame: bytes, now_ms: int,
-                 hooks: list[str] | None = None) -> Event:
+                 hooks: list[str] | None = None) -> Event | None:
         self.responses_seen += 1
+        if self.api_keys is not None and api_key not in self.api_keys:
+            return None
         # What went on the wire: an ignorable field the version lacks was dropped by the
         # encoder, so the body is read back from the frame, not taken from the object.
         wire = decode_response(registry, frame[4:], api_key, version, base=4).body
@@ -124,7 +131,9 @@ class Recorder:
         return self._emit(ev, now_ms)
 
     def close(self, conn: int | str, by: str, now_ms: int, reason: str | None = None,
-              hooks: list[str] | None = None) -> Event:
+              hooks: list[str] | None = None) -> Event | None:
+        if self.api_keys is not None:
+            return None
         return self._emit(Event("close", conn, by=by, reason=reason, hooks=list(hooks or [])), now_ms)
 
     def transcript(self) -> Transcript:

@@ -128,6 +128,24 @@ def test_invalid_transcripts_are_refused_with_line_and_reason(recorded: Path) ->
     assert e.line == 2 and "empty line" in e.reason
 
 
+def test_a_recorder_limited_to_some_apis_keeps_only_their_frames() -> None:
+    """The same session with a recorder of the group APIs only: no ApiVersions frames and no
+    close, the rest exactly as a full recorder sees them (counted all the same)."""
+    async def go(b: FakeBroker) -> None:
+        full, group = b.record(), b.record(api_keys=(11, 12))
+        async with await KafkaConnection.open(b.bootstrap, client_id="w1") as c:
+            await c.send(api_versions(), 3)
+            first = await c.send(join(), 9)
+            await c.send(join(first.response.member_id), 9)
+            await c.send(heartbeat(first.response.member_id), 4)
+        await until(lambda: len(full.events) == 9, "the close is recorded")
+        assert [(e.kind, e.api, e.raw) for e in group.events] == \
+            [(e.kind, e.api, e.raw) for e in full.events if e.api in ("JoinGroup", "Heartbeat")]
+        assert len(group.events) == 6
+        assert (group.requests_seen, group.responses_seen) == (4, 4)
+    run_with(new_broker(), go)
+
+
 def test_undecodable_request_and_its_v0_answer_are_kept(tmp_path: Path) -> None:
     # ApiVersions v99 does not decode; Kafka answers v0 with UNSUPPORTED_VERSION.
     import asyncio

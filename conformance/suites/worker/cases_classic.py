@@ -38,6 +38,19 @@ def decode_assignment(data: bytes, what: str) -> tuple[int, Any]:
         raise Violation(what, "a strictly decodable Connect assignment", str(e)) from None
 
 
+def metadata_sent(ctx: WorkerContext, join_request: Any, protocol: str) -> Any:
+    """The worker's metadata for ``protocol`` in its JoinGroup request, strictly decoded."""
+    data = next(p.metadata for p in join_request.protocols if p.name == protocol)
+    return decode_metadata(ctx, protocol, bytes(data))[1]
+
+
+def allocation_of(md: Any) -> set[tuple[str, int]]:
+    """The work a worker's v1/v2 metadata says it owns (none in v0 or when null)."""
+    if not getattr(md, "allocation", None):
+        return set()
+    return units_of(decode_assignment(bytes(md.allocation), "allocation")[1].assignment)
+
+
 async def alone(ctx: WorkerContext, **kw: Any) -> tuple[WorkerProcess, Seen, Seen]:
     """The worker alone in a new group: it leads generation 1. (its JoinGroup, its SyncGroup)"""
     w = await ctx.start_worker(**kw)
@@ -281,9 +294,7 @@ async def first_leader_takes_all(ctx: WorkerContext) -> None:
 @case("CONN-ASSIGN-06", suite=W, timeout_s=60)
 async def assignment_header(ctx: WorkerContext) -> None:
     w, join, sync = await alone(ctx)
-    proto = join.response.protocol_name
-    sent = {p.name: p.metadata for p in join.request.protocols}
-    _, md = decode_metadata(ctx, proto, bytes(sent[proto]))
+    md = metadata_sent(ctx, join.request, join.response.protocol_name)
     _, asg = decode_assignment(bytes(sync.response.assignment), "the worker's assignment")
     ctx.expect_equal(asg.leader, join.response.leader, "assignment Leader")
     ctx.expect_equal(asg.leader_url, md.url, "assignment LeaderUrl (the leader's metadata url)")
@@ -314,15 +325,7 @@ async def no_unit_twice(ctx: WorkerContext) -> None:
 @case("CONN-ASSIGN-03", suite=W, timeout_s=120)
 async def revoke_before_assign(ctx: WorkerContext) -> None:
     w, peer, join, sync, psync = await worker_leads_with_peer(ctx)
-    leader_id = join.response.member_id
-    owned_by_leader = set()
-    for m in join.response.members:
-        if m.member_id == leader_id:
-            for p in join.request.protocols:
-                if p.name == join.response.protocol_name:
-                    _, md = decode_metadata(ctx, p.name, bytes(p.metadata))
-                    if getattr(md, "allocation", None):
-                        owned_by_leader = units_of(decode_assignment(bytes(md.allocation), "allocation")[1].assignment)
+    owned_by_leader = allocation_of(metadata_sent(ctx, join.request, join.response.protocol_name))
     _, pa = decode_assignment(bytes(psync.assignment), "the peer's assignment")
     ctx.expect_equal(units_of(pa.assignment) & owned_by_leader, set(),
                      "work given to the peer that the leader still reported owning")
@@ -333,10 +336,7 @@ async def only_new_work(ctx: WorkerContext) -> None:
     w, peer, join, sync, psync = await worker_leads_with_peer(ctx)
     leader_id = join.response.member_id
     own = next(a for a in sync.request.assignments if a.member_id == leader_id)
-    proto = join.response.protocol_name
-    md_bytes = {p.name: p.metadata for p in join.request.protocols}[proto]
-    _, md = decode_metadata(ctx, proto, bytes(md_bytes))
-    owned = units_of(decode_assignment(bytes(md.allocation), "allocation")[1].assignment) if getattr(md, "allocation", None) else set()
+    owned = allocation_of(metadata_sent(ctx, join.request, join.response.protocol_name))
     _, asg = decode_assignment(bytes(own.assignment), "the leader's own assignment")
     ctx.expect_equal(units_of(asg.assignment) & owned, set(), "already-owned work listed again as assigned")
 
@@ -371,8 +371,7 @@ async def keeps_running_while_rejoining(ctx: WorkerContext) -> None:
     ctx.check(ok, "the worker running part of the work once the group is stable (REST status, harness)",
               "some connector or task RUNNING on it", sorted(before))
     # The round: "fresh" joins; the worker rejoins; "slow" does not rejoin yet.
-    proto = join.response.protocol_name
-    _, md = decode_metadata(ctx, proto, bytes({p.name: p.metadata for p in join.request.protocols}[proto]))
+    md = metadata_sent(ctx, join.request, join.response.protocol_name)
     # A truthful newcomer: it has read the config log as far as the worker had.
     fresh = await ctx.member("fresh", session_timeout_ms=PEER_SESSION_MS,
                              protocols=connect_protocols("fresh", config_offset=md.config_offset))
@@ -484,9 +483,7 @@ async def revoked_then_rejoin(ctx: WorkerContext) -> None:
     sync2 = await ctx.worker_synced(w, after=sync1, keep_alive=[peer])
     rejoin = await ctx.next_request(w, "JoinGroup", after=sync2, within_ms=3000, answered=False,
                                     what="the worker's JoinGroup right after a revocation")
-    proto = {p.name: p.metadata for p in rejoin.request.protocols}[gen.protocol]
-    _, md = decode_metadata(ctx, gen.protocol, bytes(proto))
-    reported = units_of(decode_assignment(bytes(md.allocation), "allocation")[1].assignment) if md.allocation else set()
+    reported = allocation_of(metadata_sent(ctx, rejoin.request, gen.protocol))
     ctx.expect_equal(reported, {("conn-a", 0)}, "allocation after releasing the revoked connector")
     if ctx.has_rest:  # (bounded below the round's rebalance timeout: the peer is not rejoining)
         ok, now = await ctx.running_when(w, lambda r: ("conn-a", -1) not in r, 6_000)

@@ -87,11 +87,11 @@ class RecordingBroker(FakeBroker):
         self.forged: list[tuple[str, str, Any, Any]] = []
         self.frames: list[dict[str, Any]] = []
         self._client_of: dict[tuple[Any, Any], str] = {}
-        self.record(self._keep_group_frame, keep=False)
+        self.record(self._keep_group_frame, keep=False, api_keys=GROUP_API_KEYS)
 
     def _keep_group_frame(self, line: dict[str, Any]) -> None:
-        if line.get("api_key") not in GROUP_API_KEYS or "raw" not in line:
-            return
+        if line.get("kind") not in ("request", "response"):
+            return  # the recording's header line
         key = (line["conn"], line["correlation_id"])
         with self._lock:
             if line["kind"] == "request":
@@ -386,11 +386,7 @@ class WorkerContext(CoordinatorContext):
             if time.monotonic() >= deadline:
                 self.note(f"REST status of worker {w.worker_id} while waiting:\n  " + "\n  ".join(changes))
                 return False, now_running
-            if keep_alive and time.monotonic() - last_hb > 1.0:
-                last_hb = time.monotonic()
-                for m in keep_alive:
-                    if m.idle and m.member_id:
-                        await m.heartbeat()
+            last_hb = await self._keep_alive(keep_alive, last_hb)
             await asyncio.sleep(0.3)  # a real worker's status topic; the bound is the deadline
 
     def seen(self, w: WorkerProcess | None = None, api: str | None = None) -> list[Seen]:
@@ -415,6 +411,18 @@ class WorkerContext(CoordinatorContext):
             raise Violation(what or f"{api} from the worker", f"a {api} within {within_ms} ms", "none")
         return found
 
+    @staticmethod
+    async def _keep_alive(members: list[Any] | None, last_hb: float) -> float:
+        """Heartbeat the idle scripted ``members`` once a second while a case polls the worker;
+        returns when that was last done."""
+        now = time.monotonic()
+        if not members or now - last_hb <= 1.0:
+            return last_hb
+        for m in members:
+            if m.idle and m.member_id:
+                await m.heartbeat()
+        return now
+
     async def maybe_next_request(self, w: WorkerProcess, api: str, *, after: Seen | None = None,
                                  within_ms: int = 20_000, where: Any = None,
                                  keep_alive: list[Any] | None = None, scaled: bool = True) -> Seen | None:
@@ -428,14 +436,9 @@ class WorkerContext(CoordinatorContext):
             for s in self.seen(w, api):
                 if (after is None or s.index > after.index) and (where is None or where(s)):
                     return s
-            now = time.monotonic()
-            if now >= deadline:
+            if time.monotonic() >= deadline:
                 return None
-            if keep_alive and now - last_hb > 1.0:
-                last_hb = now
-                for m in keep_alive:
-                    if m.idle and m.member_id:
-                        await m.heartbeat()
+            last_hb = await self._keep_alive(keep_alive, last_hb)
             await asyncio.sleep(0.02)  # polling the recorder; the bound is the deadline
 
     async def worker_synced(self, w: WorkerProcess, *, after: Seen | None = None,
@@ -452,17 +455,14 @@ class WorkerContext(CoordinatorContext):
     def add_worker_exchanges(self) -> None:
         """The workers' own group exchanges with the fake broker join the case's transcript
         (and so its pcap), as connection ``worker <id>``."""
+        # Requests in arrival order; each answer joins its request by (connection, correlation id).
         requests: dict[tuple[Any, Any], dict[str, Any]] = {}
-        pairs: list[tuple[dict[str, Any], dict[str, Any] | None]] = []
+        answers: dict[tuple[Any, Any], dict[str, Any]] = {}
         for f in self.recorder.frames_of({w.worker_id for w in self.workers}, self.first_frame):
             key = (f["conn"], f["correlation_id"])
-            if f["kind"] == "request":
-                requests[key] = f
-                pairs.append((f, None))
-            elif key in requests:
-                req = requests.pop(key)
-                pairs[pairs.index((req, None))] = (req, f)
-        for req, resp in pairs:
+            (requests if f["kind"] == "request" else answers)[key] = f
+        for key, req in requests.items():
+            resp = answers.get(key)
             self.transcript.add_frames(
                 f"worker {req['client']} #{req['conn']}", req.get("api") or str(req["api_key"]),
                 req["api_key"], req["version"], req["correlation_id"], req["body"],
