@@ -5,6 +5,8 @@ the coordinator suite's power. Each one injects a single defect; a target file i
 Until the scripting layer's response hooks exist, a mutant is a small ``GroupCoordinator``
 subclass: most rewrite one kind of reply on its way out (``rewrite``), a few change one
 decision inside the classic group (``MutantGroup``). Every mutant is named for its defect.
+The draft's connect coordinator has its own mutants (``DRAFT_MUTANTS``, the section at the
+end): they rewrite ConnectGroup* requests or replies, or swap a policy of the group engine.
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ from typing import Any
 from fakebroker.coordinator import GroupCoordinator, Reply, RequestContext
 from fakebroker.coordinator.classic.group import ClassicGroup
 from fakebroker.coordinator.config import CoordinatorConfig
+from fakebroker.coordinator.reconcile import Installed
+from fakebroker.coordinator.reconcile.units import split_connect_units
 from fakebroker.protocol import Struct
 from fakebroker.protocol.error_codes import ErrorCode
 from fakebroker.server.broker import FakeBroker
 
 JOIN, HEARTBEAT, LEAVE, SYNC = 11, 12, 13, 14
+CONNECT_HB, CONNECT_INSTALL = 1000, 1002  # the draft's APIs (ERRATA 1)
 
 
 @dataclass(frozen=True)
@@ -239,6 +244,171 @@ class WideSessionBounds(MutantCoordinator):
         super().__init__(registry, cfg, **kw)
 
 
+# ---------------------------------------------------------------- the draft's connect coordinator
+
+class _ConnectMutant(MutantCoordinator):
+    """Helpers for mutants of the draft's connect groups (``fakebroker.coordinator.modern``)."""
+
+    def member(self, group_id: str, member_id: str) -> Any:
+        group = self.connect_group(group_id)
+        if group is None or not group.engine.has_member(member_id):
+            return None
+        return group.engine.member(member_id)
+
+    def work_struct(self, message: str, units: Any) -> Any:
+        mt = self.registry[message]
+        connectors, tasks = split_connect_units(units)
+        return mt.classes["ConnectorsAndTasks"](
+            connectors=list(connectors),
+            tasks=[mt.classes["ConnectorTaskId"](connector_id=c, task_id=t) for c, t in tasks])
+
+    def hb_response(self, sent: Sent, body: Any) -> bool:
+        return sent.api_key == CONNECT_HB and body.error_code in (0, DRAFT_COMPUTE)
+
+
+DRAFT_COMPUTE = 1000  # COMPUTE_ASSIGNMENT as the fake broker numbers it (ERRATA 1)
+
+
+class NullTasksAcknowledgeRevocation(_ConnectMutant):
+    defect = "a heartbeat with ConnectorsAndTasks null (unchanged) counts as the revocation acknowledged"
+
+    def rewrite_request(self, ctx: RequestContext, body: Struct) -> tuple[RequestContext, Struct]:
+        b: Any = body
+        if ctx.api_key == CONNECT_HB and b.connectors_and_tasks is None and b.member_epoch > 0:
+            m = self.member(b.group_id, b.member_id)
+            if m is not None and m.current.pending_revocation:
+                b.connectors_and_tasks = self.work_struct("ConnectGroupHeartbeatRequest", m.current.assigned)
+        return ctx, body
+
+
+class AssignmentMetadataDropped(_ConnectMutant):
+    defect = "the heartbeat's Assignment carries empty Metadata instead of the installed bytes"
+
+    def rewrite(self, sent: Sent, body: Any) -> Any:
+        if self.hb_response(sent, body) and body.assignment is not None:
+            body.assignment.metadata = b""
+        return body
+
+
+class AssignmentVersionZeroed(_ConnectMutant):
+    defect = "the heartbeat's Assignment carries Version 0 instead of the installed Version"
+
+    def rewrite(self, sent: Sent, body: Any) -> Any:
+        if self.hb_response(sent, body) and body.assignment is not None:
+            body.assignment.version = 0
+        return body
+
+
+class _StoredAssignorField(_ConnectMutant):
+    """Replaces one field of each resent assignor by the value the member had before, so
+    a change of that field alone goes unnoticed."""
+
+    field = ""
+
+    def rewrite_request(self, ctx: RequestContext, body: Struct) -> tuple[RequestContext, Struct]:
+        b: Any = body
+        if ctx.api_key == CONNECT_HB and b.client_assignors is not None and b.member_epoch > 0:
+            m = self.member(b.group_id, b.member_id)
+            if m is not None:
+                before = {a.name: a for a in m.metadata.client_assignors}
+                for a in b.client_assignors:
+                    if a.name in before:
+                        setattr(a, self.field, getattr(before[a.name], self.field))
+        return ctx, body
+
+
+class ReasonChangeIgnored(_StoredAssignorField):
+    defect = "a change of an assignor's Reason alone starts no new group epoch"
+    field = "reason"
+
+
+class MetadataChangeIgnored(_StoredAssignorField):
+    defect = "a change of an assignor's Metadata alone starts no new group epoch"
+    field = "metadata"
+
+
+class AssignWhileRevoking(_ConnectMutant):
+    defect = "a worker asked to revoke work is handed its whole new target in the same response"
+
+    def rewrite(self, sent: Sent, body: Any) -> Any:
+        if not (self.hb_response(sent, body) and body.assignment is not None):
+            return body
+        group = self.connect_group(sent.group_id)
+        m = self.member(sent.group_id, sent.member_id)
+        if group is None or m is None or not m.current.pending_revocation:
+            return body
+        body.assignment.connectors_and_tasks = self.work_struct(
+            "ConnectGroupHeartbeatResponse", group.engine.target(sent.member_id).units)
+        return body
+
+
+class StaleEpochAccepted(_ConnectMutant):
+    defect = "a heartbeat with a wrong member epoch is served as if it had the current one (no FENCED_MEMBER_EPOCH)"
+
+    def rewrite_request(self, ctx: RequestContext, body: Struct) -> tuple[RequestContext, Struct]:
+        b: Any = body
+        if ctx.api_key == CONNECT_HB and b.member_epoch > 0:
+            m = self.member(b.group_id, b.member_id)
+            if m is not None:
+                b.member_epoch = m.current.member_epoch
+        return ctx, body
+
+
+class LeaveAnsweredWithEpoch(_ConnectMutant):
+    defect = "a leave (epoch -1) is answered with MemberEpoch 0 instead of -1"
+
+    def rewrite(self, sent: Sent, body: Any) -> Any:
+        if sent.api_key == CONNECT_HB and body.error_code == 0 and body.member_epoch == -1:
+            body.member_epoch = 0
+        return body
+
+
+class DuplicateUnitsAccepted(_ConnectMutant):
+    defect = "an install giving a connector or task to two members is accepted (the later copies dropped)"
+
+    def rewrite_request(self, ctx: RequestContext, body: Struct) -> tuple[RequestContext, Struct]:
+        b: Any = body
+        if ctx.api_key == CONNECT_INSTALL:
+            seen: set[tuple[str, int]] = set()
+            for m in b.members:
+                cat = m.connectors_and_tasks
+                cat.connectors = [c for c in cat.connectors if (c, -1) not in seen]
+                cat.tasks = [t for t in cat.tasks if (t.connector_id, t.task_id) not in seen]
+                seen |= {(c, -1) for c in cat.connectors} | {(t.connector_id, t.task_id) for t in cat.tasks}
+        return ctx, body
+
+
+class AnyWorkerComputes(_ConnectMutant):
+    defect = ("the worker asked to compute is the one with the highest MinimumVersion, whether or not "
+              "its version range covers the others'")
+
+    def new_connect_group(self, group_id: str) -> Any:
+        group = super().new_connect_group(group_id)
+        group.engine.policy = Installed(selector=_newest_minimum)
+        return group
+
+
+def _newest_minimum(members: Any, previous: str | None) -> str | None:
+    def key(mid: str) -> tuple[int, str]:
+        assignors = members[mid].client_assignors
+        return (-(assignors[0].minimum_version if assignors else 0), mid)
+    return min(members, key=key) if members else None
+
+
+DRAFT_MUTANTS: dict[str, type[MutantCoordinator]] = {
+    "null-tasks-acknowledge-revocation": NullTasksAcknowledgeRevocation,
+    "assignment-metadata-dropped": AssignmentMetadataDropped,
+    "assignment-version-zeroed": AssignmentVersionZeroed,
+    "reason-change-ignored": ReasonChangeIgnored,
+    "metadata-change-ignored": MetadataChangeIgnored,
+    "assign-while-revoking": AssignWhileRevoking,
+    "stale-epoch-accepted": StaleEpochAccepted,
+    "leave-answered-with-epoch": LeaveAnsweredWithEpoch,
+    "duplicate-units-accepted": DuplicateUnitsAccepted,
+    "any-worker-computes": AnyWorkerComputes,
+}
+
+
 MUTANTS: dict[str, type[MutantCoordinator]] = {
     "heartbeat-ok-while-rebalancing": HeartbeatOkWhileRebalancing,
     "illegal-generation-ignored": IllegalGenerationIgnored,
@@ -254,6 +424,7 @@ MUTANTS: dict[str, type[MutantCoordinator]] = {
     "no-generation-bump": NoGenerationBump,
     "first-member-decides-protocol": FirstMemberDecidesProtocol,
     "wide-session-bounds": WideSessionBounds,
+    **DRAFT_MUTANTS,
 }
 
 

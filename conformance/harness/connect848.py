@@ -165,7 +165,10 @@ class DraftWorker:
         return await self._send("ConnectGroupPrepareAssignment", body)
 
     async def install(self, group_epoch: int, assignment: dict[str, Work], *, error: int = 0,
-                      raw_tasks: dict[str, list[Task]] | None = None, **over: Any) -> Any:
+                      raw_tasks: dict[str, list[Task]] | None = None,
+                      payloads: dict[str, tuple[int, bytes]] | None = None, **over: Any) -> Any:
+        """Install ``assignment``; ``payloads`` gives members their own (Version, Metadata)
+        (default: Version 2 and bytes naming the member)."""
         mt = self.registry["ConnectGroupInstallAssignmentRequest"]
         mcls = mt.classes["Member"]
         members = []
@@ -174,8 +177,9 @@ class DraftWorker:
             if raw_tasks and member_id in raw_tasks:
                 tcls = mt.classes["ConnectorTaskId"]
                 cat.tasks = [tcls(connector_id=c, task_id=t) for c, t in raw_tasks[member_id]]
-            members.append(mcls(member_id=member_id, connectors_and_tasks=cat, version=2,
-                                metadata=b"assignment-of-" + member_id.encode()))
+            version, metadata = (payloads or {}).get(member_id, (2, b"assignment-of-" + member_id.encode()))
+            members.append(mcls(member_id=member_id, connectors_and_tasks=cat, version=version,
+                                metadata=metadata))
         body = mt.new(**{"group_id": self.group_id, "member_id": self.member_id, "member_epoch": self.epoch,
                          "group_epoch": group_epoch, "error": error, "members": members, **over})
         return await self._send("ConnectGroupInstallAssignment", body)

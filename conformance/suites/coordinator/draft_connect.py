@@ -11,10 +11,13 @@ from fakebroker.protocol.error_codes import ErrorCode
 
 from ...harness.cases import case
 from ...harness.connect848 import Assignor, DraftWorker, Work, registry_for, work_of
+from ...harness.connect_bytes import assignment_bytes
 from ...harness.context import CoordinatorContext
 from ...harness.outcomes import Violation
 
 ALL = Work.of(["A", "B"], [("A", 0), ("A", 1), ("B", 0)])
+SPLIT_A = Work.of(["A"], [("A", 0), ("A", 1)])
+SPLIT_B = Work.of(["B"], [("B", 0)])
 Plan = Callable[[Any], dict[str, Work]]
 
 
@@ -71,8 +74,9 @@ async def drive(ctx: CoordinatorContext, workers: list[DraftWorker], plan: Plan,
                     {w.name: (w.epoch, w.owned.show()) for w in workers} | {"installed": installed})
 
 
-async def established(ctx: CoordinatorContext, n: int = 1, plan: Plan = everything_to_first):
-    ws = [await worker(ctx, f"w{i}") for i in range(1, n + 1)]
+async def established(ctx: CoordinatorContext, n: int = 1, plan: Plan = everything_to_first,
+                      group_id: str | None = None):
+    ws = [await worker(ctx, f"w{i}", group_id=group_id or ctx.group_id) for i in range(1, n + 1)]
     for w in ws:
         ok_or_compute(ctx, await w.join(), f"{w.name}'s first heartbeat")
     epoch = await drive(ctx, ws, plan)
@@ -223,13 +227,15 @@ async def prepare_returns_group_state(ctx: CoordinatorContext) -> None:
     ctx.expect_equal(work_of(by_id[b.member_id].connectors_and_tasks), Work(), "b's current target (none)")
 
 
+def halves(p: Any) -> dict[str, Work]:
+    """A's connector and tasks to the smaller member id, B's to the other (two members)."""
+    ids = sorted(m.member_id for m in p.members)
+    return {ids[0]: SPLIT_A, ids[1]: SPLIT_B} if len(ids) == 2 else everything_to_first(p)
+
+
 @case("C848-INST-HND-05")
 async def installed_target_reached(ctx: CoordinatorContext) -> None:
-    def split(p: Any) -> dict[str, Work]:
-        ids = sorted(m.member_id for m in p.members)
-        return {ids[0]: Work.of(["A"], [("A", 0), ("A", 1)]), ids[1]: Work.of(["B"], [("B", 0)])} if len(ids) == 2 \
-            else everything_to_first(p)
-    ws, epoch = await established(ctx, 2, split)
+    ws, epoch = await established(ctx, 2, halves)
     ctx.expect_equal(sorted(tuple(w.owned.show()) for w in ws),
                      sorted([tuple(Work.of(["A"], [("A", 0), ("A", 1)]).show()), tuple(Work.of(["B"], [("B", 0)]).show())]),
                      "work of the two workers after the install")
@@ -347,14 +353,26 @@ async def epoch_on_assignor_list(ctx: CoordinatorContext) -> None:
     await _epoch_bump(ctx, change, "a worker changed its assignors")
 
 
-@case("C848-EPOCH-03")
-async def epoch_on_metadata(ctx: CoordinatorContext) -> None:
+async def _one_assignor_field(ctx: CoordinatorContext, field: str) -> None:
+    """Change one field of a worker's assignor, every other field the same."""
     async def change(ws: list[DraftWorker]) -> None:
         a = ws[1].assignors[0]
-        a.metadata = a.metadata[:-1] + bytes([(a.metadata[-1] + 1) % 256])  # e.g. a new config offset
-        a.reason = (a.reason + 1) % 100
-        ok_or_compute(ctx, await ws[1].heartbeat(full=True), "heartbeat with new assignor metadata")
-    await _epoch_bump(ctx, change, "a worker changed its assignor metadata and reason")
+        if field == "metadata":
+            a.metadata = a.metadata[:-1] + bytes([(a.metadata[-1] + 1) % 256])  # e.g. a new config offset
+        else:
+            a.reason = (a.reason + 1) % 100   # e.g. a scheduled delay ended (Triggering Rebalances)
+        ok_or_compute(ctx, await ws[1].heartbeat(full=True), f"heartbeat with a new assignor {field} alone")
+    await _epoch_bump(ctx, change, f"a worker changed its assignor {field} alone")
+
+
+@case("C848-EPOCH-03")
+async def epoch_on_metadata(ctx: CoordinatorContext) -> None:
+    await _one_assignor_field(ctx, "metadata")
+
+
+@case("C848-EPOCH-07")
+async def epoch_on_reason(ctx: CoordinatorContext) -> None:
+    await _one_assignor_field(ctx, "reason")
 
 
 @case("C848-EPOCH-04")
@@ -412,18 +430,27 @@ async def epoch_of_target(ctx: CoordinatorContext) -> None:
 
 # ---------------------------------------------------------------- reconciliation (the worker-joins case study)
 
-SPLIT_A = Work.of(["A"], [("A", 0), ("A", 1)])
-SPLIT_B = Work.of(["B"], [("B", 0)])
+async def _w2_joins(ctx: CoordinatorContext) -> tuple[DraftWorker, DraftWorker, DraftWorker, Any]:
+    """W1 runs everything; W2 joins; returns (w1, w2, the worker asked to compute, its Prepare)."""
+    (w1,), e1 = await established(ctx)
+    w2 = await worker(ctx, "w2")
+    ok_or_compute(ctx, await w2.join(), "w2's first heartbeat")
+    chosen, p = await next_compute(ctx, [w1, w2])
+    return w1, w2, chosen, p
+
+
+async def _split_installed(ctx: CoordinatorContext, **kw: Any) -> tuple[DraftWorker, DraftWorker, Any]:
+    """W1 runs everything; W2 joins; W1: A*, W2: B* installed (nothing acknowledged yet)."""
+    w1, w2, chosen, p = await _w2_joins(ctx)
+    expect(ctx, await chosen.install(p.group_epoch, {w1.member_id: SPLIT_A, w2.member_id: SPLIT_B}, **kw),
+           "NONE", "install")
+    return w1, w2, p
 
 
 async def _second_joins(ctx: CoordinatorContext) -> dict[str, Any]:
     """W1 runs everything; W2 joins; the selected worker installs W1: A*, W2: B*. Observes the
     reconciliation step by step without acknowledging anything automatically."""
-    (w1,), e1 = await established(ctx)
-    w2 = await worker(ctx, "w2")
-    ok_or_compute(ctx, await w2.join(), "w2's first heartbeat")
-    chosen, p = await next_compute(ctx, [w1, w2])
-    expect(ctx, await chosen.install(p.group_epoch, {w1.member_id: SPLIT_A, w2.member_id: SPLIT_B}), "NONE", "install")
+    w1, w2, p = await _split_installed(ctx)
     e2 = p.group_epoch
     out: dict[str, Any] = {"w1": w1, "w2": w2, "e1": w1.epoch, "e2": e2}
     r1 = await w1.heartbeat(apply=False)
@@ -475,11 +502,7 @@ async def nothing_to_revoke(ctx: CoordinatorContext) -> None:
 
 @case("C848-RECON-05")
 async def revocation_timeout(ctx: CoordinatorContext) -> None:
-    (w1,), e1 = await established(ctx)
-    w2 = await worker(ctx, "w2")
-    ok_or_compute(ctx, await w2.join(), "w2's first heartbeat")
-    chosen, p = await next_compute(ctx, [w1, w2])
-    expect(ctx, await chosen.install(p.group_epoch, {w1.member_id: SPLIT_A, w2.member_id: SPLIT_B}), "NONE", "install")
+    w1, w2, p = await _split_installed(ctx)
     waited = 0
     while waited <= ctx.rebalance_ms + 1000:  # w1 heartbeats but keeps reporting all the work
         r = await w1.heartbeat(apply=False, owned=ALL)
@@ -492,16 +515,92 @@ async def revocation_timeout(ctx: CoordinatorContext) -> None:
                     "still accepted")
 
 
+def only_one_way(ctx: CoordinatorContext, what: str, before: Work, new: Work) -> None:
+    ctx.check(new <= before or before <= new, what, "only a revocation or only an addition",
+              {"before": before.show(), "after": new.show()})
+
+
 @case("C848-RECON-06")
 async def never_both(ctx: CoordinatorContext) -> None:
     s = await _second_joins(ctx)
     for name, key, before in (("w1", "w1_first", ALL), ("w2", "w2_first", Work())):
         r = s[key]
-        if r.assignment is None:
-            continue
-        new = work_of(r.assignment.connectors_and_tasks)
-        ctx.check(new <= before or before <= new, f"{name}'s Assignment", "only a revocation or only an addition",
-                  {"before": before.show(), "after": new.show()})
+        if r.assignment is not None:
+            only_one_way(ctx, f"{name}'s Assignment (w2 joins)", before, work_of(r.assignment.connectors_and_tasks))
+    await _swap(ctx)
+
+
+async def _swap(ctx: CoordinatorContext) -> None:
+    """The swap: x owns A and is given B, y owns B and is given A. Each must first be told
+    to release its work (nothing added), and gets the other's only once it was released."""
+    ws, e = await established(ctx, 2, halves, group_id=ctx.group_id + "-swap")
+    x = next(w for w in ws if w.owned == SPLIT_A)
+    y = next(w for w in ws if w is not x)
+    x.assignors[0].reason += 1   # a new group epoch, so that someone computes again
+    ok_or_compute(ctx, await x.heartbeat(full=True), "x's heartbeat with a new Reason")
+    chosen, p = await next_compute(ctx, [x, y])
+    expect(ctx, await chosen.install(p.group_epoch, {x.member_id: SPLIT_B, y.member_id: SPLIT_A}), "NONE",
+           "install of the swap")
+    want = {x.name: SPLIT_B, y.name: SPLIT_A}
+    for _ in range(10):
+        for w in (x, y):
+            r = await w.heartbeat(apply=False)
+            ok_or_compute(ctx, r, f"{w.name}'s heartbeat during the swap")
+            if r.assignment is not None:
+                new = work_of(r.assignment.connectors_and_tasks)
+                only_one_way(ctx, f"{w.name}'s Assignment during the swap", w.owned, new)
+                other = y if w is x else x
+                ctx.check(not (new - w.owned) or not ((new - w.owned).tasks & other.owned.tasks
+                                                      or (new - w.owned).connectors & other.owned.connectors),
+                          f"work given to {w.name} during the swap", "none still owned by the other worker",
+                          {"given": (new - w.owned).show(), "other owns": other.owned.show()})
+                w.owned = new
+            w.epoch = r.member_epoch
+        if all(w.owned == want[w.name] and w.epoch == p.group_epoch for w in (x, y)):
+            return
+        await ctx.advance(100)
+    raise Violation("the swap", "each worker at the new epoch with the other's work",
+                    {w.name: (w.epoch, w.owned.show()) for w in (x, y)})
+
+
+@case("C848-RECON-09")
+async def null_tasks_not_an_ack(ctx: CoordinatorContext) -> None:
+    w1, w2, p = await _split_installed(ctx)
+    e1 = w1.epoch
+    r = await w1.heartbeat(apply=False)
+    if r.assignment is None or work_of(r.assignment.connectors_and_tasks) != SPLIT_A:
+        raise Violation("setup: w1 asked to release B", SPLIT_A.show(), r.assignment)
+    for _ in range(3):   # w1 keeps B and says so with a null ConnectorsAndTasks ("unchanged")
+        r = await w1.heartbeat(apply=False, connectors_and_tasks=None)
+        ok_or_compute(ctx, r, "w1's heartbeat with ConnectorsAndTasks null")
+        ctx.expect_equal(r.member_epoch, e1, "w1's epoch while its heartbeats leave ConnectorsAndTasks null "
+                                             "(the revocation is not acknowledged)")
+        await w2.heartbeat()
+        ctx.check(not (w2.owned.tasks & SPLIT_B.tasks or w2.owned.connectors & SPLIT_B.connectors),
+                  "w2's work while w1 has not reported releasing B", "nothing of B", w2.owned.show())
+        await ctx.advance(100)
+
+
+@case("C848-RECON-10")
+async def payload_relayed(ctx: CoordinatorContext) -> None:
+    w1, w2, chosen, p = await _w2_joins(ctx)
+    units = {w1.member_id: [("A", -1), ("A", 0), ("A", 1)], w2.member_id: [("B", -1), ("B", 0)]}
+    payloads = {w.member_id: (v, assignment_bytes(v, leader=chosen.member_id, assigned=units[w.member_id]))
+                for w, v in ((w1, 1), (w2, 2))}
+    expect(ctx, await chosen.install(p.group_epoch, {w1.member_id: SPLIT_A, w2.member_id: SPLIT_B},
+                                     payloads=payloads), "NONE", "install with per-member Version and Metadata")
+    seen: dict[str, int] = {w1.name: 0, w2.name: 0}
+    for _ in range(8):
+        for w in (w1, w2):
+            r = await w.heartbeat()
+            if r.assignment is not None and r.member_epoch == p.group_epoch:
+                version, metadata = payloads[w.member_id]
+                ctx.expect_equal(r.assignment.version, version, f"Version in {w.name}'s Assignment (as installed)")
+                ctx.expect_equal(bytes(r.assignment.metadata), metadata,
+                                 f"Metadata in {w.name}'s Assignment (as installed, byte for byte)")
+                seen[w.name] += 1
+        await ctx.advance(100)
+    ctx.check(all(seen.values()), "Assignments at the installed epoch", "one for each worker", seen)
 
 
 @case("C848-RECON-07")
