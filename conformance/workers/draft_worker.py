@@ -16,7 +16,16 @@ It runs no connectors; its "work" is the set of connectors and tasks it owns. Wh
   after the next heartbeat, any other error abandons the attempt;
 - holds back the work of a member that left for ``--scheduled-rebalance-delay-ms``, and when
   the delay ends bumps its assignor's Reason to ask for a new assignment;
+- gives a member that returns while its work is held back that work at once (the draft's
+  "worker bounces" case study);
+- offers two assignors, most preferred first: ``connect`` (versions 0-2, encoding at 2) and
+  ``eager`` (0 only), each with its Connect worker metadata at its version;
+- installs, per member, the lowest version every prepared member encodes with (within the
+  chosen assignor's range) and that member's Connect assignment at that version;
 - leaves with epoch -1 on SIGTERM.
+
+``--mutant NAME`` turns on one deliberate defect of ``MUTANTS`` (a worker mutant measuring
+the worker suite's power, ``fixtures/mutants/workers/NAME.toml``).
 
     python -m conformance.workers.draft_worker --bootstrap 127.0.0.1:9092 --group g \
         --worker-id w1 --connectors a:2,b:1
@@ -36,10 +45,42 @@ from typing import Any
 from fakebroker.client import ClientError, KafkaConnection
 
 from ..harness.connect848 import Work, work_of
-from ..harness.connect_bytes import metadata_bytes
+from ..harness.connect_bytes import assignment_bytes, metadata_bytes
+from .mutant import WorkerMutant
 
 UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 25, 110
 RESTART = (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH)
+CONFIG_OFFSET = 1
+#: (name, minimum, maximum, version), most preferred first (newest protocol first, as
+#: Connect lists sessioned, compatible, default).
+ASSIGNORS = (("connect", 0, 2, 2), ("eager", 0, 0, 0))
+
+MUTANTS: dict[str, WorkerMutant] = {
+    "draft-install-loses-unit": WorkerMutant(
+        "with two or more members, the install leaves out the last unit of the last member", "C848-W-12"),
+    "draft-install-duplicates-unit": WorkerMutant(
+        "with two or more members, the install also gives the first member's first unit to another member",
+        "C848-W-12"),
+    "draft-install-version-out-of-range": WorkerMutant(
+        "the install's per-member Version is one above the chosen assignor's MaximumVersion", "C848-W-13"),
+    "draft-install-metadata-empty": WorkerMutant(
+        "the install's per-member Metadata is empty instead of a Connect assignment", "C848-W-14"),
+    "draft-assignor-version-out-of-range": WorkerMutant(
+        "the preferred assignor's Version is one above its MaximumVersion", "C848-W-15"),
+    "draft-assignor-metadata-wrong-version": WorkerMutant(
+        "the preferred assignor's Metadata is Connect worker metadata at version 0 while its Version is 2",
+        "C848-W-15"),
+    "draft-assignors-reversed": WorkerMutant(
+        "ClientAssignors lists the least preferred assignor (eager) first", "C848-W-16"),
+    "draft-heartbeat-interval-ignored": WorkerMutant(
+        "heartbeats every 3000 ms whatever HeartbeatIntervalMs the coordinator gives", "C848-W-17"),
+    "draft-heartbeat-flood": WorkerMutant(
+        "heartbeats ten times as often as HeartbeatIntervalMs asks", "C848-W-17"),
+    "draft-leaves-silently": WorkerMutant(
+        "on shutdown, closes its connection without a heartbeat at epoch -1", "C848-W-18"),
+    "draft-bounce-not-restored": WorkerMutant(
+        "a member returning while its work is held back gets nothing of it until the delay ends", "C848-W-19"),
+}
 
 
 def log(event: str, **kw: Any) -> None:
@@ -77,10 +118,11 @@ class DraftWorker:
         self.sent_reason: int | None = None
         self.full_next = True
         self.pending_compute = False           # COMPUTE_ASSIGNMENT to (re)try after a heartbeat
-        self.held: dict[tuple[str, Any], float] = {}  # unit -> end of its delay (monotonic)
+        self.held: dict[tuple[str, Any], tuple[float, str]] = {}  # unit -> (end of its delay, owner)
         self.plan: dict[str, Work] = {}        # the last assignment this worker installed
         self.stopping = asyncio.Event()
         self.conn: KafkaConnection | None = None
+        self.mutant: str = a.mutant or ""
 
     # ------------------------------------------------------------------ wire
 
@@ -102,16 +144,27 @@ class DraftWorker:
         if full or self.sent_owned != self.owned:
             fields["connectors_and_tasks"] = self.cat("ConnectGroupHeartbeat", self.owned)
         if full or self.sent_reason != self.reason:
-            acls = self.conn.registry["ConnectGroupHeartbeatRequest"].classes["Assignor"]  # type: ignore[union-attr]
-            fields["client_assignors"] = [acls(
-                name="connect", minimum_version=0, maximum_version=2, reason=self.reason, version=2,
-                metadata=metadata_bytes(2, f"http://{self.a.worker_id}:{self.a.rest_port}/", 1))]
+            fields["client_assignors"] = self.client_assignors()
         if full:
             fields["rebalance_timeout_ms"] = self.a.rebalance_timeout_ms
         r = await self.send("ConnectGroupHeartbeat", **fields)
         self.sent_owned, self.sent_reason = self.owned, self.reason
         self.full_next = r.error_code not in (0, self.compute_code)
         return r
+
+    def client_assignors(self) -> list[Any]:
+        acls = self.conn.registry["ConnectGroupHeartbeatRequest"].classes["Assignor"]  # type: ignore[union-attr]
+        url = f"http://{self.a.worker_id}:{self.a.rest_port}/"
+        out = []
+        for i, (name, lo, hi, version) in enumerate(ASSIGNORS):
+            encoded_at = version
+            if i == 0 and self.mutant == "draft-assignor-version-out-of-range":
+                version = hi + 1
+            if i == 0 and self.mutant == "draft-assignor-metadata-wrong-version":
+                encoded_at = 0
+            out.append(acls(name=name, minimum_version=lo, maximum_version=hi, reason=self.reason,
+                            version=version, metadata=metadata_bytes(encoded_at, url, CONFIG_OFFSET)))
+        return out[::-1] if self.mutant == "draft-assignors-reversed" else out
 
     # ------------------------------------------------------------------ behaviour
 
@@ -127,6 +180,10 @@ class DraftWorker:
         self.epoch = r.member_epoch
         if r.heartbeat_interval_ms > 0:
             self.interval_ms = r.heartbeat_interval_ms
+            if self.mutant == "draft-heartbeat-interval-ignored":
+                self.interval_ms = 3000
+            elif self.mutant == "draft-heartbeat-flood":
+                self.interval_ms = r.heartbeat_interval_ms // 10
         now = False
         if r.assignment is not None:
             new = work_of(r.assignment.connectors_and_tasks)
@@ -143,7 +200,7 @@ class DraftWorker:
             self.pending_compute = True
         if self.pending_compute:
             now = await self.compute() or now
-        if self.held and min(self.held.values()) <= time.monotonic():
+        if self.held and min(t for t, _ in self.held.values()) <= time.monotonic():
             self.held.clear()
             self.reason = (self.reason + 1) % 128
             log("delay-over", reason=self.reason)
@@ -162,10 +219,13 @@ class DraftWorker:
             return False
         members = sorted(m.member_id for m in p.members)
         current = {m.member_id: work_of(m.connectors_and_tasks) for m in p.members}
-        plan = self.assign(members, current)
+        plan = self.defective(self.assign(members, current))
+        version = self.install_version(p)
+        encoded_at = min(version, 2)  # the version mutant mislabels bytes it can still encode
         mt = self.conn.registry["ConnectGroupInstallAssignmentRequest"]  # type: ignore[union-attr]
         body = [mt.classes["Member"](member_id=m, connectors_and_tasks=self.cat("ConnectGroupInstallAssignment", w),
-                                     version=2, metadata=b"") for m, w in plan.items()]
+                                     version=version, metadata=self.assignment_metadata(encoded_at, w, current.get(m)))
+                for m, w in plan.items()]
         i = await self.send("ConnectGroupInstallAssignment", group_id=self.a.group, member_id=self.member_id,
                             member_epoch=self.epoch, group_epoch=p.group_epoch, error=0, members=body)
         if i.error_code == FENCED_MEMBER_EPOCH:
@@ -179,20 +239,63 @@ class DraftWorker:
         log("installed", group_epoch=p.group_epoch, plan={m: w.show() for m, w in plan.items()})
         return True
 
+    def install_version(self, p: Any) -> int:
+        """The lowest version any prepared member encodes its metadata with, within the
+        chosen assignor's range: every member can read it (Connect's leader does the same)."""
+        _, lo, hi, _ = next((a for a in ASSIGNORS if a[0] == p.assignor_name), ASSIGNORS[0])
+        version = max(lo, min([hi] + [m.assignor.version for m in p.members if m.assignor is not None]))
+        return hi + 1 if self.mutant == "draft-install-version-out-of-range" else version
+
+    def assignment_metadata(self, version: int, target: Work, current: Work | None) -> bytes:
+        """A member's Connect assignment at ``version`` (ERRATA 24): v0 lists everything it
+        should own, v1/v2 what is new to it and what it gives back."""
+        if self.mutant == "draft-install-metadata-empty":
+            return b""
+        had = set(units(current or Work()))
+
+        def pairs(us: Any) -> list[tuple[str, int]]:
+            return sorted((u, -1) if k == "c" else u for k, u in us)
+        mine = units(target)
+        if version == 0:
+            return assignment_bytes(0, leader=self.member_id, config_offset=CONFIG_OFFSET, assigned=pairs(mine))
+        return assignment_bytes(version, leader=self.member_id, config_offset=CONFIG_OFFSET,
+                                assigned=pairs(u for u in mine if u not in had),
+                                revoked=pairs(u for u in had if u not in set(mine)))
+
+    def defective(self, plan: dict[str, Work]) -> dict[str, Work]:
+        """The install mutants' defects (identity for the reference worker)."""
+        ids = sorted(plan)
+        if len(ids) < 2:
+            return plan
+        if self.mutant == "draft-install-loses-unit":
+            last = units(plan[ids[-1]])
+            if last:
+                plan[ids[-1]] = to_work(last[:-1])
+        elif self.mutant == "draft-install-duplicates-unit":
+            first = units(plan[ids[0]])
+            if first:
+                plan[ids[1]] = plan[ids[1]] | to_work(first[:1])
+        return plan
+
     def assign(self, members: list[str], current: dict[str, Work]) -> dict[str, Work]:
         """Sticky round robin: members keep their current work up to the quota; the work of
-        members that left is held back for the scheduled delay; the rest goes to the least
-        loaded member."""
+        members that left is held back for the scheduled delay, and given back to its owner
+        if it returns meanwhile; the rest goes to the least loaded member."""
         now = time.monotonic()
-        gone = {u for m, w in self.plan.items() if m not in members for u in units(w)}
+        gone = {(u, m) for m, w in self.plan.items() if m not in members for u in units(w)}
         if self.a.scheduled_rebalance_delay_ms > 0:
-            for u in gone:
-                self.held.setdefault(u, now + self.a.scheduled_rebalance_delay_ms / 1000)
-        self.held = {u: t for u, t in self.held.items() if t > now}
+            for u, m in gone:
+                self.held.setdefault(u, (now + self.a.scheduled_rebalance_delay_ms / 1000, m))
+        back = {u: m for u, (t, m) in self.held.items() if m in members}
+        if self.mutant == "draft-bounce-not-restored":
+            back = {}
+        self.held = {u: (t, m) for u, (t, m) in self.held.items() if t > now and u not in back}
         kept = {m: [] for m in members}  # type: dict[str, list[tuple[str, Any]]]
         pool = [u for u in units(self.universe) if u not in self.held]
         quota = -(-len(pool) // max(len(members), 1))
-        taken: set[tuple[str, Any]] = set()
+        taken: set[tuple[str, Any]] = set(back)
+        for u, m in sorted(back.items()):
+            kept[m].append(u)
         for m in members:
             for u in units(current.get(m, Work())):
                 if u in pool and u not in taken and len(kept[m]) < quota:
@@ -220,7 +323,7 @@ class DraftWorker:
                     await asyncio.wait_for(self.stopping.wait(), self.interval_ms / 1000)
                 except asyncio.TimeoutError:
                     pass
-        if self.epoch > 0:
+        if self.epoch > 0 and self.mutant != "draft-leaves-silently":
             self.full_next = False
             r = await self.heartbeat(epoch=-1)
             log("left", error=r.error_code)
@@ -237,6 +340,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--scheduled-rebalance-delay-ms", type=int, default=0)
     ap.add_argument("--connectors", default="conn-a:2,conn-b:1")
     ap.add_argument("--compute-assignment-code", type=int, default=1000)
+    ap.add_argument("--mutant", choices=sorted(MUTANTS), help="run with this one deliberate defect")
     a = ap.parse_args(argv)
     w = DraftWorker(a)
 

@@ -13,7 +13,8 @@ from fakebroker.protocol.error_codes import ErrorCode
 
 from ...harness.cases import case
 from ...harness.connect848 import DraftWorker, Work, registry_for, work_of
-from ...harness.outcomes import Violation
+from ...harness.connect_bytes import ASSIGNMENT, METADATA
+from ...harness.outcomes import NotApplicable, Violation
 from .framework import Seen, WorkerContext, WorkerProcess
 
 W = "worker"
@@ -297,9 +298,10 @@ async def install_errors(ctx: WorkerContext) -> None:
         task.cancel()
 
 
-@case("C848-W-11", suite=W, timeout_s=120)
-async def delay_ends_with_reason(ctx: WorkerContext) -> None:
-    delay = ctx.target.timing.scheduled_rebalance_delay_ms
+async def peer_leaves(ctx: WorkerContext) -> tuple[WorkerProcess, DraftWorker, Work, Seen, Work]:
+    """The worker runs; a peer joins, gets a share and leaves. Returns the worker, the peer,
+    the peer's share, the worker's install after the departure and the work that install
+    gives (the share held back is what it leaves out)."""
     w, run = await established(ctx)
     p = await peer(ctx)
     await p.join()
@@ -316,6 +318,13 @@ async def delay_ends_with_reason(ctx: WorkerContext) -> None:
     given = Work()
     for m in held.request.members:
         given = given | work_of(m.connectors_and_tasks)
+    return w, p, gave, held, given
+
+
+@case("C848-W-11", suite=W, timeout_s=120)
+async def delay_ends_with_reason(ctx: WorkerContext) -> None:
+    delay = ctx.target.timing.scheduled_rebalance_delay_ms
+    w, p, gave, held, given = await peer_leaves(ctx)
     if not (gave - given):
         raise Violation("work held back for the scheduled delay", f"{gave.show()} not reassigned at once",
                         f"reassigned: {given.show()}")  # a SHOULD: the worker holds nothing back
@@ -333,3 +342,180 @@ async def delay_ends_with_reason(ctx: WorkerContext) -> None:
     for m in final.request.members:
         everything = everything | work_of(m.connectors_and_tasks)
     ctx.check(gave <= everything, "the assignment after the delay", f"includes {gave.show()}", everything.show())
+
+
+# ---------------------------------------------------------------- the install's content
+
+async def install_for_peer(ctx: WorkerContext) -> tuple[WorkerProcess, Seen, Seen, Seen, DraftWorker]:
+    """The worker alone installs its first target; a peer joins and the worker installs
+    again. Returns the worker, its first install, the install naming the peer (accepted
+    or not), that install's PrepareAssignment, and the peer (heartbeating meanwhile)."""
+    w = await ctx.start_worker()
+    first = await installed(ctx, w)
+    await running(ctx, w, after=first)
+    p = await peer(ctx)
+    await p.join()
+    task = asyncio.ensure_future(beat(p, 30.0))
+    try:
+        second = await ctx.next_request(w, INST, after=first, what="the install after a peer joined",
+                                        where=lambda s: p.member_id in {m.member_id for m in s.request.members})
+    finally:
+        task.cancel()
+    prep = next(s for s in reversed(ctx.seen(w, PREP)) if s.index < second.index)
+    return w, first, second, prep, p
+
+
+def installed_units(s: Seen) -> dict[str, Work]:
+    return {m.member_id: work_of(m.connectors_and_tasks) for m in s.request.members}
+
+
+@case("C848-W-12", suite=W, timeout_s=90)
+async def install_complete(ctx: WorkerContext) -> None:
+    w, first, second, prep, p = await install_for_peer(ctx)
+    given = installed_units(second)
+    owners: dict[str, list[str]] = {}
+    for mid, work in given.items():
+        for u in work.show():
+            owners.setdefault(u, []).append(mid)
+    twice = {u: ms for u, ms in owners.items() if len(ms) > 1}
+    ctx.check(not twice, "units of the install after the peer joined", "each given to one member only",
+              f"given to several: {twice}")
+    before = Work()
+    for work in installed_units(first).values():
+        before = before | work
+    ctx.check(bool(before), "the worker's first install (setup)", "some work", before.show())
+    lost = sorted(set(before.show()) - set(owners))
+    ctx.check(not lost, "units of the install after the peer joined (no member left, no delay pending)",
+              f"every unit of the previous target {before.show()}", f"left out: {lost}")
+
+
+def chosen_range(ctx: WorkerContext, w: WorkerProcess, prep: Seen) -> tuple[int, int]:
+    """[MinimumVersion, MaximumVersion] of the assignor PrepareAssignment named, as the
+    worker last declared it."""
+    name = prep.response.assignor_name
+    for s in reversed(ctx.seen(w, HB)):
+        if s.index < prep.index and s.request.client_assignors is not None:
+            for a in s.request.client_assignors:
+                if a.name == name:
+                    return a.minimum_version, a.maximum_version
+            break
+    raise Violation("the assignor chosen by the coordinator", f"{name!r} among the worker's ClientAssignors", "absent")
+
+
+@case("C848-W-13", suite=W, timeout_s=90)
+async def install_versions(ctx: WorkerContext) -> None:
+    w, first, second, prep, p = await install_for_peer(ctx)
+    lo, hi = chosen_range(ctx, w, prep)
+    encoded = {m.member_id: m.assignor.version for m in prep.response.members if m.assignor is not None}
+    for s in (first, second):
+        for m in s.request.members:
+            ctx.check(lo <= m.version <= hi, f"Version installed for {m.member_id}",
+                      f"within the chosen assignor's range [{lo}, {hi}]", m.version)
+            if m.member_id in encoded:
+                ctx.check(m.version <= encoded[m.member_id], f"Version installed for {m.member_id}",
+                          f"at most {encoded[m.member_id]}, the version that member encodes with", m.version)
+
+
+@case("C848-W-14", suite=W, timeout_s=90)
+async def install_metadata(ctx: WorkerContext) -> None:
+    w, first, second, prep, p = await install_for_peer(ctx)
+    for s in (first, second):
+        for m in s.request.members:
+            try:
+                version = ASSIGNMENT.decode_versioned(bytes(m.metadata))[0]
+            except Exception as e:  # noqa: BLE001 - any decoding failure is the finding
+                raise Violation(f"Metadata installed for {m.member_id}", "a Connect assignment (ERRATA 24)",
+                                f"undecodable: {e}") from None
+            ctx.expect_equal(version, m.version, f"version prefix of the Metadata installed for {m.member_id} "
+                                                 "(the member's Version)")
+
+
+# ---------------------------------------------------------------- ClientAssignors
+
+async def first_assignors(ctx: WorkerContext) -> list[Any]:
+    w = await ctx.start_worker()
+    first = await ctx.next_request(w, HB, what="the worker's first ConnectGroupHeartbeat")
+    if not first.request.client_assignors:
+        raise Violation("ClientAssignors of the first heartbeat", "at least one assignor",
+                        first.request.client_assignors)
+    return list(first.request.client_assignors)
+
+
+@case("C848-W-15", suite=W, timeout_s=60)
+async def assignors_valid(ctx: WorkerContext) -> None:
+    workers = set()
+    for a in await first_assignors(ctx):
+        ctx.check(a.minimum_version <= a.version <= a.maximum_version, f"Version of assignor {a.name!r}",
+                  f"within [{a.minimum_version}, {a.maximum_version}]", a.version)
+        try:
+            prefix, md = METADATA.decode_versioned(bytes(a.metadata))
+        except Exception as e:  # noqa: BLE001 - any decoding failure is the finding
+            raise Violation(f"Metadata of assignor {a.name!r}", "Connect worker metadata (ERRATA 24)",
+                            f"undecodable: {e}") from None
+        ctx.expect_equal(prefix, a.version, f"version prefix of assignor {a.name!r}'s Metadata (its Version)")
+        workers.add((md.url, md.config_offset))
+    ctx.check(len(workers) == 1, "worker URL and config offset in the assignors' Metadata",
+              "the same worker metadata in every assignor", sorted(workers))
+
+
+@case("C848-W-16", suite=W, timeout_s=60)
+async def assignors_in_priority_order(ctx: WorkerContext) -> None:
+    assignors = await first_assignors(ctx)
+    maxima = [a.maximum_version for a in assignors]
+    ctx.check(maxima == sorted(maxima, reverse=True), "order of ClientAssignors",
+              "most preferred first: the newest protocol (highest MaximumVersion) first",
+              [(a.name, a.maximum_version) for a in assignors])
+
+
+# ---------------------------------------------------------------- heartbeat interval, leaving
+
+@case("C848-W-17", suite=W, timeout_s=60)
+async def heartbeat_interval(ctx: WorkerContext) -> None:
+    w, run = await established(ctx)
+    given = interval_ms(ctx)
+    await ctx.advance(8 * given)
+    hbs = [s for s in ctx.seen(w, HB) if s.index >= run.index]
+    gaps = sorted((b.t_request - a.t_response) * 1000 for a, b in zip(hbs, hbs[1:])
+                  if a.answered and a.response.error_code == 0 and a.response.assignment is None)
+    ctx.check(len(gaps) >= 2, "steady heartbeats observed", f"at least two in {8 * given} ms", len(gaps))
+    ctx.check(gaps[0] >= given / 2, "shortest gap between steady heartbeats",
+              f"at least half the HeartbeatIntervalMs given ({given} ms)", f"{gaps[0]:.0f} ms")
+    median = gaps[len(gaps) // 2]
+    ctx.check(median <= 2 * given, "median gap between steady heartbeats",
+              f"about the HeartbeatIntervalMs given (<= {2 * given} ms)", f"{median:.0f} ms")
+
+
+@case("C848-W-18", suite=W, timeout_s=60)
+async def leaves_on_shutdown(ctx: WorkerContext) -> None:
+    w, run = await established(ctx)
+    ctx.note("stopping the worker (SIGTERM)")
+    await asyncio.to_thread(w.terminate)
+    left = await ctx.maybe_next_request(w, HB, after=run, within_ms=2000, where=lambda s: s.request.member_epoch == -1)
+    ctx.check(left is not None, "the worker's last heartbeat before it stopped", "MemberEpoch -1 (leaving the group)",
+              [s.request.member_epoch for s in ctx.seen(w, HB)][-3:])
+    ctx.expect_equal(left.request.member_id, run.request.member_id, "MemberId of the leaving heartbeat")
+
+
+# ---------------------------------------------------------------- case study: a worker bounces
+
+@case("C848-W-19", suite=W, timeout_s=120)
+async def bounce_gets_work_back(ctx: WorkerContext) -> None:
+    w, p, gave, held, given = await peer_leaves(ctx)
+    if not gave - given:
+        raise NotApplicable(f"the worker holds nothing back for a scheduled delay (C848-W-11): {gave.show()} "
+                            "was reassigned at once, so there is no held work to give back")
+    ctx.note("the peer returns under the same member id")
+    t_back = time.monotonic()
+    await p.join()
+    task = asyncio.ensure_future(beat(p, 30.0))
+    try:
+        back = await ctx.next_request(
+            w, INST, after=held, what="the install after the peer returned",
+            where=lambda s: s.t_request >= t_back and p.member_id in {m.member_id for m in s.request.members})
+    finally:
+        task.cancel()
+    waited = (back.t_request - t_back) * 1000
+    ctx.check(waited < ctx.target.timing.scheduled_rebalance_delay_ms, "when the returning worker was assigned",
+              f"before the delay ({ctx.target.timing.scheduled_rebalance_delay_ms} ms) ends", f"{waited:.0f} ms")
+    ctx.expect_equal(installed_units(back)[p.member_id].show(), gave.show(),
+                     "the returning worker's work in the install after its return (what it had before)")
