@@ -53,6 +53,15 @@ class Timing:
 
 
 @dataclass(frozen=True)
+class GroupLog:
+    """``[group_log]``: the topic a coordinator writes its connect-group records to."""
+
+    topic: str
+    bootstrap: str | None = None   # None: the coordinator's own bootstrap
+    real_kafka: bool = False       # builtin: the harness starts a real Kafka for the log
+
+
+@dataclass(frozen=True)
 class Target:
     path: str
     name: str
@@ -71,6 +80,7 @@ class Target:
     mutant: str | None = None
     api_keys: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_API_KEYS))
     error_codes: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_ERROR_CODES))
+    group_log: GroupLog | None = None
 
     @property
     def virtual_clock(self) -> bool:
@@ -165,6 +175,26 @@ def rule_mutant_builtin_only(data: dict[str, Any]) -> list[str]:
     return []
 
 
+def rule_group_log_declared(data: dict[str, Any]) -> list[str]:
+    """The group-log capability and a [group_log] table come together; a builtin broker
+    has no topic of its own to write to (real_kafka), an external one may (bootstrap)."""
+    claims = "group-log" in data.get("capabilities", [])
+    gl = data.get("group_log")
+    if claims != (gl is not None):
+        return ["group_log: the capability group-log and a [group_log] table go together "
+                "(rule group-log-declared)"]
+    if gl is None:
+        return []
+    builtin = "builtin" in data["start"]
+    if gl.get("real_kafka") and not builtin:
+        return ["group_log.real_kafka: only a builtin coordinator is started with a real Kafka "
+                "(rule group-log-declared)"]
+    if builtin and not gl.get("real_kafka"):
+        return ["group_log.real_kafka: a builtin coordinator writes its log to a real Kafka the "
+                "harness starts; set real_kafka = true (rule group-log-declared)"]
+    return []
+
+
 def validate_target_data(data: Any, schema: dict[str, Any]) -> list[str]:
     problems = rule_schema(data, schema)
     if problems:
@@ -173,7 +203,7 @@ def validate_target_data(data: Any, schema: dict[str, Any]) -> list[str]:
     for rule in (rule_start_one_way, rule_kind_start_match, rule_upstream_needs_command,
                  rule_placeholders_known,
                  rule_virtual_clock_builtin_only, rule_session_bounds_ordered,
-                 rule_mutant_builtin_only):
+                 rule_mutant_builtin_only, rule_group_log_declared):
         out += rule(data)
     return out
 
@@ -201,7 +231,8 @@ def parse_target(data: dict[str, Any], path: str) -> Target:
         connect_protocol=data.get("connect_protocol", "sessioned"),
         mutant=data.get("fakebroker", {}).get("mutant"),
         api_keys={**DEFAULT_API_KEYS, **data.get("api_keys", {})},
-        error_codes={**DEFAULT_ERROR_CODES, **data.get("error_codes", {})})
+        error_codes={**DEFAULT_ERROR_CODES, **data.get("error_codes", {})},
+        group_log=GroupLog(**data["group_log"]) if "group_log" in data else None)
 
 
 def load_target(path: str | Path) -> Target:

@@ -63,6 +63,7 @@ class CoordinatorContext:
         self.session_ms = t.session_timeout_ms
         self.rebalance_ms = t.rebalance_timeout_ms
         self.initial_delay_ms = t.initial_rebalance_delay_ms
+        self.group_log_bootstrap: str | None = None  # where [group_log]'s topic is read (sessions)
 
     # ---------------------------------------------------------------- members
 

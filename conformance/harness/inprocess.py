@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from fakebroker import __version__ as fakebroker_version
 from fakebroker.coordinator.config import CoordinatorConfig
+from fakebroker.coordinator.reconcile.records import RecordStore
 from fakebroker.server.broker import FakeBroker
 from fakebroker.server.clock import RealClock, VirtualClock
 from fakebroker.server.config import BrokerConfig
@@ -26,11 +27,14 @@ def coordinator_config(target: Target) -> CoordinatorConfig:
                              max_session_timeout_ms=t.max_session_timeout_ms)
 
 
-def start_builtin(target: Target) -> BrokerThread:
+def start_builtin(target: Target, connect_store: RecordStore | None = None) -> BrokerThread:
+    """``connect_store``: where connect groups write their records (a group-log target's
+    ``KafkaGroupLog``, as ``serve --group-log``); the broker closes it when it stops."""
     if target.builtin != "fakebroker":
         raise ValueError(f"unknown builtin implementation {target.builtin!r}")
     broker = FakeBroker(BrokerConfig(), coordinator_config(target),
-                        VirtualClock() if target.virtual_clock else RealClock())
+                        VirtualClock() if target.virtual_clock else RealClock(),
+                        connect_store=connect_store)
     if target.mutant is not None:
         from ..mutants import apply_mutant
         apply_mutant(broker, target.mutant)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from fakebroker.server.thread import BrokerThread
 
@@ -21,23 +22,51 @@ class CoordinatorSession:
     clock: CaseClock
     broker: BrokerThread | None = None
     version: str = field(default="unknown")
+    kafka: Any = None  # fakebroker.realkafka.RealKafka holding a builtin's group log
+    group_log_bootstrap: str | None = None  # where the target's [group_log] topic is read
 
     @classmethod
     def start(cls, target: Target) -> CoordinatorSession:
         if target.builtin is not None:
-            broker = start_builtin(target)
+            kafka, store = _group_log_kafka(target)
+            try:
+                broker = start_builtin(target, store)
+            except BaseException:
+                if kafka is not None:
+                    kafka.stop()
+                raise
             clock: CaseClock = (VirtualCaseClock(broker) if target.virtual_clock
                                 else RealCaseClock(target.timing.wait_scale))
-            return cls(target, broker.bootstrap, clock, broker, builtin_version(target))
+            return cls(target, broker.bootstrap, clock, broker, builtin_version(target), kafka,
+                       kafka.bootstrap if kafka is not None else None)
         assert target.bootstrap is not None
+        log_at = target.group_log and (target.group_log.bootstrap or target.bootstrap)
         return cls(target, target.bootstrap, RealCaseClock(target.timing.wait_scale), None,
-                   target.implementation_version)
+                   target.implementation_version, None, log_at or None)
 
     def stop(self) -> None:
         if self.broker is not None:
             self.broker.stop()
+        if self.kafka is not None:
+            self.kafka.stop()
 
     def context(self, requirement: Requirement, transcript: Transcript) -> CoordinatorContext:
         transcript.clock = self.clock
         transcript.server_port = int(self.bootstrap.rpartition(":")[2])
-        return CoordinatorContext(self.target, requirement, self.bootstrap, self.clock, transcript)
+        ctx = CoordinatorContext(self.target, requirement, self.bootstrap, self.clock, transcript)
+        ctx.group_log_bootstrap = self.group_log_bootstrap
+        return ctx
+
+
+def _group_log_kafka(target: Target) -> tuple[Any, Any]:
+    """For a builtin claiming group-log: a real Kafka and the store on its topic."""
+    if target.group_log is None or not target.group_log.real_kafka:
+        return None, None
+    from fakebroker.realkafka import start_real_kafka
+    from fakebroker.realkafka.group_log import KafkaGroupLog
+    kafka = start_real_kafka()
+    try:
+        return kafka, KafkaGroupLog(kafka.bootstrap, target.group_log.topic)
+    except BaseException:
+        kafka.stop()
+        raise
