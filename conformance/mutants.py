@@ -19,6 +19,7 @@ from fakebroker.coordinator import GroupCoordinator, Reply, RequestContext
 from fakebroker.coordinator.classic.group import ClassicGroup
 from fakebroker.coordinator.config import CoordinatorConfig
 from fakebroker.coordinator.reconcile import Installed
+from fakebroker.coordinator.reconcile.records import GroupMetadataRecord, is_tombstone
 from fakebroker.coordinator.reconcile.units import split_connect_units
 from fakebroker.protocol import Struct
 from fakebroker.protocol.error_codes import ErrorCode
@@ -395,6 +396,55 @@ def _newest_minimum(members: Any, previous: str | None) -> str | None:
     return min(members, key=key) if members else None
 
 
+# ---------------------------------------------------------------- the draft's records (group log)
+
+class _FilteredStore:
+    """A record store passing each record through ``persisted`` (None drops it)."""
+
+    def __init__(self, store: Any, persisted: Any) -> None:
+        self.store, self.persisted = store, persisted
+
+    def append(self, records: Any) -> None:
+        out = [x for x in (self.persisted(r) for r in records) if x is not None]
+        if out:
+            self.store.append(out)
+
+
+class _GroupLogMutant(MutantCoordinator):
+    """A coordinator that writes its connect groups' records wrongly (the group-log target's
+    store, e.g. ``KafkaGroupLog``, receives them through ``persisted``)."""
+
+    def __init__(self, *args: Any, connect_store: Any = None, **kw: Any) -> None:
+        store = None if connect_store is None else _FilteredStore(connect_store, self.persisted)
+        super().__init__(*args, connect_store=store, **kw)
+
+    def persisted(self, record: Any) -> Any:
+        return record
+
+
+class GroupLogNoTombstones(_GroupLogMutant):
+    defect = "a member's records are never tombstoned when it leaves"
+
+    def persisted(self, record: Any) -> Any:
+        return None if is_tombstone(record) else record
+
+
+class GroupLogStaleEpoch(_GroupLogMutant):
+    defect = "the group record is written with the previous group epoch"
+
+    def persisted(self, record: Any) -> Any:
+        if isinstance(record, GroupMetadataRecord) and record.epoch > 0:
+            return dataclasses.replace(record, epoch=record.epoch - 1)
+        return record
+
+
+#: Mutants that need a group-log target (a real Kafka): ``fixtures/mutants/group-log/``.
+GROUP_LOG_MUTANTS: dict[str, type[MutantCoordinator]] = {
+    "group-log-no-tombstones": GroupLogNoTombstones,
+    "group-log-stale-epoch": GroupLogStaleEpoch,
+}
+
+
 DRAFT_MUTANTS: dict[str, type[MutantCoordinator]] = {
     "null-tasks-acknowledge-revocation": NullTasksAcknowledgeRevocation,
     "assignment-metadata-dropped": AssignmentMetadataDropped,
@@ -430,13 +480,14 @@ MUTANTS: dict[str, type[MutantCoordinator]] = {
 
 def apply_mutant(broker: FakeBroker, name: str) -> None:
     """Replace the broker's coordinator by the named mutant (before the broker starts)."""
+    known = {**MUTANTS, **GROUP_LOG_MUTANTS}
     try:
-        cls = MUTANTS[name]
+        cls = known[name]
     except KeyError:
-        raise ValueError(f"unknown mutant {name!r}; known: {', '.join(sorted(MUTANTS))}") from None
-    broker.coordinator = cls(broker.registry, broker.coordinator_config)
+        raise ValueError(f"unknown mutant {name!r}; known: {', '.join(sorted(known))}") from None
+    broker.coordinator = cls(broker.registry, broker.coordinator_config, connect_store=broker.connect_store)
 
 
 def describe_mutants() -> dict[str, str]:
-    return {name: cls.defect for name, cls in MUTANTS.items()}
+    return {name: cls.defect for name, cls in {**MUTANTS, **GROUP_LOG_MUTANTS}.items()}
 
