@@ -389,6 +389,43 @@ class AnyWorkerComputes(_ConnectMutant):
         return group
 
 
+class _ConnectConfigMutant(_ConnectMutant):
+    """A connect group whose engine runs with one setting changed."""
+
+    changes: dict[str, Any] = {}
+
+    def new_connect_group(self, group_id: str) -> Any:
+        group = super().new_connect_group(group_id)
+        group.engine.config = dataclasses.replace(group.engine.config, **self.changes)
+        return group
+
+
+class FencedMemberKept(_ConnectConfigMutant):
+    defect = "a worker answered FENCED_MEMBER_EPOCH stays in the group (its old epoch is accepted again)"
+    changes = {"fence_removes_member": False}
+
+
+class ConnectSessionsNeverExpire(_ConnectConfigMutant):
+    defect = "a connect worker that stops heartbeating is never removed"
+    changes = {"session_timeout_ms": 2**31 - 1}
+
+
+class RangesNotChecked(_ConnectMutant):
+    defect = "a joining worker is admitted whatever its assignor version range (no UNSUPPORTED_ASSIGNOR)"
+
+    def rewrite_request(self, ctx: RequestContext, body: Struct) -> tuple[RequestContext, Struct]:
+        b: Any = body
+        group = self.connect_group(getattr(b, "group_id", ""))
+        if ctx.api_key == CONNECT_HB and b.member_epoch == 0 and b.client_assignors and group is not None:
+            ranges = [(a.minimum_version, a.maximum_version) for m in group.engine.member_ids()
+                      for a in group.engine.member(m).metadata.client_assignors]
+            if ranges:   # the joiner is taken to cover everyone's range, so nothing is refused
+                lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
+                for a in b.client_assignors:
+                    a.minimum_version, a.maximum_version = min(a.minimum_version, lo), max(a.maximum_version, hi)
+        return ctx, body
+
+
 def _newest_minimum(members: Any, previous: str | None) -> str | None:
     def key(mid: str) -> tuple[int, str]:
         assignors = members[mid].client_assignors
@@ -456,6 +493,9 @@ DRAFT_MUTANTS: dict[str, type[MutantCoordinator]] = {
     "leave-answered-with-epoch": LeaveAnsweredWithEpoch,
     "duplicate-units-accepted": DuplicateUnitsAccepted,
     "any-worker-computes": AnyWorkerComputes,
+    "fenced-member-kept": FencedMemberKept,
+    "connect-sessions-never-expire": ConnectSessionsNeverExpire,
+    "ranges-not-checked": RangesNotChecked,
 }
 
 

@@ -27,6 +27,9 @@ KILLED_BY = {
     "leave-answered-with-epoch": "C848-HB-HND-05",
     "duplicate-units-accepted": "C848-VALID-01",
     "any-worker-computes": "C848-ASSIGNOR-02",
+    "fenced-member-kept": "C848-HB-HND-03",
+    "connect-sessions-never-expire": "C848-HB-HND-08",
+    "ranges-not-checked": "C848-HB-VAL-12",
 }
 
 
