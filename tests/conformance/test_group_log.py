@@ -101,3 +101,13 @@ def test_group_log_mutant_killed_by_its_case(name: str) -> None:
 def test_every_group_log_mutant_has_a_target_and_a_case() -> None:
     files = {p.stem for p in (ROOT / "fixtures" / "mutants" / "group-log").glob("*.toml")}
     assert files == set(GROUP_LOG_MUTANTS) == set(KILLED_BY)
+
+
+def test_external_coordinator_session_reads_the_log_where_declared() -> None:
+    from conformance.harness.sessions import CoordinatorSession
+    d = base_data()
+    assert CoordinatorSession.start(parse_target(d, "t.toml")).group_log_bootstrap == "127.0.0.1:9092"
+    d["group_log"]["bootstrap"] = "kafka.example:9093"
+    assert CoordinatorSession.start(parse_target(d, "t.toml")).group_log_bootstrap == "kafka.example:9093"
+    del d["group_log"], d["capabilities"]
+    assert CoordinatorSession.start(parse_target(d, "t.toml")).group_log_bootstrap is None
