@@ -124,10 +124,6 @@ async def log_until(ctx: CoordinatorContext, ok: Callable[[list[Decoded]], bool]
         await asyncio.sleep(0.2)  # polling the topic; the bound is the deadline
 
 
-def units(cat: Any) -> Work:
-    return work_of(cat)
-
-
 async def converged(ctx: CoordinatorContext) -> tuple[list[DraftWorker], int, list[Decoded]]:
     """Two workers at their installed target (A* and B*), and the log once it shows it."""
     ws, epoch = await established(ctx, 2, halves)
@@ -168,9 +164,9 @@ async def group_as_records(ctx: CoordinatorContext) -> None:
     for w in ws:
         cur = view[(CURRENT, w.member_id)].value
         ctx.expect_equal(cur.member_epoch, w.epoch, f"MemberEpoch of {w.name}'s current assignment record")
-        ctx.expect_equal(units(cur.connectors_and_tasks), w.owned, f"work in {w.name}'s current assignment record")
+        ctx.expect_equal(work_of(cur.connectors_and_tasks), w.owned, f"work in {w.name}'s current assignment record")
         everything = everything | w.owned
-    ctx.expect_equal(units(view[(UNITS, None)].value.connectors_and_tasks), everything,
+    ctx.expect_equal(work_of(view[(UNITS, None)].value.connectors_and_tasks), everything,
                      "the connectors/tasks record (the union of the installed target, ERRATA 20)")
 
 
