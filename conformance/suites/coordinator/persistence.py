@@ -129,12 +129,11 @@ async def converged(ctx: CoordinatorContext) -> tuple[list[DraftWorker], int, li
     ws, epoch = await established(ctx, 2, halves)
 
     def shown(records: list[Decoded]) -> bool:
-        view = latest(records)
-        g = view.get((GROUP, None))
-        return g is not None and g.value is not None and g.value.epoch == epoch and all(
+        view = latest(records)   # (a group record is written before its members reach its epoch)
+        return all(
             (CURRENT, w.member_id) in view and view[(CURRENT, w.member_id)].value is not None
             and view[(CURRENT, w.member_id)].value.member_epoch == epoch for w in ws)
-    return ws, epoch, await log_until(ctx, shown, f"the group at epoch {epoch} with both workers stable")
+    return ws, epoch, await log_until(ctx, shown, f"both workers' current assignments at epoch {epoch}")
 
 
 @case("C848-REC-04")
@@ -168,6 +167,25 @@ async def group_as_records(ctx: CoordinatorContext) -> None:
         everything = everything | w.owned
     ctx.expect_equal(work_of(view[(UNITS, None)].value.connectors_and_tasks), everything,
                      "the connectors/tasks record (the union of the installed target, ERRATA 20)")
+    epochs_in_order(ctx, records)
+
+
+def epochs_in_order(ctx: CoordinatorContext, records: list[Decoded]) -> None:
+    """Over the whole log: each group record a new, higher epoch; each target written for
+    a group epoch already recorded (a target is computed from the group's metadata)."""
+    group_epoch = None
+    for d in records:
+        if d.value is None:
+            continue
+        if d.type == GROUP:
+            ctx.check(group_epoch is None or d.value.epoch > group_epoch, f"group record at offset {d.offset}",
+                      f"an epoch above the previous one ({group_epoch})", d.value.epoch)
+            group_epoch = d.value.epoch
+        elif d.type == TARGET:
+            ctx.check(group_epoch is not None and d.value.assignment_epoch <= group_epoch,
+                      f"target assignment record at offset {d.offset}",
+                      f"an AssignmentEpoch the group record already reached ({group_epoch})",
+                      d.value.assignment_epoch)
 
 
 async def _leave_and_read(ctx: CoordinatorContext) -> tuple[DraftWorker, list[Decoded]]:
