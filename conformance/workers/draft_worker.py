@@ -74,6 +74,8 @@ MUTANTS: dict[str, WorkerMutant] = {
         "ClientAssignors lists the least preferred assignor (eager) first", "C848-W-16"),
     "draft-heartbeat-interval-ignored": WorkerMutant(
         "heartbeats every 3000 ms whatever HeartbeatIntervalMs the coordinator gives", "C848-W-17"),
+    "draft-heartbeat-interval-first-only": WorkerMutant(
+        "keeps the HeartbeatIntervalMs of its first answer and ignores later ones", "C848-W-17"),
     "draft-heartbeat-flood": WorkerMutant(
         "heartbeats ten times as often as HeartbeatIntervalMs asks", "C848-W-17"),
     "draft-leaves-silently": WorkerMutant(
@@ -112,6 +114,7 @@ class DraftWorker:
         self.owned = Work()
         self.reason = 0
         self.interval_ms = 3000
+        self.interval_set = False              # an answer gave the interval
         self.universe = parse_connectors(a.connectors)
         self.compute_code = a.compute_assignment_code
         self.sent_owned: Work | None = None   # what the last heartbeat reported
@@ -178,8 +181,9 @@ class DraftWorker:
             log("heartbeat-error", error=r.error_code)
             return False
         self.epoch = r.member_epoch
-        if r.heartbeat_interval_ms > 0:
-            self.interval_ms = r.heartbeat_interval_ms
+        if r.heartbeat_interval_ms > 0 and not (self.mutant == "draft-heartbeat-interval-first-only"
+                                                and self.interval_set):
+            self.interval_ms, self.interval_set = r.heartbeat_interval_ms, True
             if self.mutant == "draft-heartbeat-interval-ignored":
                 self.interval_ms = 3000
             elif self.mutant == "draft-heartbeat-flood":

@@ -483,6 +483,20 @@ async def heartbeat_interval(ctx: WorkerContext) -> None:
     median = gaps[len(gaps) // 2]
     ctx.check(median <= 2 * given, "median gap between steady heartbeats",
               f"about the HeartbeatIntervalMs given (<= {2 * given} ms)", f"{median:.0f} ms")
+    # The interval is the last response's, not a constant: one answer with a longer one.
+    longer = 4 * given
+    mt = ctx.recorder.registry[HB + "Response"]
+    ctx.recorder.forge(w.worker_id, HB, lambda req: mt.new(error_code=0, member_epoch=req.member_epoch,
+                                                           heartbeat_interval_ms=longer),
+                       where=lambda b: b.member_epoch > 0)
+    ctx.note(f"forging the worker's next heartbeat answer: HeartbeatIntervalMs {longer}")
+    slow = await ctx.next_request(w, HB, after=hbs[-1], what="the heartbeat answered with the longer interval",
+                                  where=lambda s: s.response.heartbeat_interval_ms == longer)
+    nxt = await ctx.next_request(w, HB, after=slow, answered=False, within_ms=3 * longer,
+                                 what="the heartbeat after the longer interval")
+    gap = (nxt.t_request - slow.t_response) * 1000
+    ctx.check(longer / 2 <= gap <= 2 * longer, "gap after an answer with a longer HeartbeatIntervalMs",
+              f"about {longer} ms", f"{gap:.0f} ms")
 
 
 @case("C848-W-18", suite=W, timeout_s=60)
