@@ -14,7 +14,7 @@ from fakebroker.protocol.error_codes import ErrorCode
 from ...harness.cases import case
 from ...harness.connect848 import DraftWorker, Work, registry_for, work_of
 from ...harness.connect_bytes import ASSIGNMENT, METADATA
-from ...harness.outcomes import NotApplicable, Violation
+from ...harness.outcomes import Broken, NotApplicable, Violation
 from .framework import Seen, WorkerContext, WorkerProcess
 
 W = "worker"
@@ -321,6 +321,16 @@ async def peer_leaves(ctx: WorkerContext) -> tuple[WorkerProcess, DraftWorker, W
     return w, p, gave, held, given
 
 
+def reason(s: Seen) -> Any:
+    """The Reasons of a heartbeat's ClientAssignors (None when it sent none)."""
+    return None if s.request.client_assignors is None else [a.reason for a in s.request.client_assignors]
+
+
+def last_reasoned(ctx: WorkerContext, w: WorkerProcess, before: Seen) -> Seen:
+    """The worker's last heartbeat before ``before`` that carried its ClientAssignors."""
+    return next(s for s in reversed(ctx.seen(w, HB)) if s.index < before.index and reason(s) is not None)
+
+
 @case("C848-W-11", suite=W, timeout_s=120)
 async def delay_ends_with_reason(ctx: WorkerContext) -> None:
     delay = ctx.target.timing.scheduled_rebalance_delay_ms
@@ -329,9 +339,7 @@ async def delay_ends_with_reason(ctx: WorkerContext) -> None:
         raise Violation("work held back for the scheduled delay", f"{gave.show()} not reassigned at once",
                         f"reassigned: {given.show()}")  # a SHOULD: the worker holds nothing back
 
-    def reason(s: Seen) -> Any:
-        return None if s.request.client_assignors is None else [a.reason for a in s.request.client_assignors]
-    before = next(reason(s) for s in reversed(ctx.seen(w, HB)) if s.index < held.index and reason(s) is not None)
+    before = reason(last_reasoned(ctx, w, held))
     bump = await ctx.next_request(w, HB, after=held, within_ms=delay + 5000,
                                   where=lambda s: reason(s) is not None and reason(s) != before,
                                   what="a heartbeat changing the assignor Reason when the delay ends")
@@ -521,6 +529,10 @@ async def bounce_gets_work_back(ctx: WorkerContext) -> None:
     ctx.note("the peer returns under the same member id")
     t_back = time.monotonic()
     await p.join()
+    before = reason(last_reasoned(ctx, w, held))
+    if any(reason(s) not in (None, before) for s in ctx.seen(w, HB) if s.index > held.index and s.t_request < t_back):
+        raise Broken("the worker's delay ended before the peer could return (a machine too slow for the "
+                     f"{ctx.target.timing.scheduled_rebalance_delay_ms} ms delay): nothing to check")
     task = asyncio.ensure_future(beat(p, 30.0))
     try:
         back = await ctx.next_request(
@@ -528,8 +540,7 @@ async def bounce_gets_work_back(ctx: WorkerContext) -> None:
             where=lambda s: s.t_request >= t_back and p.member_id in {m.member_id for m in s.request.members})
     finally:
         task.cancel()
-    waited = (back.t_request - t_back) * 1000
-    ctx.check(waited < ctx.target.timing.scheduled_rebalance_delay_ms, "when the returning worker was assigned",
-              f"before the delay ({ctx.target.timing.scheduled_rebalance_delay_ms} ms) ends", f"{waited:.0f} ms")
+    # The first install naming the returned peer is the one its return triggered (the
+    # case study's epoch 37); no timing bound, so a loaded machine cannot fail it.
     ctx.expect_equal(installed_units(back)[p.member_id].show(), gave.show(),
-                     "the returning worker's work in the install after its return (what it had before)")
+                     "the returning worker's work in the first install after its return (what it had before)")
