@@ -41,12 +41,13 @@ def label_case(req: Requirement, target: Target, result: CaseResult) -> None:
         import allure
     except ImportError:  # allure-pytest is optional for plain runs
         return
-    claimed = [p for p in req.protocols if p in target.protocols] or list(req.protocols)
+    claimed = ([result.protocol] if result.protocol else
+               [p for p in req.protocols if p in target.protocols] or list(req.protocols))
     allure.dynamic.epic(PROTOCOL_TITLES.get(claimed[0], claimed[0]))
     allure.dynamic.feature(req.feature)
     allure.dynamic.story(req.id)
-    allure.dynamic.id(req.id)
-    allure.dynamic.title(f"{req.id}: {req.statement}")
+    allure.dynamic.id(result.case_id)
+    allure.dynamic.title(f"{result.case_id}: {req.statement}")
     allure.dynamic.tag(req.level)
     allure.dynamic.severity({"MUST": "critical", "SHOULD": "normal", "MAY": "minor"}[req.level])
     allure.dynamic.link(spec_link(req), name=f"{req.source.file} § {req.source.section}")
