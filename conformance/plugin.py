@@ -303,8 +303,29 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     rec = _record_of(report)
+    if rec is None and report.failed and report.when == "setup":
+        rec = _broken_record(report)
     if rec is not None:
         _RESULTS_SEEN[report.nodeid] = rec
+
+
+def _broken_record(report: pytest.TestReport) -> dict[str, Any] | None:
+    """A conformance test that errored before its case could run (a fixture or import
+    failing) is BROKEN with pytest's error, not a silent gap."""
+    name = report.nodeid.rpartition("::")[2]
+    test, _, rest = name.partition("[")
+    if test not in ("test_requirement", "test_golden") or not rest.endswith("]"):
+        return None
+    cid = rest[:-1]
+    base = cid.partition("[")[0]
+    from .catalogue import default_catalogue
+    cat = default_catalogue()
+    lines = [ln for ln in report.longreprtext.splitlines() if ln.startswith("E ")] or report.longreprtext.splitlines()
+    return {"id": cid, "requirement": base, "protocol": cid[len(base) + 1:-1] or None,
+            "level": cat[base].level if base in cat else "MUST", "outcome": "BROKEN",
+            "message": "the test errored before its case ran: " + " | ".join(ln[2:].strip() for ln in lines[-3:]),
+            "expected": None, "actual": None, "duration_s": 0.0, "notes": [],
+            **({"golden": True} if test == "test_golden" else {})}
 
 
 _RESULTS_SEEN: dict[str, dict[str, Any]] = {}

@@ -284,3 +284,39 @@ def test_markers_are_registered_by_the_plugins_for_users(tmp_path: Path) -> None
                         "test_user.py"], cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stdout[-2000:]
     assert "2 passed" in r.stdout
+
+
+def test_the_summary_of_several_targets_has_date_verdicts_counts_and_links(tmp_path: Path) -> None:
+    other = tmp_path / "fakebroker-classic.toml"
+    other.write_text(FAKEBROKER.read_text().replace('name = "fakebroker"', 'name = "fakebroker-classic"')
+                     .replace('protocols = ["classic", "connect"]', 'protocols = ["classic"]'))
+    reports = tmp_path / "reports"
+    r = conformance("run", "--target", str(FAKEBROKER), "--target", str(other), "-n", "0", "--no-html",
+                    "--reports", str(reports), "-k", "CLS-JOIN-03 or CLS-JOIN-15")
+    assert r.returncode == EXIT_PARTIAL, r.stdout[-2000:] + r.stderr[-2000:]
+    doc = json.loads((reports / "certificate.json").read_text())
+    assert [(t["target"], t["verdict"]) for t in doc["targets"]] == [("fakebroker", "PARTIAL"),
+                                                                     ("fakebroker-classic", "PARTIAL")]
+    assert doc["date"].endswith("Z") and not doc["certified"]
+    md = (reports / "certificate.md").read_text()
+    assert f"Date (UTC): {doc['date']}" in md
+    assert "| fakebroker | fakebroker 0.1.0 | PARTIAL | 1/0/0 | 1/0 | 0 | 288 |" in md
+    assert "[certificate](fakebroker/certificate.md)" in md and "[certificate](fakebroker-classic/certificate.md)" in md
+    assert (reports / "fakebroker-classic" / "certificate.md").is_file()
+
+
+def test_a_test_that_errors_before_its_case_runs_is_broken_not_missing(tmp_path: Path) -> None:
+    (tmp_path / "breaker.py").write_text("import pytest\n\n\n@pytest.fixture(autouse=True)\n"
+                                         "def boom():\n    raise RuntimeError('boom in a fixture')\n")
+    results = tmp_path / "results.json"
+    r = subprocess.run([sys.executable, "-m", "pytest", "--pyargs", "conformance", "-p", "no:cacheprovider",
+                        "-o", "addopts=", "-p", "breaker", "--conformance-target", str(FAKEBROKER),
+                        "--conformance-results", str(results), "-k", "CLS-JOIN-03"], cwd=ROOT,
+                       capture_output=True, text=True, timeout=300,
+                       env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])})
+    assert r.returncode == 1, r.stdout[-2000:]
+    doc = json.loads(results.read_text())
+    [res] = doc["results"]
+    assert (res["id"], res["outcome"]) == ("CLS-JOIN-03", "BROKEN") and "boom in a fixture" in res["message"]
+    cert = build_certificate(doc)
+    assert cert["broken"] == ["CLS-JOIN-03"] and exit_code(cert) == EXIT_BROKEN
