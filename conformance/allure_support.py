@@ -142,12 +142,25 @@ def write_allure_extras(alluredir: Path, doc: dict[str, Any]) -> None:
     if t.get("mutant"):
         props["mutant"] = t["mutant"]
     props.update({f"version.{k}": v for k, v in doc["versions"].items() if k != "executable"})
+    prov = doc.get("provenance") or {}
+    if prov:
+        props.update({"date.utc": prov["finished"], "suite.commit": prov["suite"]["commit"] or "not a checkout",
+                      "catalogue.sha256": prov["catalogue"]["sha256"],
+                      "artefact.sha256": prov["artefact"]["sha256"] or "none"})
+        if prov.get("ci"):
+            props["ci.url"] = prov["ci"]["url"]
+        if prov.get("java"):
+            props["java"] = prov["java"]
     (alluredir / "environment.properties").write_text(
         "".join(f"{k}={_escape(str(v))}\n" for k, v in props.items()), encoding="utf-8")
     (alluredir / "categories.json").write_text(json.dumps(CATEGORIES, indent=1), encoding="utf-8")
+    from .provenance import implementation_text
     executor = {"name": "connect-conformance", "type": "conformance",
                 "buildName": f"{t['name']} {t['version']}",
-                "reportName": f"Conformance of {t['implementation']} {t['version']} ({doc['suite']} suite)"}
+                "reportName": f"Conformance of {implementation_text(t['implementation'], t['version'])} "
+                              f"({doc['suite']} suite)"}
+    if prov.get("ci"):
+        executor["buildUrl"] = prov["ci"]["url"]
     (alluredir / "executor.json").write_text(json.dumps(executor, indent=1), encoding="utf-8")
 
 

@@ -33,7 +33,6 @@ which ``conformance report`` turns into the certificate; with ``--alluredir`` it
 from __future__ import annotations
 
 import json
-import os
 import platform
 import sys
 import time
@@ -393,5 +392,4 @@ def environment_versions() -> dict[str, str]:
     return {"python": platform.python_version(), "platform": platform.platform(terse=True),
             "connect-conformance": __version__, "pytest": pytest.__version__,
             "pytest-xdist": v("pytest-xdist"), "allure-pytest": v("allure-pytest"),
-            "kafka-python": v("kafka-python"), "executable": sys.executable,
-            "ci": os.environ.get("CI", "")}
+            "kafka-python": v("kafka-python"), "executable": sys.executable}
