@@ -105,11 +105,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"   junit: {junit}")
         print(f"   wall time {wall:.1f}s", flush=True)
         codes.append(cert_code)
-        summary.append({"target": target.name, "verdict": cert["verdict"], "dir": str(out),
-                        "wall_s": round(wall, 1), "counts": cert["counts"], "goldens": cert["goldens"],
-                        "left_out": len(cert["left_out"]), "finished": cert["provenance"].get("finished"),
-                        "implementation": cert["target"]["implementation_text"],
-                        "allure_report": cert.get("allure_report")})
+        summary.append(_summary_entry(out, cert, wall))
     if len(targets) > 1:
         _write_index(root, summary)
     return worst(codes)
@@ -165,6 +161,13 @@ def _certify(out: Path, *, html: bool) -> tuple[int, dict[str, Any]]:
     return exit_code(cert), cert
 
 
+def _summary_entry(out: Path, cert: dict[str, Any], wall_s: float) -> dict[str, Any]:
+    return {"target": cert["target"]["name"], "verdict": cert["verdict"], "dir": str(out),
+            "wall_s": round(wall_s, 1), "counts": cert["counts"], "goldens": cert["goldens"],
+            "left_out": len(cert["left_out"]), "finished": cert["provenance"].get("finished"),
+            "implementation": cert["target"]["implementation_text"], "allure_report": cert.get("allure_report")}
+
+
 def _write_index(root: Path, summary: list[dict[str, Any]]) -> None:
     """reports/certificate.md and .json: every target's verdict, counts and links."""
     from .provenance import git_commit, utc_iso
@@ -189,11 +192,23 @@ def _write_index(root: Path, summary: list[dict[str, Any]]) -> None:
 # ---------------------------------------------------------------- report
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """One run's folder, or the folder of a several-target run (one sub-folder per target,
+    as ``make certify`` writes): every certificate and the summary again."""
     out = Path(args.reports)
-    if not (out / "results.json").exists():
-        print(f"conformance: no {out / 'results.json'}: run the suite first", file=sys.stderr)
+    if (out / "results.json").exists():
+        return _certify(out, html=not args.no_html)[0]
+    runs = sorted(d for d in out.glob("*") if (d / "results.json").is_file())
+    if not runs:
+        print(f"conformance: no {out / 'results.json'} nor */results.json: run the suite first", file=sys.stderr)
         return EXIT_USAGE
-    return _certify(out, html=not args.no_html)[0]
+    codes, summary = [], []
+    for d in runs:
+        print(f"== {d.name} -> {d}/", flush=True)
+        code, cert = _certify(d, html=not args.no_html)
+        codes.append(code)
+        summary.append(_summary_entry(d, cert, cert["provenance"].get("duration_s", 0.0)))
+    _write_index(out, summary)
+    return worst(codes)
 
 
 # ---------------------------------------------------------------- list

@@ -320,3 +320,19 @@ def test_a_test_that_errors_before_its_case_runs_is_broken_not_missing(tmp_path:
     assert (res["id"], res["outcome"]) == ("CLS-JOIN-03", "BROKEN") and "boom in a fixture" in res["message"]
     cert = build_certificate(doc)
     assert cert["broken"] == ["CLS-JOIN-03"] and exit_code(cert) == EXIT_BROKEN
+
+
+def test_report_rewrites_every_certificate_of_a_several_target_run(tmp_path: Path) -> None:
+    """The layout ``make certify`` writes (one folder per target) is one ``report`` accepts."""
+    reports = tmp_path / "reports"
+    for name in ("a", "b"):
+        (reports / name).mkdir(parents=True)
+        doc = run_doc({"CLS-JOIN-01": ("PASS", "")}, left=[] if name == "a" else [{"id": "CLS-JOIN-02", "reason": "r"}])
+        doc["target"]["name"] = name
+        (reports / name / "results.json").write_text(json.dumps(doc))
+    r = conformance("report", "--reports", str(reports), "--no-html")
+    assert r.returncode == EXIT_PARTIAL, r.stdout + r.stderr
+    summary = json.loads((reports / "certificate.json").read_text())
+    assert [(t["target"], t["verdict"]) for t in summary["targets"]] == [("a", "CERTIFIED"), ("b", "PARTIAL")]
+    assert (reports / "a" / "certificate.md").is_file()
+    assert conformance("report", "--reports", str(tmp_path / "empty")).returncode == EXIT_USAGE
