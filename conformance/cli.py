@@ -62,6 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     lst = sub.add_parser("list", help="print the requirement catalogue with coverage")
     lst.add_argument("--suite", choices=("coordinator", "worker", "all"), default="all")
     lst.add_argument("--target", metavar="FILE", help="also show what applies to this target")
+    lst.add_argument("--json", action="store_true", help="print the list as JSON (with the case ids per target)")
 
     mut = sub.add_parser("mutants", help="run the coordinator suite against every mutant: kill rate")
     mut.add_argument("--dir", default="fixtures/mutants")
@@ -216,24 +217,32 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from .harness.cases import load_cases
     from .harness.runner import applicability
+    from .scope import case_id, protocols_to_run
     cases = load_cases()
     target = load_target(args.target) if args.target else None
     reqs = default_catalogue().for_suite(args.suite)
-    print(f"{'id':18} {'level':6} {'binds':18} {'protocols':28} coverage")
-    counts = {"case": 0, "untestable": 0, "missing": 0}
+    rows = []
     for r in reqs:
-        if r.untestable:
-            cov, counts["untestable"] = "untestable", counts["untestable"] + 1
-        elif r.id in cases:
-            cov, counts["case"] = f"case {cases[r.id].name.removeprefix('conformance.suites.')}", counts["case"] + 1
-        else:
-            cov, counts["missing"] = "NO CASE", counts["missing"] + 1
+        row: dict[str, Any] = {"id": r.id, "level": r.level, "binds": list(r.binds), "protocols": list(r.protocols),
+                               "coverage": "untestable" if r.untestable else "case" if r.id in cases else "missing",
+                               "case": cases[r.id].name.removeprefix("conformance.suites.") if r.id in cases else None}
         if target is not None:
             a = applicability(r, target, cases.get(r.id))
-            cov += "  [runs]" if a is None else f"  [{a[0].value}]"
-        print(f"{r.id:18} {r.level:6} {','.join(r.binds):18} {','.join(r.protocols):28} {cov}")
-    print(f"\n{len(reqs)} requirements: {counts['case']} with a case, {counts['untestable']} not "
-          f"checkable from outside, {counts['missing']} without a case")
+            row["on_target"] = "runs" if a is None else a[0].value
+            row["cases"] = [case_id(r.id, p) for p in protocols_to_run(r, target)]
+        rows.append(row)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    print(f"{'id':18} {'level':6} {'binds':18} {'protocols':28} coverage")
+    for row in rows:
+        cov = {"untestable": "untestable", "missing": "NO CASE"}.get(row["coverage"], f"case {row['case']}")
+        if target is not None:
+            cov += f"  [{row['on_target']}]" + (f" as {', '.join(row['cases'])}" if len(row["cases"]) > 1 else "")
+        print(f"{row['id']:18} {row['level']:6} {','.join(row['binds']):18} {','.join(row['protocols']):28} {cov}")
+    n = {c: sum(row["coverage"] == c for row in rows) for c in ("case", "untestable", "missing")}
+    print(f"\n{len(reqs)} requirements: {n['case']} with a case, {n['untestable']} not "
+          f"checkable from outside, {n['missing']} without a case")
     return 0
 
 

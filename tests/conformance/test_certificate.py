@@ -336,3 +336,12 @@ def test_report_rewrites_every_certificate_of_a_several_target_run(tmp_path: Pat
     assert [(t["target"], t["verdict"]) for t in summary["targets"]] == [("a", "CERTIFIED"), ("b", "PARTIAL")]
     assert (reports / "a" / "certificate.md").is_file()
     assert conformance("report", "--reports", str(tmp_path / "empty")).returncode == EXIT_USAGE
+
+
+def test_list_json_names_the_cases_a_target_runs() -> None:
+    r = conformance("list", "--json", "--suite", "worker", "--target", str(WORKER), timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = {row["id"]: row for row in json.loads(r.stdout)}
+    assert rows["CONN-INC-02"]["cases"] == ["CONN-INC-02[compatible]", "CONN-INC-02[sessioned]"]
+    assert rows["CLS-W-01"]["cases"] == ["CLS-W-01"] and rows["CLS-W-01"]["on_target"] == "runs"
+    assert sum(len(row["cases"]) for row in rows.values()) == len(scope_ids(load_target(WORKER)))
