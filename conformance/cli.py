@@ -3,7 +3,7 @@
     conformance run --target FILE [--target FILE ...] [-n N] [--strict] [--suite S] [--reports DIR]
                     [-k EXPR] [-m EXPR] [--junitxml FILE]
     conformance report [--reports DIR] [--no-html]
-    conformance list [--suite S] [--target FILE]
+    conformance list [--suite S] [--target FILE] [--json]
     conformance mutants [--dir fixtures/mutants] [--reports DIR]
 
 Exit codes (``fakebroker.exit_codes``, shared by every command): 0 certified, 1 not
@@ -42,11 +42,14 @@ def main(argv: list[str] | None = None) -> int:
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the suite against one or more targets and certify them")
-    run.add_argument("--target", action="append", required=True, metavar="FILE")
+    run.add_argument("--target", action="append", required=True, metavar="FILE",
+                     help="target file (TOML) of an implementation under test; repeat for several")
     run.add_argument("-n", dest="workers", default="auto", help="pytest-xdist workers (default auto; 0 = none)")
     run.add_argument("--strict", action="store_true", help="a SHOULD not met fails the run")
-    run.add_argument("--suite", choices=("coordinator", "worker", "all"))
-    run.add_argument("--reports", default="reports", metavar="DIR")
+    run.add_argument("--suite", choices=("coordinator", "worker", "all"),
+                     help="requirements to run (default: the target's kind; narrower makes the run PARTIAL)")
+    run.add_argument("--reports", default="reports", metavar="DIR",
+                     help="where results, certificates and Allure go (default %(default)s; one folder per target)")
     run.add_argument("--no-html", action="store_true", help="skip the Allure HTML report")
     run.add_argument("-k", dest="keyword", help="only cases matching (pytest -k); the verdict is then PARTIAL")
     run.add_argument("-m", dest="markexpr",
@@ -56,11 +59,13 @@ def main(argv: list[str] | None = None) -> int:
                           "FILE's name under each target's folder)")
 
     rep = sub.add_parser("report", help="write certificate.json/.md and the Allure HTML from a run")
-    rep.add_argument("--reports", default="reports", metavar="DIR")
-    rep.add_argument("--no-html", action="store_true")
+    rep.add_argument("--reports", default="reports", metavar="DIR",
+                     help="a run's folder, or a several-target run's (default %(default)s)")
+    rep.add_argument("--no-html", action="store_true", help="skip the Allure HTML report")
 
     lst = sub.add_parser("list", help="print the requirement catalogue with coverage")
-    lst.add_argument("--suite", choices=("coordinator", "worker", "all"), default="all")
+    lst.add_argument("--suite", choices=("coordinator", "worker", "all"), default="all",
+                     help="which requirements (default %(default)s)")
     lst.add_argument("--target", metavar="FILE", help="also show what applies to this target")
     lst.add_argument("--json", action="store_true", help="print the list as JSON (with the case ids per target)")
 
