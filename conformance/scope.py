@@ -89,7 +89,7 @@ def left_out(target: Target, suite: str, recorded: set[str], *, narrowed_by: str
         if cid not in planned:
             why = f"outside the suite that ran ({suite}; the target is a {target.kind})"
         elif narrowed_by:
-            why = f"not selected ({narrowed_by})"
+            why = f"not run in a run narrowed with {narrowed_by}"
         else:
             why = "no result recorded (the run stopped early or a test process died)"
         out.append({"id": cid, "reason": why})

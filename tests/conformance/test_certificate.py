@@ -54,10 +54,10 @@ def test_a_run_narrowed_with_k_is_partial_and_says_what_it_left_out(narrowed_run
     left = {x["id"]: x["reason"] for x in cert["left_out"]}
     # Everything of the scope but the one case ran is listed, with the filter that left it out.
     assert set(left) == set(scope_ids(target)) - {"CLS-JOIN-03"}
-    assert left["CLS-JOIN-01"] == "not selected (-k 'CLS-JOIN-03')"
+    assert left["CLS-JOIN-01"] == "not run in a run narrowed with -k 'CLS-JOIN-03'"
     assert any(i.startswith("CLASSIC-") for i in left)  # the goldens too
     md = (reports / "certificate.md").read_text()
-    assert "**Verdict: PARTIAL**" in md and "| CLS-JOIN-01 | not selected (-k 'CLS-JOIN-03') |" in md
+    assert "**Verdict: PARTIAL**" in md and "| CLS-JOIN-01 | not run in a run narrowed with -k 'CLS-JOIN-03' |" in md
     results = json.loads((reports / "results.json").read_text())
     assert results["left_out"] == cert["left_out"]
 
@@ -82,7 +82,7 @@ def test_junit_file_parses_with_ids_titles_and_statuses(narrowed_run) -> None:
     passed = [n for n in cases if n.startswith("CLS-JOIN-03: ")]
     assert passed and "INVALID_SESSION_TIMEOUT" in passed[0] and len(cases[passed[0]]) == 0
     left = cases["CLS-JOIN-01"].find("skipped")
-    assert left is not None and left.get("message").startswith("LEFT OUT: not selected")
+    assert left is not None and left.get("message").startswith("LEFT OUT: not run in a run narrowed with -k")
     assert int(suite.get("tests")) == len(cases) and int(suite.get("skipped")) == len(cases) - 1
 
 
