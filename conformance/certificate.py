@@ -47,11 +47,12 @@ def build_certificate(run: dict[str, Any], catalogue: Catalogue | None = None) -
             rows.append({"id": res["id"], "requirement": base, "protocol": res.get("protocol"),
                          "level": req.level, "outcome": res["outcome"], "message": res.get("message", ""),
                          "feature": req.feature, "protocols": list(req.protocols),
-                         "source": f"{req.source.file} § {req.source.section}", "statement": req.statement})
+                         "source": f"{req.source.file} § {req.source.section}", "statement": req.statement,
+                         "duration_s": res.get("duration_s", 0.0)})
         else:  # a golden transcript rule (fixtures/golden/rules.json)
             goldens.append({"id": res["id"], "outcome": res["outcome"], "message": res.get("message", ""),
                             "api": res.get("api", ""), "statement": res.get("title", "golden transcript"),
-                            "transcripts": res.get("transcripts", [])})
+                            "transcripts": res.get("transcripts", []), "duration_s": res.get("duration_s", 0.0)})
     counts = {level: _counts([r for r in rows if r["level"] == level]) for level in LEVELS}
     golden_counts = _counts(goldens)
     strict = bool(run.get("strict"))

@@ -1,7 +1,7 @@
 """A certificate as JUnit XML, for CI systems that show test results (``conformance run
 --junitxml FILE``).
 
-One ``testcase`` per case: name = case id and requirement title, classname =
+One ``testcase`` per case (with its duration): name = case id and requirement title, classname =
 ``conformance.<target>.<level>`` (``golden`` for golden transcripts). PASS has no child;
 FAIL is a ``failure`` (BROKEN an ``error``) with the message as text; NOT-APPLICABLE and
 NON-STRICT are ``skipped`` with the outcome and message (NON-STRICT is a ``failure`` under
@@ -28,7 +28,7 @@ def junit_tree(cert: dict[str, Any]) -> ET.ElementTree:
     failures = errors = skipped = 0
     for row, group in rows:
         case = ET.SubElement(suite, "testcase", name=f"{row['id']}: {row['statement']}",
-                             classname=f"conformance.{target}.{group}")
+                             classname=f"conformance.{target}.{group}", time=f"{row.get('duration_s', 0.0):.3f}")
         outcome, message = row["outcome"], row["message"]
         if outcome == "FAIL" or (outcome == "NON-STRICT" and cert["strict"]):
             failures += 1
