@@ -4,8 +4,9 @@ documents, on which exact artefact, in which CI run.
 Every figure is something a reader can check again: dates in UTC ISO 8601, the suite's
 version and git commit, the sha256 of the requirement catalogue, each spec document by its
 title with its sha256, and the sha256 of the files that actually ran (a target's declared
-``[implementation] artefacts``, else the module its command runs with ``-m``, else the
-program it runs; for the builtin fake broker, the package's files).
+``[implementation] artefacts``, else the module its command runs with ``-m`` and every
+non-stdlib module it imports, else the program it runs; for the builtin fake broker, the
+package's files).
 """
 
 from __future__ import annotations
@@ -80,7 +81,8 @@ def _command_files(command: str) -> tuple[list[Path], Path | None, str]:
             main = importlib.util.find_spec(module + ".__main__")
             origin = main.origin if main is not None else origin
         if origin:
-            return [Path(origin)], None, f"the module the command runs (-m {module})"
+            return _imported_files(Path(origin)), None, (
+                f"the module the command runs (-m {module}) and every non-stdlib module it imports")
         return [], None, f"module {module} not found"
     program = shutil.which(words[0]) if words and "{" not in words[0] else None
     if program:
@@ -88,8 +90,23 @@ def _command_files(command: str) -> tuple[list[Path], Path | None, str]:
     return [], None, "nothing local to digest"
 
 
-def artefact(target: Target) -> dict[str, Any]:
-    files, root, how = artefact_files(target)
+def _imported_files(script: Path) -> list[Path]:
+    """``script`` and the files of every module it imports, statically and transitively,
+    outside the standard library (the worker's own helpers, its client library): what runs."""
+    import modulefinder
+    import sysconfig
+    stdlib = sysconfig.get_paths()["stdlib"]
+    finder = modulefinder.ModuleFinder()
+    try:
+        finder.run_script(str(script))
+    except (ImportError, SyntaxError, OSError):
+        return [script]
+    found = {Path(m.__file__) for m in finder.modules.values()
+             if m.__file__ and not m.__file__.startswith(stdlib) and Path(m.__file__).is_file()}
+    return sorted(found | {script})
+
+
+def artefact(files: list[Path], root: Path | None, how: str) -> dict[str, Any]:
     out: dict[str, Any] = {"chosen": how, "files": len(files),
                            "sha256": digest_files(files, root) if files else None}
     if len(files) <= 3:
@@ -97,9 +114,8 @@ def artefact(target: Target) -> dict[str, Any]:
     return out
 
 
-def java_version(target: Target) -> str | None:
+def java_version(files: list[Path]) -> str | None:
     """The Java runtime of a Java target (one whose artefacts are jars)."""
-    files, _, _ = artefact_files(target)
     if not any(f.suffix == ".jar" for f in files):
         return None
     from fakebroker.realkafka.provision import JavaMissing, find_java
@@ -195,16 +211,17 @@ def implementation_text(name: str, version: str) -> str:
 
 def provenance(target: Target, started: float, finished: float) -> dict[str, Any]:
     from fakebroker import __version__
+    files, root, how = artefact_files(target)
     out: dict[str, Any] = {
         "started": utc_iso(started), "finished": utc_iso(finished),
         "duration_s": round(finished - started, 1),
         "suite": {"name": "connect-conformance", "version": __version__, "commit": git_commit()},
         "catalogue": catalogue_info(),
         "spec_documents": spec_documents(),
-        "artefact": artefact(target),
+        "artefact": artefact(files, root, how),
         "ci": ci_run(),
     }
-    java = java_version(target)
+    java = java_version(files)
     if java is not None:
         out["java"] = java
     return out

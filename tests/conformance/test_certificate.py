@@ -16,7 +16,7 @@ import pytest
 
 from conformance.certificate import build_certificate, exit_code, render_markdown
 from conformance.junit import junit_tree
-from conformance.provenance import (artefact, ci_run, digest_files, implementation_text, spec_documents,
+from conformance.provenance import (artefact, artefact_files, ci_run, digest_files, implementation_text, spec_documents,
                                     utc_iso)
 from conformance.scope import case_id, left_out, protocols_to_run, requirement_runs, requirements_of, scope_ids
 from conformance.target import load_target
@@ -261,8 +261,12 @@ def test_provenance_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
 
 
 def test_artefact_digest_follows_the_files_that_run(tmp_path: Path) -> None:
-    worker = artefact(load_target(WORKER))  # the module its command runs with -m
-    assert worker["names"][0].endswith("conformance/workers/kafka_python_worker.py") and worker["sha256"]
+    files, _, how = artefact_files(load_target(WORKER))  # the module its command runs with -m, and imports
+    names = {f.as_posix() for f in files}
+    assert any(n.endswith("conformance/workers/kafka_python_worker.py") for n in names), how
+    assert any(n.endswith("conformance/workers/kp_runtime.py") for n in names)  # its own helper
+    assert any("/kafka/coordinator/base.py" in n for n in names)  # the client library it runs on
+    assert not any(n.endswith("/asyncio/events.py") for n in names)  # not the standard library
     jars = tmp_path / "libs"
     jars.mkdir()
     (jars / "a.jar").write_bytes(b"a")
@@ -270,10 +274,10 @@ def test_artefact_digest_follows_the_files_that_run(tmp_path: Path) -> None:
     text = (TARGETS / "apache-connect-sessioned.toml").read_text()
     t = tmp_path / "t.toml"
     t.write_text(text.replace("~/.cache/connect-conformance/connect-4.2.0/libs/*.jar", "libs/*.jar"))
-    first = artefact(load_target(t))
+    first = artefact(*artefact_files(load_target(t)))
     assert first["files"] == 2 and first["sha256"] == digest_files(sorted(jars.iterdir()))
     (jars / "b.jar").write_bytes(b"changed")
-    assert artefact(load_target(t))["sha256"] != first["sha256"]
+    assert artefact(*artefact_files(load_target(t)))["sha256"] != first["sha256"]
 
 
 def test_markers_are_registered_by_the_plugins_for_users(tmp_path: Path) -> None:
