@@ -168,20 +168,24 @@ def _provenance_rows(prov: dict[str, Any]) -> list[str]:
 
 
 def _per_protocol_section(cert: dict[str, Any]) -> list[str]:
-    subs = [p for p in SUB_PROTOCOLS if p in cert["per_protocol"]]
-    if cert["target"]["kind"] != "worker" or not subs:
+    """Counts per claimed protocol; on a worker, the matrix of requirements run per Connect
+    sub-protocol."""
+    if not cert["per_protocol"]:
         return []
-    reqs = sorted({r["requirement"] for r in cert["requirements"] if r["protocol"] in subs})
-    out = ["", "## Per Connect protocol", "",
-           "Every requirement bound to Connect's sub-protocols, run once per claimed sub-protocol "
-           "it names (the worker started at that `connect.protocol`); `-`: the requirement does "
-           "not name that protocol.", "",
-           "| requirement | " + " | ".join(subs) + " |", "| --- |" + " --- |" * len(subs)]
-    for rid in reqs:
-        out.append(f"| {rid} | " + " | ".join(cert["per_protocol"][p]["cases"].get(rid, "-") for p in subs) + " |")
-    out += ["", "| protocol | " + " | ".join(OUTCOMES) + " |", "| --- |" + " --- |" * len(OUTCOMES)]
+    out = ["", "## Per protocol claimed", "",
+           "| protocol | " + " | ".join(OUTCOMES) + " |", "| --- |" + " --- |" * len(OUTCOMES)]
     for p, v in cert["per_protocol"].items():
         out.append(f"| {p} | " + " | ".join(str(v["counts"][o]) for o in OUTCOMES) + " |")
+    subs = [p for p in SUB_PROTOCOLS if p in cert["per_protocol"]]
+    reqs = sorted({r["requirement"] for r in cert["requirements"] if r["protocol"] in subs})
+    if cert["target"]["kind"] != "worker" or not reqs:
+        return out
+    out += ["", "Every requirement bound to Connect's sub-protocols ran once per claimed sub-protocol "
+            "it names, the worker started at that `connect.protocol` (`-`: the requirement does not "
+            "name that protocol):", "",
+            "| requirement | " + " | ".join(subs) + " |", "| --- |" + " --- |" * len(subs)]
+    for rid in reqs:
+        out.append(f"| {rid} | " + " | ".join(cert["per_protocol"][p]["cases"].get(rid, "-") for p in subs) + " |")
     return out
 
 

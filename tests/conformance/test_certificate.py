@@ -186,7 +186,8 @@ def test_certificate_lists_every_case_per_claimed_protocol() -> None:
     assert cert["per_protocol"]["classic"]["cases"] == {"CLS-W-01": "PASS"}
     assert cert["failed"] == ["CONN-INC-02[sessioned]"]
     md = render_markdown(cert)
-    assert "## Per Connect protocol" in md and "| CONN-INC-02 | PASS | FAIL |" in md
+    assert "## Per protocol claimed" in md and "| CONN-INC-02 | PASS | FAIL |" in md
+    assert "| sessioned | 0 | 0 | 0 | 1 | 0 |" in md
 
 
 def test_goldens_are_not_counted_as_must() -> None:
