@@ -350,3 +350,22 @@ def test_list_json_names_the_cases_a_target_runs() -> None:
     assert rows["CONN-INC-02"]["cases"] == ["CONN-INC-02[compatible]", "CONN-INC-02[sessioned]"]
     assert rows["CLS-W-01"]["cases"] == ["CLS-W-01"] and rows["CLS-W-01"]["on_target"] == "runs"
     assert sum(len(row["cases"]) for row in rows.values()) == len(scope_ids(load_target(WORKER)))
+
+
+def test_a_real_worker_runs_a_case_once_per_claimed_protocol_started_at_it(tmp_path: Path) -> None:
+    reports = tmp_path / "reports"
+    r = conformance("run", "--target", str(WORKER), "-n", "0", "--no-html", "--reports", str(reports),
+                    "-k", "CONN-PROT-03")
+    assert r.returncode == EXIT_PARTIAL, r.stdout[-3000:] + r.stderr[-2000:]
+    results = json.loads((reports / "results.json").read_text())["results"]
+    assert [(x["id"], x["protocol"], x["outcome"]) for x in results] == [
+        ("CONN-PROT-03[compatible]", "compatible", "PASS"), ("CONN-PROT-03[eager]", "eager", "PASS"),
+        ("CONN-PROT-03[sessioned]", "sessioned", "PASS")]
+    for x in results:  # the worker under test was started at the run's protocol
+        assert any(f"--connect-protocol {x['protocol']} " in n for n in x["notes"]), x["notes"]
+    cert = json.loads((reports / "certificate.json").read_text())
+    jsonschema.Draft202012Validator(SCHEMA).validate(cert)
+    assert {p: v["cases"] for p, v in cert["per_protocol"].items() if v["cases"]} == {
+        "eager": {"CONN-PROT-03": "PASS"}, "compatible": {"CONN-PROT-03": "PASS"},
+        "sessioned": {"CONN-PROT-03": "PASS"}}
+    assert "| CONN-PROT-03 | PASS | PASS | PASS |" in (reports / "certificate.md").read_text()
