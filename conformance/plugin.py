@@ -26,8 +26,8 @@ maps onto pytest as follows:
 
 The controlling process (also under pytest-xdist) collects every outcome and writes
 ``results.json`` (``--conformance-results``) with what of the target's scope was left out,
-which ``conformance report`` turns into the certificate; with ``--alluredir`` it also writes Allure's ``environment.properties``,
-``categories.json`` and ``executor.json``.
+which ``conformance report`` turns into the certificate; with ``--alluredir`` it also
+writes Allure's ``environment.properties``, ``categories.json`` and ``executor.json``.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ from typing import Any
 
 import pytest
 
-from .allure_support import attach_evidence, attach_failure, label_case, label_golden, write_allure_extras
+from .allure_support import (PROTOCOL_TITLES, attach_evidence, attach_failure, label_case, label_golden,
+                             write_allure_extras)
 from .catalogue import LEVELS, Requirement
 from .harness.outcomes import CaseResult, Outcome
 from .scope import RequirementRun, golden_rules_for, left_out, requirement_runs, requirements_of
@@ -86,8 +87,7 @@ MARKERS = {
     "conformance": "a case of the conformance suite",
     "golden": "a golden transcript replayed as a conformance case",
     **{level: f"a conformance case of a {level} requirement" for level in LEVELS},
-    **{p: f"a conformance case of the {p} protocol" for p in
-       ("classic", "eager", "compatible", "sessioned", "connect", "sticky")},
+    **{p: f"a conformance case of the {p} protocol: {title}" for p, title in PROTOCOL_TITLES.items()},
 }
 
 
@@ -105,8 +105,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Without --conformance-target, the suite's own test modules are not collected at all; the golden
-    module only when there are golden rules for this run."""
+    """Without --conformance-target, the suite's own test modules are not collected at all;
+    the golden module only when there are golden rules for this run."""
     if active(config):
         if collection_path.name == "test_golden.py" and collection_path.parent.resolve() == PACKAGE_DIR:
             return True if not _golden_rules(config) else None
