@@ -41,12 +41,13 @@ def label_case(req: Requirement, target: Target, result: CaseResult) -> None:
         import allure
     except ImportError:  # allure-pytest is optional for plain runs
         return
-    claimed = [p for p in req.protocols if p in target.protocols] or list(req.protocols)
+    claimed = ([result.protocol] if result.protocol else
+               [p for p in req.protocols if p in target.protocols] or list(req.protocols))
     allure.dynamic.epic(PROTOCOL_TITLES.get(claimed[0], claimed[0]))
     allure.dynamic.feature(req.feature)
     allure.dynamic.story(req.id)
-    allure.dynamic.id(req.id)
-    allure.dynamic.title(f"{req.id}: {req.statement}")
+    allure.dynamic.id(result.case_id)
+    allure.dynamic.title(f"{result.case_id}: {req.statement}")
     allure.dynamic.tag(req.level)
     allure.dynamic.severity({"MUST": "critical", "SHOULD": "normal", "MAY": "minor"}[req.level])
     allure.dynamic.link(spec_link(req), name=f"{req.source.file} § {req.source.section}")
@@ -141,12 +142,25 @@ def write_allure_extras(alluredir: Path, doc: dict[str, Any]) -> None:
     if t.get("mutant"):
         props["mutant"] = t["mutant"]
     props.update({f"version.{k}": v for k, v in doc["versions"].items() if k != "executable"})
+    prov = doc.get("provenance") or {}
+    if prov:
+        props.update({"date.utc": prov["finished"], "suite.commit": prov["suite"]["commit"] or "not a checkout",
+                      "catalogue.sha256": prov["catalogue"]["sha256"],
+                      "artefact.sha256": prov["artefact"]["sha256"] or "none"})
+        if prov.get("ci"):
+            props["ci.url"] = prov["ci"]["url"]
+        if prov.get("java"):
+            props["java"] = prov["java"]
     (alluredir / "environment.properties").write_text(
         "".join(f"{k}={_escape(str(v))}\n" for k, v in props.items()), encoding="utf-8")
     (alluredir / "categories.json").write_text(json.dumps(CATEGORIES, indent=1), encoding="utf-8")
+    from .provenance import implementation_text
     executor = {"name": "connect-conformance", "type": "conformance",
                 "buildName": f"{t['name']} {t['version']}",
-                "reportName": f"Conformance of {t['implementation']} {t['version']} ({doc['suite']} suite)"}
+                "reportName": f"Conformance of {implementation_text(t['implementation'], t['version'])} "
+                              f"({doc['suite']} suite)"}
+    if prov.get("ci"):
+        executor["buildUrl"] = prov["ci"]["url"]
     (alluredir / "executor.json").write_text(json.dumps(executor, indent=1), encoding="utf-8")
 
 

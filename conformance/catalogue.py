@@ -143,12 +143,12 @@ def validate_catalogue_data(data: Any, schema: dict[str, Any],
 
 def shared_dir() -> Path | None:
     """The shared/ folder (DESIGN.md, spec/): $CONFORMANCE_SHARED_DIR, else ../shared of the
-    checkout."""
+    checkout, else the copy an installed wheel ships (conformance/_shared, see hatch_build.py)."""
     env = os.environ.get("CONFORMANCE_SHARED_DIR")
     if env:
         return Path(env)
-    candidate = Path(__file__).resolve().parent.parent.parent / "shared"
-    return candidate if candidate.is_dir() else None
+    here = Path(__file__).resolve().parent
+    return next((d for d in (here.parent.parent / "shared", here / "_shared") if d.is_dir()), None)
 
 
 def _from_entry(e: dict[str, Any]) -> Requirement:

@@ -1,8 +1,13 @@
-"""The certificate: per-requirement outcomes, counts per level, and the verdict.
+"""The certificate: per-case outcomes, counts per level, what was left out, provenance and
+the verdict.
 
-A target is **certified** when no requirement FAILed (a MUST not met; under strict mode a
-SHOULD not met counts too) and nothing is BROKEN. A requirement of the suite with no
-recorded result counts as BROKEN: a run that did not finish certifies nothing.
+Verdict (``VERDICTS``): **CERTIFIED** when the run covered the target's whole scope
+(``conformance.scope``: every requirement of its kind, per claimed Connect sub-protocol, and
+for a coordinator every golden transcript), no requirement FAILed (under strict mode a
+NON-STRICT counts too) and nothing is BROKEN; **NOT CERTIFIED** when something FAILed or is
+BROKEN; **PARTIAL** when nothing failed but part of the scope has no result (narrowed with
+-k / -m, a narrower suite, goldens not found, a run that stopped early). Golden transcripts
+are counted apart from the catalogue's MUST / SHOULD / MAY requirements.
 """
 
 from __future__ import annotations
@@ -15,71 +20,173 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from .catalogue import Catalogue, default_catalogue
+from fakebroker.exit_codes import EXIT_BROKEN, EXIT_FAILED, EXIT_OK, EXIT_PARTIAL
+
+from .catalogue import LEVELS, Catalogue, default_catalogue
+from .provenance import implementation_text
+from .scope import SUB_PROTOCOLS
 
 OUTCOMES = ("PASS", "NON-STRICT", "NOT-APPLICABLE", "FAIL", "BROKEN")
+CERTIFIED, NOT_CERTIFIED, PARTIAL = "CERTIFIED", "NOT CERTIFIED", "PARTIAL"
+VERDICTS = (CERTIFIED, NOT_CERTIFIED, PARTIAL)
+ALLURE_REPORT = "allure-report/index.html"  # relative to the run's reports folder
+
+
+def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
+    c = Counter(r["outcome"] for r in rows)
+    return {o: c.get(o, 0) for o in OUTCOMES}
 
 
 def build_certificate(run: dict[str, Any], catalogue: Catalogue | None = None) -> dict[str, Any]:
     cat = catalogue or default_catalogue()
-    by_id = {r["id"]: r for r in run["results"]}
-    rows = []
-    for rid in run["selected"]:
-        res = by_id.get(rid) or {"outcome": "BROKEN", "message": "no result was recorded for this requirement"}
-        if rid in cat:
-            req = cat[rid]
-            rows.append({"id": rid, "level": req.level, "outcome": res["outcome"],
-                         "message": res.get("message", ""), "feature": req.feature,
-                         "source": f"{req.source.file} § {req.source.section}", "statement": req.statement})
-        else:  # a golden transcript rule (fixtures/golden/rules.json): binding like a MUST
-            rows.append({"id": rid, "level": "MUST", "outcome": res["outcome"], "golden": True,
-                         "message": res.get("message", ""), "feature": res.get("api", "golden"),
-                         "source": "fixtures/golden/" + ", ".join(res.get("transcripts", [])),
-                         "statement": res.get("title", "golden transcript")})
-    counts: dict[str, dict[str, int]] = {}
-    for level in ("MUST", "SHOULD", "MAY"):
-        c = Counter(r["outcome"] for r in rows if r["level"] == level)
-        counts[level] = {o: c.get(o, 0) for o in OUTCOMES}
+    rows, goldens = [], []
+    for res in sorted(run["results"], key=lambda r: r["id"]):
+        base = res.get("requirement") or res["id"]
+        if not res.get("golden") and base in cat:
+            req = cat[base]
+            rows.append({"id": res["id"], "requirement": base, "protocol": res.get("protocol"),
+                         "level": req.level, "outcome": res["outcome"], "message": res.get("message", ""),
+                         "feature": req.feature, "protocols": list(req.protocols),
+                         "source": f"{req.source.file} § {req.source.section}", "statement": req.statement,
+                         "duration_s": res.get("duration_s", 0.0)})
+        else:  # a golden transcript rule (fixtures/golden/rules.json)
+            goldens.append({"id": res["id"], "outcome": res["outcome"], "message": res.get("message", ""),
+                            "api": res.get("api", ""), "statement": res.get("title", "golden transcript"),
+                            "transcripts": res.get("transcripts", []), "duration_s": res.get("duration_s", 0.0)})
+    counts = {level: _counts([r for r in rows if r["level"] == level]) for level in LEVELS}
+    golden_counts = _counts(goldens)
     strict = bool(run.get("strict"))
-    failed = [r["id"] for r in rows if r["outcome"] == "FAIL" or (strict and r["outcome"] == "NON-STRICT")]
-    broken = [r["id"] for r in rows if r["outcome"] == "BROKEN"]
-    certified = not failed and not broken
+    both = rows + goldens
+    failed = [r["id"] for r in both if r["outcome"] == "FAIL" or (strict and r["outcome"] == "NON-STRICT")]
+    broken = [r["id"] for r in both if r["outcome"] == "BROKEN"]
+    left = run.get("left_out")
+    if left is None:  # a results.json without the record of its scope proves no coverage
+        left = [{"id": "(scope)", "reason": "results.json does not record what the run covered"}]
+    verdict = NOT_CERTIFIED if failed or broken else PARTIAL if left else CERTIFIED
+    target = dict(run["target"])
+    target["implementation_text"] = implementation_text(target.get("implementation", ""), target.get("version", ""))
     return {
-        "target": run["target"], "suite": run["suite"], "strict": strict,
-        "versions": run.get("versions", {}), "started": run.get("started"), "finished": run.get("finished"),
-        "verdict": "CERTIFIED" if certified else "NOT CERTIFIED",
-        "certified": certified, "failed": failed, "broken": broken,
-        "counts": counts, "requirements": rows,
+        "format": "connect-conformance certificate 1",
+        "target": target, "suite": run["suite"], "strict": strict,
+        "verdict": verdict, "certified": verdict == CERTIFIED,
+        "failed": failed, "broken": broken, "left_out": left,
+        "counts": counts,
+        "goldens": {"recorded": len(goldens), "replayed": len(goldens) - golden_counts["NOT-APPLICABLE"],
+                    "counts": golden_counts},
+        "per_protocol": _per_protocol(rows, target),
+        "provenance": run.get("provenance", {}), "versions": run.get("versions", {}),
+        "allure_report": run.get("allure_report"),
+        "requirements": rows, "golden": goldens,
     }
 
 
+def _per_protocol(rows: list[dict[str, Any]], target: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """For each protocol the target claims, the outcome of every case run for it: a
+    per-protocol run's rows at that protocol; otherwise the rows of requirements naming it."""
+    out = {}
+    for p in target.get("protocols", []):
+        mine = [r for r in rows if r["protocol"] == p or (r["protocol"] is None and p in r["protocols"])]
+        out[p] = {"counts": _counts(mine), "cases": {r["requirement"]: r["outcome"] for r in mine}}
+    return out
+
+
+def exit_code(cert: dict[str, Any]) -> int:
+    """The documented exit code (fakebroker.exit_codes) of a certificate's verdict."""
+    if cert["broken"]:
+        return EXIT_BROKEN
+    return {CERTIFIED: EXIT_OK, NOT_CERTIFIED: EXIT_FAILED, PARTIAL: EXIT_PARTIAL}[cert["verdict"]]
+
+
+# ---------------------------------------------------------------- markdown
+
 def render_markdown(cert: dict[str, Any]) -> str:
-    t = cert["target"]
+    t, prov = cert["target"], cert["provenance"]
     out = [f"# Conformance certificate: {t['name']}", "",
            f"**Verdict: {cert['verdict']}**" + (" (strict)" if cert["strict"] else ""), "",
            "| | |", "| --- | --- |",
+           f"| date (UTC) | {prov.get('finished', 'unknown')} (started {prov.get('started', 'unknown')}) |",
            f"| target file | `{t['path']}` |", f"| kind | {t['kind']} |",
-           f"| implementation | {t['implementation']} {t['version']} |",
-           f"| protocols claimed | {', '.join(t['protocols'])} |",
-           f"| suite | {cert['suite']} |"]
+           f"| implementation | {t['implementation_text']} |",
+           f"| protocols claimed | {', '.join(t['protocols'])} |"]
+    if t["kind"] == "worker":
+        out.append(f"| connect.protocol (non-per-protocol cases) | {t.get('connect_protocol', '')} |")
+    out.append(f"| suite | {cert['suite']} |")
     if t.get("mutant"):
         out.append(f"| mutant | {t['mutant']} |")
+    out += _provenance_rows(prov)
+    if cert.get("allure_report"):
+        out.append(f"| Allure report | [{cert['allure_report']}]({cert['allure_report']}) |")
     for k, v in sorted(cert["versions"].items()):
-        if k != "executable":
+        if k not in ("executable", "ci"):
             out.append(f"| {k} | {v} |")
-    out += ["", "## Counts", "", "| level | " + " | ".join(OUTCOMES) + " |",
-            "| --- |" + " --- |" * len(OUTCOMES)]
+    out += ["", "## Counts", "", "Requirements of the catalogue (one row per case: a requirement run "
+            "at several Connect sub-protocols counts once per protocol):", "",
+            "| level | " + " | ".join(OUTCOMES) + " |", "| --- |" + " --- |" * len(OUTCOMES)]
     for level, c in cert["counts"].items():
         out.append(f"| {level} | " + " | ".join(str(c[o]) for o in OUTCOMES) + " |")
+    g = cert["goldens"]
+    out += ["", f"Golden transcripts (not counted as requirements): {g['recorded']} recorded, "
+            f"{g['replayed']} replayed (" + ", ".join(f"{k} {v}" for k, v in g["counts"].items() if v) + ")."
+            if g["recorded"] else "Golden transcripts: none in this run."]
     if cert["failed"] or cert["broken"]:
         out += ["", "## Why not certified", ""]
         out += [f"- FAIL {i}" for i in cert["failed"]] + [f"- BROKEN {i}" for i in cert["broken"]]
-    out += ["", "## Requirements", "", "| id | level | outcome | requirement | detail |",
+    if cert["left_out"]:
+        out += ["", f"## Left out ({len(cert['left_out'])}): this run certifies nothing", "",
+                "| case | why |", "| --- | --- |"]
+        out += [f"| {x['id']} | {_cell(x['reason'])} |" for x in cert["left_out"]]
+    out += _per_protocol_section(cert)
+    out += ["", "## Requirements", "", "| case | level | outcome | requirement | detail |",
             "| --- | --- | --- | --- | --- |"]
     for r in cert["requirements"]:
         detail = r["message"].splitlines()[0] if r["message"] else ""
         out.append(f"| {r['id']} | {r['level']} | {r['outcome']} | {_cell(r['statement'])} | {_cell(detail)} |")
+    if cert["golden"]:
+        out += ["", "## Golden transcripts", "", "| rule | outcome | what | detail |", "| --- | --- | --- | --- |"]
+        for r in cert["golden"]:
+            detail = r["message"].splitlines()[0] if r["message"] else ""
+            out.append(f"| {r['id']} | {r['outcome']} | {_cell(r['statement'])} | {_cell(detail)} |")
     return "\n".join(out) + "\n"
+
+
+def _provenance_rows(prov: dict[str, Any]) -> list[str]:
+    if not prov:
+        return ["| provenance | not recorded |"]
+    suite, cat, art = prov["suite"], prov["catalogue"], prov["artefact"]
+    rows = [f"| suite version | {suite['name']} {suite['version']}"
+            + (f", commit `{suite['commit']}`" if suite.get("commit") else "") + " |",
+            f"| catalogue | {cat['file']}: {cat['requirements']} requirements, sha256 `{cat['sha256']}` |",
+            f"| tested artefact | {art['files']} file(s), {art['chosen']}; sha256 `{art['sha256']}` |"]
+    if prov.get("java"):
+        rows.append(f"| Java | {prov['java']} |")
+    ci = prov.get("ci")
+    rows.append(f"| CI run | {ci['url'] or ci['system'] if ci else 'none (a local run)'} |")
+    for d in prov["spec_documents"]:
+        digest = f" (sha256 `{d['sha256'][:16]}…`)" if d.get("sha256") else " (not at hand)"
+        rows.append(f"| spec document | {_cell(d['title'])} — `{d['file']}`{digest} |")
+    return rows
+
+
+def _per_protocol_section(cert: dict[str, Any]) -> list[str]:
+    """Counts per claimed protocol; on a worker, the matrix of requirements run per Connect
+    sub-protocol."""
+    if not cert["per_protocol"]:
+        return []
+    out = ["", "## Per protocol claimed", "",
+           "| protocol | " + " | ".join(OUTCOMES) + " |", "| --- |" + " --- |" * len(OUTCOMES)]
+    for p, v in cert["per_protocol"].items():
+        out.append(f"| {p} | " + " | ".join(str(v["counts"][o]) for o in OUTCOMES) + " |")
+    subs = [p for p in SUB_PROTOCOLS if p in cert["per_protocol"]]
+    reqs = sorted({r["requirement"] for r in cert["requirements"] if r["protocol"] in subs})
+    if cert["target"]["kind"] != "worker" or not reqs:
+        return out
+    out += ["", "Every requirement bound to Connect's sub-protocols ran once per claimed sub-protocol "
+            "it names, the worker started at that `connect.protocol` (`-`: the requirement does not "
+            "name that protocol):", "",
+            "| requirement | " + " | ".join(subs) + " |", "| --- |" + " --- |" * len(subs)]
+    for rid in reqs:
+        out.append(f"| {rid} | " + " | ".join(cert["per_protocol"][p]["cases"].get(rid, "-") for p in subs) + " |")
+    return out
 
 
 def _cell(text: str) -> str:
@@ -88,6 +195,8 @@ def _cell(text: str) -> str:
 
 def write_certificate(reports: Path, catalogue: Catalogue | None = None) -> dict[str, Any]:
     run = json.loads((reports / "results.json").read_text(encoding="utf-8"))
+    if (reports / ALLURE_REPORT).is_file():
+        run["allure_report"] = ALLURE_REPORT
     cert = build_certificate(run, catalogue)
     (reports / "certificate.json").write_text(json.dumps(cert, indent=1), encoding="utf-8")
     (reports / "certificate.md").write_text(render_markdown(cert), encoding="utf-8")

@@ -1,12 +1,16 @@
 """``conformance``: run the suite against targets, write certificates, list the catalogue.
 
     conformance run --target FILE [--target FILE ...] [-n N] [--strict] [--suite S] [--reports DIR]
+                    [-k EXPR] [-m EXPR] [--junitxml FILE]
     conformance report [--reports DIR] [--no-html]
-    conformance list [--suite S] [--target FILE]
+    conformance list [--suite S] [--target FILE] [--json]
     conformance mutants [--dir fixtures/mutants] [--reports DIR]
 
-Exit codes of ``run`` and ``report``: 0 certified, 1 not certified, 2 broken (a case BROKEN,
-a target that did not start) or a usage error (including an invalid target file).
+Exit codes (``fakebroker.exit_codes``, shared by every command): 0 certified, 1 not
+certified (a FAIL), 2 usage error (including an invalid target file), 3 BROKEN (a case that
+could not run, a target that did not start, a run without results), 4 PARTIAL (nothing
+failed, but the run left part of the target's scope out). With several targets, the
+highest code of any target.
 """
 
 from __future__ import annotations
@@ -20,32 +24,50 @@ import time
 from pathlib import Path
 from typing import Any
 
+from fakebroker import __version__
+from fakebroker.exit_codes import EXIT_BROKEN, EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
+
 from .catalogue import default_catalogue
 from .target import TargetError, load_target
 
-EXIT_CERTIFIED, EXIT_NOT_CERTIFIED, EXIT_BROKEN = 0, 1, 2
+# Worst first: with several targets the run exits with the worst code of any.
+SEVERITY = (EXIT_USAGE, EXIT_BROKEN, EXIT_FAILED, EXIT_PARTIAL, EXIT_OK)
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="conformance", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="conformance", description=__doc__.split("\n\n")[0],
+                                epilog="exit codes: 0 certified, 1 not certified, 2 usage error, "
+                                       "3 broken, 4 partial (see conformance/README.md)")
+    p.add_argument("--version", action="version", version=f"conformance (connect-conformance) {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the suite against one or more targets and certify them")
-    run.add_argument("--target", action="append", required=True, metavar="FILE")
+    run.add_argument("--target", action="append", required=True, metavar="FILE",
+                     help="target file (TOML) of an implementation under test; repeat for several")
     run.add_argument("-n", dest="workers", default="auto", help="pytest-xdist workers (default auto; 0 = none)")
     run.add_argument("--strict", action="store_true", help="a SHOULD not met fails the run")
-    run.add_argument("--suite", choices=("coordinator", "worker", "all"))
-    run.add_argument("--reports", default="reports", metavar="DIR")
+    run.add_argument("--suite", choices=("coordinator", "worker", "all"),
+                     help="requirements to run (default: the target's kind; narrower makes the run PARTIAL)")
+    run.add_argument("--reports", default="reports", metavar="DIR",
+                     help="where results, certificates and Allure go (default %(default)s; one folder per target)")
     run.add_argument("--no-html", action="store_true", help="skip the Allure HTML report")
-    run.add_argument("-k", dest="keyword", help="only requirements matching (pytest -k)")
+    run.add_argument("-k", dest="keyword", help="only cases matching (pytest -k); the verdict is then PARTIAL")
+    run.add_argument("-m", dest="markexpr",
+                     help='only cases with these markers (pytest -m, e.g. "MUST and sessioned"); PARTIAL')
+    run.add_argument("--junitxml", metavar="FILE",
+                     help="also write the outcomes as JUnit XML (one target: FILE; several: "
+                          "FILE's name under each target's folder)")
 
     rep = sub.add_parser("report", help="write certificate.json/.md and the Allure HTML from a run")
-    rep.add_argument("--reports", default="reports", metavar="DIR")
-    rep.add_argument("--no-html", action="store_true")
+    rep.add_argument("--reports", default="reports", metavar="DIR",
+                     help="a run's folder, or a several-target run's (default %(default)s)")
+    rep.add_argument("--no-html", action="store_true", help="skip the Allure HTML report")
 
     lst = sub.add_parser("list", help="print the requirement catalogue with coverage")
-    lst.add_argument("--suite", choices=("coordinator", "worker", "all"), default="all")
+    lst.add_argument("--suite", choices=("coordinator", "worker", "all"), default="all",
+                     help="which requirements (default %(default)s)")
     lst.add_argument("--target", metavar="FILE", help="also show what applies to this target")
+    lst.add_argument("--json", action="store_true", help="print the list as JSON (with the case ids per target)")
 
     mut = sub.add_parser("mutants", help="run the coordinator suite against every mutant: kill rate")
     mut.add_argument("--dir", default="fixtures/mutants")
@@ -56,7 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         return {"run": cmd_run, "report": cmd_report, "list": cmd_list, "mutants": cmd_mutants}[args.command](args)
     except TargetError as e:
         print(f"conformance: {e}", file=sys.stderr)
-        return EXIT_BROKEN
+        return EXIT_USAGE
 
 
 # ---------------------------------------------------------------- run
@@ -66,7 +88,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     names = [t.name for t in targets]
     if len(set(names)) != len(names):
         print("conformance: two targets share a name; their reports would collide", file=sys.stderr)
-        return EXIT_BROKEN
+        return EXIT_USAGE
     root = Path(args.reports)
     codes, summary = [], []
     for target in targets:
@@ -75,20 +97,29 @@ def cmd_run(args: argparse.Namespace) -> int:
         started = time.monotonic()
         code = _run_pytest(target.path, out, args)
         wall = time.monotonic() - started
-        if code == 4:  # pytest usage error
-            return EXIT_BROKEN
+        if code == 4:  # pytest's usage error
+            return EXIT_USAGE
         if not (out / "results.json").exists():
             print(f"conformance: the run of {target.name} wrote no results (pytest exit {code})", file=sys.stderr)
             codes.append(EXIT_BROKEN)
             continue
         cert_code, cert = _certify(out, html=not args.no_html)
+        if args.junitxml:
+            from .junit import write_junit
+            junit = Path(args.junitxml) if len(targets) == 1 else out / Path(args.junitxml).name
+            write_junit(cert, junit)
+            print(f"   junit: {junit}")
         print(f"   wall time {wall:.1f}s", flush=True)
         codes.append(cert_code)
-        summary.append({"target": target.name, "verdict": cert["verdict"], "dir": str(out),
-                        "wall_s": round(wall, 1), "counts": cert["counts"]})
+        summary.append(_summary_entry(out, cert, wall))
     if len(targets) > 1:
         _write_index(root, summary)
-    return max(codes) if codes else EXIT_BROKEN
+    return worst(codes)
+
+
+def worst(codes: list[int]) -> int:
+    """The most severe of several exit codes (none: BROKEN, nothing ran)."""
+    return min(codes, key=SEVERITY.index) if codes else EXIT_BROKEN
 
 
 def _run_pytest(target_path: str, out: Path, args: argparse.Namespace) -> int:
@@ -97,7 +128,7 @@ def _run_pytest(target_path: str, out: Path, args: argparse.Namespace) -> int:
         shutil.rmtree(results_dir)
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--target", target_path,
+    cmd = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--conformance-target", target_path,
            "-p", "no:cacheprovider", "-o", "addopts=", "-v", "--tb=line", "-rfE",
            "--alluredir", str(results_dir), "--conformance-results", str(out / "results.json")]
     if args.workers not in ("0", 0):
@@ -105,48 +136,85 @@ def _run_pytest(target_path: str, out: Path, args: argparse.Namespace) -> int:
     if args.strict:
         cmd.append("--conformance-strict")
     if args.suite:
-        cmd += ["--suite", args.suite]
+        cmd += ["--conformance-suite", args.suite]
     if getattr(args, "keyword", None):
         cmd += ["-k", args.keyword]
+    if getattr(args, "markexpr", None):
+        cmd += ["-m", args.markexpr]
     return subprocess.call(cmd)
 
 
 def _certify(out: Path, *, html: bool) -> tuple[int, dict[str, Any]]:
-    from .certificate import render_allure, write_certificate
+    from .certificate import exit_code, render_allure, write_certificate
+    if html:  # first, so that the certificate links the report
+        index, why = render_allure(out / "allure-results", out / "allure-report")
+        print(f"   allure report: {index}" if index else f"   allure report not rendered: {why}")
     cert = write_certificate(out)
     c = cert["counts"]
+    g = cert["goldens"]
     print(f"   {cert['verdict']}: " + ", ".join(
-        f"{lvl} " + "/".join(f"{k}={v}" for k, v in c[lvl].items() if v) for lvl in c if any(c[lvl].values())))
+        f"{lvl} " + "/".join(f"{k}={v}" for k, v in c[lvl].items() if v) for lvl in c if any(c[lvl].values()))
+        + (f"; goldens {g['replayed']} replayed of {g['recorded']}" if g["recorded"] else ""))
     for i in cert["failed"]:
         print(f"   FAIL   {i}")
     for i in cert["broken"]:
         print(f"   BROKEN {i}")
+    if cert["left_out"]:
+        shown = ", ".join(x["id"] for x in cert["left_out"][:8])
+        more = f" and {len(cert['left_out']) - 8} more" if len(cert["left_out"]) > 8 else ""
+        print(f"   LEFT OUT {len(cert['left_out'])}: {shown}{more} ({cert['left_out'][0]['reason']})")
     print(f"   certificate: {out / 'certificate.md'}")
-    if html:
-        index, why = render_allure(out / "allure-results", out / "allure-report")
-        print(f"   allure report: {index}" if index else f"   allure report not rendered: {why}")
-    if cert["broken"]:
-        return EXIT_BROKEN, cert
-    return (EXIT_CERTIFIED if cert["certified"] else EXIT_NOT_CERTIFIED), cert
+    return exit_code(cert), cert
+
+
+def _summary_entry(out: Path, cert: dict[str, Any], wall_s: float) -> dict[str, Any]:
+    return {"target": cert["target"]["name"], "verdict": cert["verdict"], "dir": str(out),
+            "wall_s": round(wall_s, 1), "counts": cert["counts"], "goldens": cert["goldens"],
+            "left_out": len(cert["left_out"]), "finished": cert["provenance"].get("finished"),
+            "implementation": cert["target"]["implementation_text"], "allure_report": cert.get("allure_report")}
 
 
 def _write_index(root: Path, summary: list[dict[str, Any]]) -> None:
-    doc = {"targets": summary, "certified": all(s["verdict"] == "CERTIFIED" for s in summary)}
+    """reports/certificate.md and .json: every target's verdict, counts and links."""
+    from .provenance import git_commit, utc_iso
+    doc = {"date": utc_iso(time.time()), "suite_commit": git_commit(), "targets": summary,
+           "certified": all(s["verdict"] == "CERTIFIED" for s in summary)}
     (root / "certificate.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
-    lines = ["# Conformance certificates", "", "| target | verdict | wall time | report |",
-             "| --- | --- | --- | --- |"]
-    lines += [f"| {s['target']} | {s['verdict']} | {s['wall_s']} s | {s['dir']}/certificate.md |" for s in summary]
+    lines = ["# Conformance certificates", "", f"Date (UTC): {doc['date']}"
+             + (f"; suite commit `{doc['suite_commit']}`" if doc["suite_commit"] else ""), "",
+             "| target | implementation | verdict | MUST pass/fail/broken | SHOULD pass/non-strict "
+             "| goldens replayed | left out | wall time | certificate | Allure report |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for s in summary:
+        rel = Path(s["dir"]).relative_to(root) if Path(s["dir"]).is_relative_to(root) else Path(s["dir"])
+        m, sh = s["counts"]["MUST"], s["counts"]["SHOULD"]
+        allure = f"[report]({rel}/{s['allure_report']})" if s.get("allure_report") else "not rendered"
+        lines.append(f"| {s['target']} | {s['implementation']} | {s['verdict']} | {m['PASS']}/{m['FAIL']}/"
+                     f"{m['BROKEN']} | {sh['PASS']}/{sh['NON-STRICT']} | {s['goldens']['replayed']} | "
+                     f"{s['left_out']} | {s['wall_s']} s | [certificate]({rel}/certificate.md) | {allure} |")
     (root / "certificate.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
 
 
 # ---------------------------------------------------------------- report
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """One run's folder, or the folder of a several-target run (one sub-folder per target,
+    as ``make certify`` writes): every certificate and the summary again."""
     out = Path(args.reports)
-    if not (out / "results.json").exists():
-        print(f"conformance: no {out / 'results.json'}: run the suite first", file=sys.stderr)
-        return EXIT_BROKEN
-    return _certify(out, html=not args.no_html)[0]
+    if (out / "results.json").exists():
+        return _certify(out, html=not args.no_html)[0]
+    runs = sorted(d for d in out.glob("*") if (d / "results.json").is_file())
+    if not runs:
+        print(f"conformance: no {out / 'results.json'} nor */results.json: run the suite first", file=sys.stderr)
+        return EXIT_USAGE
+    codes, summary = [], []
+    for d in runs:
+        print(f"== {d.name} -> {d}/", flush=True)
+        code, cert = _certify(d, html=not args.no_html)
+        codes.append(code)
+        summary.append(_summary_entry(d, cert, cert["provenance"].get("duration_s", 0.0)))
+    _write_index(out, summary)
+    return worst(codes)
 
 
 # ---------------------------------------------------------------- list
@@ -154,24 +222,32 @@ def cmd_report(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from .harness.cases import load_cases
     from .harness.runner import applicability
+    from .scope import case_id, protocols_to_run
     cases = load_cases()
     target = load_target(args.target) if args.target else None
     reqs = default_catalogue().for_suite(args.suite)
-    print(f"{'id':18} {'level':6} {'binds':18} {'protocols':28} coverage")
-    counts = {"case": 0, "untestable": 0, "missing": 0}
+    rows = []
     for r in reqs:
-        if r.untestable:
-            cov, counts["untestable"] = "untestable", counts["untestable"] + 1
-        elif r.id in cases:
-            cov, counts["case"] = f"case {cases[r.id].name.removeprefix('conformance.suites.')}", counts["case"] + 1
-        else:
-            cov, counts["missing"] = "NO CASE", counts["missing"] + 1
+        row: dict[str, Any] = {"id": r.id, "level": r.level, "binds": list(r.binds), "protocols": list(r.protocols),
+                               "coverage": "untestable" if r.untestable else "case" if r.id in cases else "missing",
+                               "case": cases[r.id].name.removeprefix("conformance.suites.") if r.id in cases else None}
         if target is not None:
             a = applicability(r, target, cases.get(r.id))
-            cov += "  [runs]" if a is None else f"  [{a[0].value}]"
-        print(f"{r.id:18} {r.level:6} {','.join(r.binds):18} {','.join(r.protocols):28} {cov}")
-    print(f"\n{len(reqs)} requirements: {counts['case']} with a case, {counts['untestable']} not "
-          f"checkable from outside, {counts['missing']} without a case")
+            row["on_target"] = "runs" if a is None else a[0].value
+            row["cases"] = [case_id(r.id, p) for p in protocols_to_run(r, target)]
+        rows.append(row)
+    if args.json:
+        print(json.dumps(rows, indent=1))
+        return 0
+    print(f"{'id':18} {'level':6} {'binds':18} {'protocols':28} coverage")
+    for row in rows:
+        cov = {"untestable": "untestable", "missing": "NO CASE"}.get(row["coverage"], f"case {row['case']}")
+        if target is not None:
+            cov += f"  [{row['on_target']}]" + (f" as {', '.join(row['cases'])}" if len(row["cases"]) > 1 else "")
+        print(f"{row['id']:18} {row['level']:6} {','.join(row['binds']):18} {','.join(row['protocols']):28} {cov}")
+    n = {c: sum(row["coverage"] == c for row in rows) for c in ("case", "untestable", "missing")}
+    print(f"\n{len(reqs)} requirements: {n['case']} with a case, {n['untestable']} not "
+          f"checkable from outside, {n['missing']} without a case")
     return 0
 
 

@@ -50,9 +50,12 @@ class GoldenRule:
 
 
 def golden_dir() -> Path | None:
+    """$CONFORMANCE_GOLDEN_DIR, else fixtures/golden of the checkout, else the copy an
+    installed wheel ships (conformance/_golden)."""
     env = os.environ.get("CONFORMANCE_GOLDEN_DIR")
-    d = Path(env) if env else Path(__file__).resolve().parent.parent / "fixtures" / "golden"
-    return d if (d / RULES_FILE).is_file() else None
+    here = Path(__file__).resolve().parent
+    candidates = [Path(env)] if env else [here.parent / "fixtures" / "golden", here / "_golden"]
+    return next((d for d in candidates if (d / RULES_FILE).is_file()), None)
 
 
 def replay_available() -> bool:

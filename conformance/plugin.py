@@ -1,14 +1,20 @@
 """The conformance pytest plugin (entry point ``pytest11``: ``conformance``).
 
-    pytest --pyargs conformance --target fixtures/targets/fakebroker.toml [-n auto]
-           [--conformance-strict] [--suite coordinator|worker|all] [--alluredir reports/allure-results]
+    pytest --pyargs conformance --conformance-target fixtures/targets/fakebroker.toml [-n 2]
+           [--conformance-strict] [--conformance-suite coordinator|worker|all]
+           [--alluredir reports/allure-results] [-m "MUST and sessioned"]
 
-Without ``--target`` the plugin only registers its options: it collects nothing and changes
-nothing, so other test suites (the project's own ``tests/``) are unaffected.
+Without ``--conformance-target`` the plugin only registers its options and markers: it
+collects nothing and changes nothing, so other test suites (the project's own ``tests/``)
+are unaffected. Its options are all namespaced ``--conformance-*``.
 
 With a target, ``conformance/test_conformance.py`` is parametrised with one test per
-requirement of the selected suite, the requirement id being the test id. Each case runs
-while its fixture is set up; the outcome maps onto pytest as follows:
+requirement of the selected suite (per Connect sub-protocol on a worker target:
+``CONN-INC-02[compatible]``, see ``conformance.scope``), the case id being the test id.
+Every test carries markers for its level (``MUST``, ``SHOULD``, ``MAY``) and protocols
+(``classic``, ``eager``, ``compatible``, ``sessioned``, ``connect``, ``sticky``); golden
+transcript tests carry ``golden``. Each case runs while its fixture is set up; the outcome
+maps onto pytest as follows:
 
 | outcome        | pytest                         | status word (-v) |
 | -------------- | ------------------------------ | ---------------- |
@@ -19,15 +25,14 @@ while its fixture is set up; the outcome maps onto pytest as follows:
 | BROKEN         | error (raised in fixture setup)| BROKEN           |
 
 The controlling process (also under pytest-xdist) collects every outcome and writes
-``results.json`` (``--conformance-results``), which ``conformance report`` turns into the
-certificate; with ``--alluredir`` it also writes Allure's ``environment.properties``,
-``categories.json`` and ``executor.json``.
+``results.json`` (``--conformance-results``) with what of the target's scope was left out,
+which ``conformance report`` turns into the certificate; with ``--alluredir`` it also
+writes Allure's ``environment.properties``, ``categories.json`` and ``executor.json``.
 """
 
 from __future__ import annotations
 
 import json
-import os
 import platform
 import sys
 import time
@@ -37,9 +42,11 @@ from typing import Any
 
 import pytest
 
-from .allure_support import attach_evidence, attach_failure, label_case, label_golden, write_allure_extras
-from .catalogue import Requirement, default_catalogue
+from .allure_support import (PROTOCOL_TITLES, attach_evidence, attach_failure, label_case, label_golden,
+                             write_allure_extras)
+from .catalogue import LEVELS, Requirement
 from .harness.outcomes import CaseResult, Outcome
+from .scope import RequirementRun, golden_rules_for, left_out, requirement_runs, requirements_of
 from .target import Target, TargetError, load_target
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -61,26 +68,36 @@ class BrokenCase(Exception):
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     g = parser.getgroup("conformance", "Connect group-protocol conformance")
-    g.addoption("--target", metavar="FILE", default=None,
+    g.addoption("--conformance-target", metavar="FILE", default=None,
                 help="target file (TOML) of the implementation under test; enables the suite")
     g.addoption("--conformance-strict", action="store_true", default=False,
                 help="a SHOULD not met (NON-STRICT) fails instead of xfailing")
-    g.addoption("--suite", choices=("coordinator", "worker", "all"), default=None,
-                help="which requirements to run (default: those binding the target's kind)")
+    g.addoption("--conformance-suite", choices=("coordinator", "worker", "all"), default=None,
+                help="which requirements to run (default: those binding the target's kind; "
+                     "a narrower suite makes the verdict PARTIAL)")
     g.addoption("--conformance-results", metavar="FILE", default="reports/results.json",
                 help="where the controlling process writes every outcome (default %(default)s)")
 
 
 def active(config: pytest.Config) -> bool:
-    return config.getoption("--target", default=None) is not None
+    return config.getoption("--conformance-target", default=None) is not None
+
+
+MARKERS = {
+    "conformance": "a case of the conformance suite",
+    "golden": "a golden transcript replayed as a conformance case",
+    **{level: f"a conformance case of a {level} requirement" for level in LEVELS},
+    **{p: f"a conformance case of the {p} protocol: {title}" for p, title in PROTOCOL_TITLES.items()},
+}
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line("markers", "conformance: a requirement case of the conformance suite")
+    for name, text in MARKERS.items():
+        config.addinivalue_line("markers", f"{name}: {text}")
     if not active(config):
         return
     try:
-        config.stash[TARGET_KEY] = load_target(config.getoption("--target"))
+        config.stash[TARGET_KEY] = load_target(config.getoption("--conformance-target"))
     except TargetError as e:
         raise pytest.UsageError(str(e)) from None
     config.stash[RESULTS_KEY] = {}
@@ -88,8 +105,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
-    """Without --target, the suite's own test modules are not collected at all; the golden
-    module only when there are golden rules for this run."""
+    """Without --conformance-target, the suite's own test modules are not collected at all;
+    the golden module only when there are golden rules for this run."""
     if active(config):
         if collection_path.name == "test_golden.py" and collection_path.parent.resolve() == PACKAGE_DIR:
             return True if not _golden_rules(config) else None
@@ -104,19 +121,16 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
 
 
 def _golden_rules(config: pytest.Config) -> list[Any]:
-    """The golden rules this run covers: coordinator suites only."""
-    from .golden import load_golden_rules
-    if suite_of(config) == "worker" or config.stash[TARGET_KEY].kind != "coordinator":
-        return []
-    return load_golden_rules()
+    """The golden rules this run covers: coordinator suites only (none found: none)."""
+    return golden_rules_for(config.stash[TARGET_KEY], suite_of(config)) or []
 
 
 def suite_of(config: pytest.Config) -> str:
-    return config.getoption("--suite") or config.stash[TARGET_KEY].kind
+    return config.getoption("--conformance-suite") or config.stash[TARGET_KEY].kind
 
 
-def selected_requirements(config: pytest.Config) -> list[Requirement]:
-    return default_catalogue().for_suite(suite_of(config))
+def planned_runs(config: pytest.Config) -> list[RequirementRun]:
+    return requirement_runs(requirements_of(suite_of(config)), config.stash[TARGET_KEY])
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -124,20 +138,30 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     if "golden_rule" in metafunc.fixturenames:
         rules = _golden_rules(metafunc.config)
-        metafunc.parametrize("golden_rule", rules, ids=[r.id for r in rules])
+        metafunc.parametrize("golden_rule", [
+            pytest.param(r, id=r.id, marks=[pytest.mark.golden, getattr(
+                pytest.mark, "connect" if r.id.startswith("CONNECT-") else "classic")])
+            for r in rules])
         return
-    if "requirement" not in metafunc.fixturenames:
+    if "requirement_run" not in metafunc.fixturenames:
         return
-    reqs = selected_requirements(metafunc.config)
-    metafunc.parametrize("requirement", reqs, ids=[r.id for r in reqs])
+    metafunc.parametrize("requirement_run", [
+        pytest.param(run, id=run.id, marks=[getattr(pytest.mark, m) for m in _marks(run)])
+        for run in planned_runs(metafunc.config)])
+
+
+def _marks(run: RequirementRun) -> list[str]:
+    """Level and protocol markers: ``-m "MUST and sessioned"``."""
+    return [run.requirement.level, *([run.protocol] if run.protocol else run.requirement.protocols)]
 
 
 # ---------------------------------------------------------------- fixtures
 
 @pytest.fixture(scope="session")
 def conformance_target(request: pytest.FixtureRequest) -> Target:
+    """The implementation under test, from ``--conformance-target``."""
     if not active(request.config):
-        pytest.skip("no --target given")
+        pytest.skip("no --conformance-target given")
     return request.config.stash[TARGET_KEY]
 
 
@@ -161,15 +185,24 @@ def conformance_session(conformance_target: Target) -> Iterator[Any]:
 
 
 @pytest.fixture
-def conformance_result(request: pytest.FixtureRequest, requirement: Requirement,
+def requirement(requirement_run: RequirementRun) -> Requirement:
+    """The catalogue entry this test certifies."""
+    return requirement_run.requirement
+
+
+@pytest.fixture
+def conformance_result(request: pytest.FixtureRequest, requirement_run: RequirementRun,
                        conformance_target: Target, conformance_session: Any) -> CaseResult:
-    """Runs the requirement's case; a BROKEN case errors here, in setup."""
+    """Runs the requirement's case (at the run's sub-protocol); a BROKEN case errors here,
+    in setup."""
     from .harness.runner import run_case
+    requirement = requirement_run.requirement
     if isinstance(conformance_session, Exception):
         result = CaseResult(requirement.id, requirement.level, Outcome.BROKEN,
-                            f"the target could not be started: {conformance_session}")
+                            f"the target could not be started: {conformance_session}",
+                            protocol=requirement_run.protocol)
     else:
-        result = run_case(requirement, conformance_session)
+        result = run_case(requirement, conformance_session, requirement_run.protocol)
     strict = request.config.getoption("--conformance-strict")
     record = result.record()
     record["strict"] = strict
@@ -178,7 +211,7 @@ def conformance_result(request: pytest.FixtureRequest, requirement: Requirement,
         # Reported as a setup error; the labels and attachments go with it.
         label_case(requirement, conformance_target, result)
         attach_failure(result)
-        raise BrokenCase(f"BROKEN {requirement.id}: {result.message}")
+        raise BrokenCase(f"BROKEN {result.case_id}: {result.message}")
     return result
 
 
@@ -228,10 +261,10 @@ def report_outcome(result: CaseResult, strict: bool) -> None:
         pytest.skip(f"NOT-APPLICABLE: {result.message}")
     if result.outcome is Outcome.NON_STRICT:
         if strict:
-            raise ConformanceFailure(f"NON-STRICT {result.requirement_id} (SHOULD, strict mode): {detail}")
+            raise ConformanceFailure(f"NON-STRICT {result.case_id} (SHOULD, strict mode): {detail}")
         pytest.xfail(f"NON-STRICT: {detail}")
     if result.outcome is Outcome.FAIL:
-        raise ConformanceFailure(f"FAIL {result.requirement_id} ({result.level}): {detail}")
+        raise ConformanceFailure(f"FAIL {result.case_id} ({result.level}): {detail}")
     raise BrokenCase(result.message)  # unreachable: BROKEN errors in the fixture
 
 
@@ -269,8 +302,29 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     rec = _record_of(report)
+    if rec is None and report.failed and report.when == "setup":
+        rec = _broken_record(report)
     if rec is not None:
         _RESULTS_SEEN[report.nodeid] = rec
+
+
+def _broken_record(report: pytest.TestReport) -> dict[str, Any] | None:
+    """A conformance test that errored before its case could run (a fixture or import
+    failing) is BROKEN with pytest's error, not a silent gap."""
+    name = report.nodeid.rpartition("::")[2]
+    test, _, rest = name.partition("[")
+    if test not in ("test_requirement", "test_golden") or not rest.endswith("]"):
+        return None
+    cid = rest[:-1]
+    base = cid.partition("[")[0]
+    from .catalogue import default_catalogue
+    cat = default_catalogue()
+    lines = [ln for ln in report.longreprtext.splitlines() if ln.startswith("E ")] or report.longreprtext.splitlines()
+    return {"id": cid, "requirement": base, "protocol": cid[len(base) + 1:-1] or None,
+            "level": cat[base].level if base in cat else "MUST", "outcome": "BROKEN",
+            "message": "the test errored before its case ran: " + " | ".join(ln[2:].strip() for ln in lines[-3:]),
+            "expected": None, "actual": None, "duration_s": 0.0, "notes": [],
+            **({"golden": True} if test == "test_golden" else {})}
 
 
 _RESULTS_SEEN: dict[str, dict[str, Any]] = {}
@@ -285,22 +339,19 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not active(config) or not _is_controller(config):
         return
     target = config.stash[TARGET_KEY]
-    from .harness.inprocess import builtin_version
-    version = builtin_version(target) if target.builtin else target.implementation_version
+    from .provenance import provenance
     results = sorted(_RESULTS_SEEN.values(), key=lambda r: r["id"])
-    selected = [r.id for r in selected_requirements(config) if _keyword_selected(config, r.id)]
-    selected += [r.id for r in _golden_rules(config) if _keyword_selected(config, r.id, "test_golden")]
     doc = {
         "target": {"name": target.name, "path": target.path, "kind": target.kind,
-                   "implementation": target.implementation_name, "version": version,
-                   "protocols": sorted(target.protocols), "capabilities": sorted(target.capabilities),
-                   "mutant": target.mutant},
+                   "implementation": target.implementation_name, "version": _version(target),
+                   "protocols": sorted(target.protocols), "connect_protocol": target.connect_protocol,
+                   "capabilities": sorted(target.capabilities), "mutant": target.mutant},
         "suite": suite_of(config),
         "strict": bool(config.getoption("--conformance-strict")),
-        "selected": selected,
+        "left_out": left_out(target, suite_of(config), {r["id"] for r in results},
+                             narrowed_by=_narrowing(config)),
         "versions": environment_versions(),
-        "started": config.stash[STARTED_KEY],
-        "finished": time.time(),
+        "provenance": provenance(target, config.stash[STARTED_KEY], time.time()),
         "workers": getattr(config.option, "numprocesses", None) or 0,
         "results": results,
     }
@@ -312,18 +363,21 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         write_allure_extras(Path(alluredir), doc)
 
 
-def _keyword_selected(config: pytest.Config, req_id: str, test: str = "test_requirement") -> bool:
-    """Whether ``-k`` keeps this requirement's test (pytest's own expression and its
-    case-insensitive substring matching on the test's names); a run narrowed with -k
-    certifies only what it ran."""
-    keyword = config.getoption("keyword", default="")
-    if not keyword:
-        return True
-    from _pytest.mark.expression import Expression
-    module = "test_golden.py" if test == "test_golden" else "test_conformance.py"
-    names = ["conformance", module, test, f"{test}[{req_id}]", req_id]
-    return Expression.compile(keyword).evaluate(
-        lambda sub, **kw: any(sub.lower() in n.lower() for n in names))
+def _version(target: Target) -> str:
+    from .harness.inprocess import builtin_version
+    return builtin_version(target) if target.builtin else target.implementation_version
+
+
+def _narrowing(config: pytest.Config) -> str:
+    """The options that narrowed this run's selection, as given ("" when none)."""
+    given = [f"{flag} {value!r}" for flag, value in (("-k", config.getoption("keyword", default="")),
+                                                       ("-m", config.getoption("markexpr", default="")))
+             if value]
+    if getattr(config.option, "deselect", None):
+        given.append("--deselect")
+    if getattr(config.option, "lf", False) or getattr(config.option, "last_failed", False):
+        given.append("--lf")
+    return ", ".join(given)
 
 
 def environment_versions() -> dict[str, str]:
@@ -338,5 +392,4 @@ def environment_versions() -> dict[str, str]:
     return {"python": platform.python_version(), "platform": platform.platform(terse=True),
             "connect-conformance": __version__, "pytest": pytest.__version__,
             "pytest-xdist": v("pytest-xdist"), "allure-pytest": v("allure-pytest"),
-            "kafka-python": v("kafka-python"), "executable": sys.executable,
-            "ci": os.environ.get("CI", "")}
+            "kafka-python": v("kafka-python"), "executable": sys.executable}

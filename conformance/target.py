@@ -76,6 +76,7 @@ class Target:
     description: str = ""
     implementation_name: str = ""
     implementation_version: str = "unknown"
+    artefacts: tuple[str, ...] = ()  # glob patterns of the tested files (conformance.provenance)
     connect_protocol: str = "sessioned"
     mutant: str | None = None
     api_keys: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_API_KEYS))
@@ -228,6 +229,7 @@ def parse_target(data: dict[str, Any], path: str) -> Target:
         timing=timing, upstream=start.get("upstream"), description=data.get("description", ""),
         implementation_name=impl.get("name", data["name"]),
         implementation_version=impl.get("version", "unknown"),
+        artefacts=tuple(impl.get("artefacts", ())),
         connect_protocol=data.get("connect_protocol", "sessioned"),
         mutant=data.get("fakebroker", {}).get("mutant"),
         api_keys={**DEFAULT_API_KEYS, **data.get("api_keys", {})},

@@ -1,6 +1,7 @@
-"""The suite as pytest sees it: one test per requirement, the requirement id as test id.
+"""The suite as pytest sees it: one test per requirement (per Connect sub-protocol on a worker
+target), the case id as test id.
 
-Collected only with ``--target`` (see ``conformance.plugin``); the case itself runs in the
+Collected only with ``--conformance-target`` (see ``conformance.plugin``); the case itself runs in the
 ``conformance_result`` fixture, so that a BROKEN case is a pytest error.
 """
 

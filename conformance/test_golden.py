@@ -1,6 +1,6 @@
 """Golden transcripts as cases: one test per rule of fixtures/golden/rules.json, the rule id
 as test id, replayed against the target (see ``conformance.golden``). Collected only with
-``--target`` for a coordinator suite, and only when a golden catalogue exists."""
+``--conformance-target`` for a coordinator suite, and only when a golden catalogue exists."""
 
 from __future__ import annotations
 

@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from . import __version__, codec_cli
+from .exit_codes import EXIT_USAGE
 from .script import cli as script_cli
 from .server import serve_cli
 from .protocol import Registry, SpecError, default_schema_dir
@@ -20,7 +21,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="fakebroker",
         description="A scriptable fake Kafka broker for Kafka Connect's group protocols, "
-                    "and tools for the Kafka wire format.")
+                    "and tools for the Kafka wire format.",
+        epilog="exit codes: 0 ok, 1 failed (a difference, malformed bytes), 2 usage error, "
+               "3 broken (see README.md)")
     parser.add_argument("--version", action="version", version=f"fakebroker {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve_cli.add_parser(sub, common)
@@ -35,12 +38,12 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command is None:
         parser.print_help(sys.stderr)
-        return 2
+        return EXIT_USAGE
     try:
         registry = Registry.load(default_schema_dir(), *(args.schemas or []))
     except SpecError as e:
         print(f"fakebroker: invalid spec: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     return int(args.func(args, registry))
 
 

@@ -36,6 +36,12 @@ def start_broker(*, topics: dict[str, int] | None = None, virtual_clock: bool = 
     return BrokerThread(broker).start()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """Markers users' tests of these fixtures carry (so ``--strict-markers`` accepts them)."""
+    config.addinivalue_line("markers", "realkafka: runs a real Apache Kafka broker (Java 17+)")
+    config.addinivalue_line("markers", "tshark: needs the tshark binary")
+
+
 @pytest.fixture
 def fake_broker_factory() -> Iterator[Callable[..., BrokerThread]]:
     started: list[BrokerThread] = []

@@ -60,13 +60,20 @@ class CaseResult:
     frames: list[tuple[str, str, bytes, float]] = field(default_factory=list)  # conn, dir, frame, time
     notes: list[str] = field(default_factory=list)
     attachments: dict[str, str] = field(default_factory=dict)  # name -> text (e.g. a worker's log)
+    protocol: str | None = None  # the sub-protocol of a per-protocol run (conformance.scope)
 
     def __repr__(self) -> str:
-        return f"<CaseResult {self.requirement_id} {self.outcome.value}>"
+        return f"<CaseResult {self.case_id} {self.outcome.value}>"
+
+    @property
+    def case_id(self) -> str:
+        """The row's id: the requirement id, with ``[protocol]`` for a per-protocol run."""
+        return f"{self.requirement_id}[{self.protocol}]" if self.protocol else self.requirement_id
 
     def record(self) -> dict[str, Any]:
         """The JSON form stored with the pytest report and in results.json."""
-        return {"id": self.requirement_id, "level": self.level, "outcome": self.outcome.value,
+        return {"id": self.case_id, "requirement": self.requirement_id, "protocol": self.protocol,
+                "level": self.level, "outcome": self.outcome.value,
                 "message": self.message, "expected": _jsonable(self.expected),
                 "actual": _jsonable(self.actual), "duration_s": round(self.duration_s, 3),
                 "notes": self.notes}

@@ -11,6 +11,7 @@ Broken, a timeout or any other exception -> BROKEN.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import traceback
 from typing import Any, Protocol
@@ -48,10 +49,22 @@ def applicability(req: Requirement, target: Target, suite_case: Case | None) -> 
     return None
 
 
-def run_case(req: Requirement, session: Session) -> CaseResult:
+def at_protocol(session: Session, protocol: str | None) -> Session:
+    """The session whose target runs its workers at ``protocol`` (a per-protocol run):
+    the context's ``target.connect_protocol`` is then the protocol under test, so every
+    worker a case starts without naming a protocol starts at it."""
+    if protocol is None or protocol == session.target.connect_protocol:
+        return session
+    assert dataclasses.is_dataclass(session), "a per-protocol run needs a dataclass session"
+    return dataclasses.replace(session, target=dataclasses.replace(session.target, connect_protocol=protocol))  # type: ignore[type-var]
+
+
+def run_case(req: Requirement, session: Session, protocol: str | None = None) -> CaseResult:
+    """Run ``req``'s case; ``protocol``: the Connect sub-protocol of a per-protocol run."""
+    session = at_protocol(session, protocol)
     target = session.target
     c = load_cases().get(req.id)
-    result = CaseResult(req.id, req.level, Outcome.PASS)
+    result = CaseResult(req.id, req.level, Outcome.PASS, protocol=protocol)
     skip = applicability(req, target, c)
     if skip is not None:
         result.outcome, result.message = skip

@@ -44,7 +44,10 @@ __all__ = [
     "check_spec", "flag", "iter_spec_errors", "load_schema",
 ]
 
-SCHEMA_PATH = Path(__file__).resolve().parents[2] / "schemas" / "message-spec.schema.json"
+# schemas/ of a source checkout, else the copy an installed wheel ships (fakebroker/_schemas).
+SCHEMA_PATH = next(d / "message-spec.schema.json" for d in (Path(__file__).resolve().parents[2] / "schemas",
+                                                            Path(__file__).resolve().parents[1] / "_schemas")
+                   if (d / "message-spec.schema.json").is_file())
 
 MAX_VERSION = 32767  # versions are int16; Kafka represents "N+" as N..Short.MAX_VALUE
 

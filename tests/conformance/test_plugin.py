@@ -1,4 +1,4 @@
-"""The pytest plugin: inert without --target; refuses an invalid target naming the field;
+"""The pytest plugin: inert without --conformance-target; refuses an invalid target naming the field;
 maps outcomes onto pytest; writes results.json; certificates and exit codes."""
 
 from __future__ import annotations
@@ -46,14 +46,14 @@ def test_without_target_nothing_is_collected() -> None:
 def test_invalid_target_is_a_usage_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.toml"
     bad.write_text('name = "x"\nkind = "broker"\nprotocols = ["classic"]\n[start]\nbootstrap = "h:1"\n')
-    r = pytest_run("--pyargs", "conformance", "--target", str(bad), "-q")
+    r = pytest_run("--pyargs", "conformance", "--conformance-target", str(bad), "-q")
     assert r.returncode == 4
     assert "kind: 'broker' is not one of" in r.stderr
 
 
 def test_run_maps_outcomes_and_writes_results(tmp_path: Path, classic_only: Path) -> None:
     results = tmp_path / "results.json"
-    r = pytest_run("--pyargs", "conformance", "--target", str(classic_only), "-v",
+    r = pytest_run("--pyargs", "conformance", "--conformance-target", str(classic_only), "-v",
                    "--conformance-results", str(results),
                    "-k", "CLS-JOIN-01 or CLS-JOIN-15 or C848-HB-VAL-01 or C848-REC-01")
     assert r.returncode == 0, r.stdout[-3000:]
@@ -67,7 +67,7 @@ def test_run_maps_outcomes_and_writes_results(tmp_path: Path, classic_only: Path
 
 
 def test_mutant_fails_with_expected_and_actual(tmp_path: Path) -> None:
-    r = pytest_run("--pyargs", "conformance", "--target", str(ROOT / "fixtures/mutants/wide-session-bounds.toml"),
+    r = pytest_run("--pyargs", "conformance", "--conformance-target", str(ROOT / "fixtures/mutants/wide-session-bounds.toml"),
                    "-q", "--conformance-results", str(tmp_path / "r.json"), "-k", "CLS-JOIN-03")
     assert r.returncode == 1
     assert "FAIL CLS-JOIN-03 (MUST)" in r.stdout and "expected" in r.stdout
@@ -87,7 +87,7 @@ def test_applicability_never_passes_by_default(classic_only: Path) -> None:
 def run_doc(outcomes: dict[str, str], *, strict: bool = False) -> dict:
     return {"target": {"name": "t", "path": "t.toml", "kind": "coordinator", "implementation": "t",
                        "version": "1", "protocols": ["classic"], "capabilities": [], "mutant": None},
-            "suite": "coordinator", "strict": strict, "selected": list(outcomes), "versions": {},
+            "suite": "coordinator", "strict": strict, "left_out": [], "versions": {},
             "results": [{"id": i, "outcome": o, "message": ""} for i, o in outcomes.items()]}
 
 
@@ -104,12 +104,14 @@ def test_verdict(outcomes: dict[str, str], strict: bool, certified: bool) -> Non
     assert "# Conformance certificate: t" in render_markdown(cert)
 
 
-def test_missing_result_is_broken() -> None:
+def test_a_case_left_out_makes_the_run_partial() -> None:
     doc = run_doc({"CLS-JOIN-01": "PASS"})
-    doc["selected"].append("CLS-JOIN-02")
+    doc["left_out"].append({"id": "CLS-JOIN-02", "reason": "no result recorded"})
     cert = build_certificate(doc)
-    assert cert["broken"] == ["CLS-JOIN-02"] and not cert["certified"]
-    assert cert["counts"]["MUST"]["BROKEN"] == 1
+    assert cert["verdict"] == "PARTIAL" and not cert["certified"]
+    assert "| CLS-JOIN-02 | no result recorded |" in render_markdown(cert)
+    del doc["left_out"]  # a results.json that does not say what it covered proves nothing
+    assert build_certificate(doc)["verdict"] == "PARTIAL"
 
 
 def test_case_result_record_is_json() -> None:
@@ -121,9 +123,10 @@ def test_cli_run_exit_codes(tmp_path: Path) -> None:
     ok = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--target", str(FAKEBROKER), "-n", "0",
                          "--reports", str(tmp_path / "ok"), "--no-html", "-k", "CLS-JOIN-0"],
                         cwd=ROOT, capture_output=True, text=True, timeout=300)
-    assert ok.returncode == 0, ok.stdout[-2000:] + ok.stderr[-2000:]
+    assert ok.returncode == 4, ok.stdout[-2000:] + ok.stderr[-2000:]  # PARTIAL: narrowed with -k
     cert = json.loads((tmp_path / "ok" / "certificate.json").read_text())
-    assert cert["verdict"] == "CERTIFIED" and (tmp_path / "ok" / "certificate.md").exists()
+    assert cert["verdict"] == "PARTIAL" and (tmp_path / "ok" / "certificate.md").exists()
+    assert {r["outcome"] for r in cert["requirements"]} == {"PASS"}
     bad = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--target", str(tmp_path / "none.toml")],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "cannot read" in bad.stderr
@@ -135,16 +138,18 @@ def test_golden_transcripts_are_cases_with_their_rule_id(tmp_path: Path) -> None
     if not rules:
         pytest.skip("no golden catalogue (fixtures/golden/rules.json) or replay engine yet")
     results = tmp_path / "results.json"
-    r = pytest_run("--pyargs", "conformance", "--target", str(FAKEBROKER), "-v", "--conformance-results",
+    r = pytest_run("--pyargs", "conformance", "--conformance-target", str(FAKEBROKER), "-v", "--conformance-results",
                    str(results), "-k", f"{rules[0].id} or CLS-HB-06")
     assert r.returncode == 0, r.stdout[-3000:]
     assert f"test_golden[{rules[0].id}] PASS" in r.stdout
     doc = json.loads(results.read_text())
     golden = [x for x in doc["results"] if x.get("golden")]
     assert [(x["id"], x["outcome"]) for x in golden] == [(rules[0].id, "PASS")]
-    assert set(doc["selected"]) == {rules[0].id, "CLS-HB-06"}
+    assert {x["id"] for x in doc["results"]} == {rules[0].id, "CLS-HB-06"}
+    assert rules[1].id in {x["id"] for x in doc["left_out"]}
     cert = build_certificate(doc)
-    assert cert["certified"] and any(row.get("golden") for row in cert["requirements"])
+    assert cert["verdict"] == "PARTIAL" and [g["id"] for g in cert["golden"]] == [rules[0].id]
+    assert cert["goldens"]["replayed"] == 1 and cert["counts"]["MUST"]["PASS"] == 1  # goldens apart
 
 
 def test_golden_replay_catches_a_mutant() -> None:

@@ -318,10 +318,15 @@ class WorkerContext(CoordinatorContext):
 
     # ---------------------------------------------------------------- the worker under test
 
+    @property
+    def connect_protocol(self) -> str:
+        """The Connect sub-protocol under test: a per-protocol run's (conformance.scope)."""
+        return self.target.connect_protocol
+
     async def start_worker(self, worker_id: str | None = None, *, connect_protocol: str | None = None,
                            scheduled_rebalance_delay_ms: int | None = None) -> WorkerProcess:
         w = spawn_worker(self.target, self.bootstrap, self.group_id, worker_id,
-                         connect_protocol=connect_protocol,
+                         connect_protocol=connect_protocol or self.connect_protocol,
                          scheduled_rebalance_delay_ms=scheduled_rebalance_delay_ms)
         self.workers.append(w)
         self.note(f"worker {w.worker_id}: {w.command}")
