@@ -105,9 +105,15 @@ class Pacer(Protocol):
     async def after_send(self, requests_sent: int, next_on_other_connection: bool) -> None:
         """A request went out; give the coordinator the chance to see it in order."""
 
+    def answered(self, offset_ms: int) -> None:
+        """The response recorded at ``offset_ms`` has just been checked."""
+
 
 class RealPacer:
-    """Wall-clock waits as long as the recording's, each capped at ``max_step_s``."""
+    """Wall-clock waits as long as the recording's, each capped at ``max_step_s``. Elastic:
+    an answer that comes later than recorded (a coordinator with an initial rebalance
+    delay, a slow machine) moves the rest of the schedule, so the recorded gaps after it
+    (a session left to expire, say) are kept in full."""
 
     def __init__(self, max_step_s: float = DEFAULT_MAX_STEP_S, gap_s: float = DEFAULT_GAP_S) -> None:
         self.max_step_s, self.gap_s = max_step_s, gap_s
@@ -126,6 +132,11 @@ class RealPacer:
         # of different connections in the recorded order (the leader is the first joiner).
         if next_on_other_connection and self.gap_s > 0:
             await asyncio.sleep(self.gap_s)
+
+    def answered(self, offset_ms: int) -> None:
+        now = asyncio.get_running_loop().time()
+        if self._start is None or now - offset_ms / 1000 > self._start:
+            self._start = now - offset_ms / 1000
 
 
 class VirtualPacer:
@@ -162,6 +173,9 @@ class VirtualPacer:
 
     def begin(self) -> None:
         self._base = self._rec.requests_seen
+
+    def answered(self, offset_ms: int) -> None:
+        pass  # virtual time never runs late
 
 
 # ---------------------------------------------------------------------------- reports
@@ -253,9 +267,10 @@ def precheck(transcript: Transcript, *, real_time: bool, max_step_s: float,
 
 async def replay(transcript: Transcript, target: str, registry: Registry, *,
                  pacer: Pacer | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 unique: str | None = None) -> Report:
+                 unique: str | None = None, bindings: Bindings | None = None) -> Report:
     """Replay ``transcript`` against ``target`` (HOST:PORT). ``unique``: a token for the
-    header's unique names (None: keep them as recorded)."""
+    header's unique names (None: keep them as recorded). ``bindings``: the target's own
+    values for names of the header (the id of a topic it created, say)."""
     host, _, port_text = target.rpartition(":")
     name = str((transcript.header or {}).get("id") or transcript.source)
     report = Report(transcript.source, name)
@@ -267,7 +282,7 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
     pacer = pacer or RealPacer()
     if isinstance(pacer, VirtualPacer):
         pacer.begin()
-    bindings = report.bindings = initial_bindings(transcript, unique)
+    bindings = report.bindings = {**initial_bindings(transcript, unique), **(bindings or {})}
     conns: dict[Any, RawConnection] = {}
     waiting: dict[tuple[Any, int], asyncio.Future[bytes]] = {}
     answered = {(e.conn, e.correlation_id) for e in transcript.events if e.kind == "response"}
@@ -311,6 +326,8 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
                 if failure is not None:
                     report.failure = failure
                     return report
+                if ev.vtime_ms is not None:
+                    pacer.answered(ev.vtime_ms - first)
             elif ev.kind == "close":
                 conn = conns.pop(ev.conn, None)
                 if conn is None:

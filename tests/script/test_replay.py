@@ -196,3 +196,20 @@ def test_invalid_input_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFi
     with pytest.raises(SystemExit) as e:
         main(["replay", str(bad)])  # --against is required
     assert e.value.code == 2
+
+
+def test_real_pacing_is_elastic_after_a_late_answer() -> None:
+    """An answer later than recorded (an initial rebalance delay the recording did not
+    have) moves the schedule: the recorded gap after it is waited in full."""
+    from fakebroker.script.replay import RealPacer
+
+    async def go() -> float:
+        loop = asyncio.get_running_loop()
+        pacer = RealPacer()
+        await pacer.to(0)
+        await asyncio.sleep(0.3)   # the answer recorded at 0 ms comes 300 ms late
+        pacer.answered(0)
+        late = loop.time()
+        await pacer.to(200)        # recorded 200 ms after that answer
+        return loop.time() - late
+    assert asyncio.run(go()) >= 0.2
