@@ -13,7 +13,7 @@ id, replayed client-side against the target (``fakebroker.script.replay``).
   longer initial rebalance delay than the target's, is NOT-APPLICABLE.
 
 A golden rule pins Kafka's classic coordinator behaviour, which DESIGN.md makes binding:
-it counts as a MUST. Its outcome: replay PASS -> PASS, FAIL (first divergence, with field,
+it counts as a MUST. Its outcome: replay PASS -> PASS, FAIL (every divergence, each with field,
 expected and actual) -> FAIL, SKIP -> NOT-APPLICABLE, BROKEN -> BROKEN.
 """
 

@@ -7,9 +7,11 @@ and used in later requests); every wait is bounded. Time follows the transcript:
 ``RealPacer`` the replay waits as long as the recording did between events (each step
 capped), on a ``VirtualPacer`` it advances an in-process broker's virtual clock instead.
 
-The result is a ``Report``: PASS, FAIL at the first divergence (the step, the message, the
+The result is a ``Report``: PASS, FAIL with every divergence (the step, the message, the
 field, expected and actual), SKIP (virtual-only, or a wait above the cap) or BROKEN (the
-coordinator could not be reached).
+coordinator could not be reached). A response that differs still arrived, so the replay
+goes on and reports each later difference too; it stops where going on would only echo
+the first problem (no response, a closed connection, a value it never captured).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from typing import Any, Protocol
 
 from ..protocol import DecodeError, Registry
 from ..protocol.framing import decode_response
-from .matchers import Bindings, Divergence, Unbound, compare, play, render
+from .matchers import (Bindings, Divergence, Unbound, check_value, compare, get_path, play,
+                       render)
 from .transcript import Event, Transcript
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -193,10 +196,21 @@ class Report:
     source: str
     name: str
     steps: int = 0
-    failure: Failure | None = None
+    failure: Failure | None = None  # the first difference
     skipped: str | None = None
     broken: str | None = None
     bindings: Bindings = field(default_factory=dict)
+    later: list[Failure] = field(default_factory=list)  # the differences after the first
+
+    @property
+    def failures(self) -> list[Failure]:
+        return ([self.failure] if self.failure else []) + self.later
+
+    def fail(self, failure: Failure) -> None:
+        if self.failure is None:
+            self.failure = failure
+        else:
+            self.later.append(failure)
 
     @property
     def ok(self) -> bool:
@@ -218,13 +232,15 @@ class Report:
             return f"{head}\n  skipped: {self.skipped}"
         if self.failure is None:
             return f"{head}: {self.steps} step(s)"
-        f = self.failure
-        lines = [head, f"  step {f.step} (line {f.event.line}): {describe_event(f.event, registry)}",
-                 f"  {f.message}"]
-        if f.divergence is not None:
-            d = f.divergence
-            lines += [f"  field:    {d.path or '<body>'}", f"  expected: {render(d.expected)}",
-                      f"  actual:   {render(d.actual)}", f"  reason:   {d.reason}"]
+        fs = self.failures
+        lines = [head if len(fs) == 1 else f"{head}: {len(fs)} differences"]
+        for f in fs:
+            lines += [f"  step {f.step} (line {f.event.line}): {describe_event(f.event, registry)}",
+                      f"  {f.message}"]
+            if f.divergence is not None:
+                d = f.divergence
+                lines += [f"  field:    {d.path or '<body>'}", f"  expected: {render(d.expected)}",
+                          f"  actual:   {render(d.actual)}", f"  reason:   {d.reason}"]
         return "\n".join(lines)
 
 
@@ -306,15 +322,15 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
                 try:
                     body = play(ev.body, ev.match, bindings) if ev.body is not None else None
                 except Unbound as e:
-                    report.failure = Failure(step, ev, f"the request uses {e.args[0]!r}, which no "
-                                                       "earlier response captured")
+                    report.fail(Failure(step, ev, f"the request uses {e.args[0]!r}, which no "
+                                                  "earlier response captured"))
                     return report
                 frame = ev.frame(registry, body=body) if body is not None else ev.raw
                 assert frame is not None
                 try:
                     fut = conn.send(frame, ev.correlation_id, (ev.conn, ev.correlation_id) in answered)
                 except ConnectionClosed as e:
-                    report.failure = Failure(step, ev, f"cannot send: the connection was {e}")
+                    report.fail(Failure(step, ev, f"cannot send: the connection was {e}"))
                     return report
                 if fut is not None:
                     waiting[(ev.conn, ev.correlation_id)] = fut  # type: ignore[index]
@@ -324,8 +340,9 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
             elif ev.kind == "response":
                 failure = await _check_response(ev, step, waiting, registry, bindings, timeout_s)
                 if failure is not None:
-                    report.failure = failure
-                    return report
+                    report.fail(failure)
+                    if failure.divergence is None:
+                        return report
                 if ev.vtime_ms is not None:
                     pacer.answered(ev.vtime_ms - first)
             elif ev.kind == "close":
@@ -338,8 +355,8 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
                     try:
                         await asyncio.wait_for(asyncio.shield(conn.closed), timeout_s)
                     except asyncio.TimeoutError:
-                        report.failure = Failure(step, ev, f"the coordinator kept connection "
-                                                           f"{ev.conn!r} open for {timeout_s:g} s")
+                        report.fail(Failure(step, ev, f"the coordinator kept connection "
+                                                      f"{ev.conn!r} open for {timeout_s:g} s"))
                         await conn.close()
                         return report
                     await conn.close()
@@ -365,10 +382,29 @@ async def _check_response(ev: Event, step: int, waiting: dict[tuple[Any, int], a
         resp = decode_response(registry, frame[4:], ev.api_key, ev.version, base=4)
     except DecodeError as e:
         return Failure(step, ev, f"the response does not decode: {e}")
-    d = compare(ev.body, resp.body.to_json(), ev.match, bindings)
+    actual = resp.body.to_json()
+    d = compare(ev.body, actual, ev.match, bindings)
     if d is not None:
+        _capture_rest(actual, ev.match or {}, bindings)
         return Failure(step, ev, "the response differs", d)
     return None
+
+
+def _capture_rest(actual: Any, match: dict[str, Any], bindings: Bindings) -> None:
+    """After a difference, still bind what the response captures (a member id the rest of
+    the transcript refers to), so the replay can go on. Captures under a list whose order
+    is free are left alone: which element is meant is only known from a full match."""
+    free = [p for p, m in match.items() if "unordered" in m or "contains" in m]
+    for path, m in match.items():
+        if "capture" not in m or m["capture"] in bindings or "*" in path:
+            continue
+        if any(path.startswith(f + "[") for f in free):
+            continue
+        try:
+            value = get_path(actual, path)
+        except KeyError:
+            continue
+        check_value(m, value, bindings)  # binds only a value the matcher accepts
 
 
 def run_token() -> str:
