@@ -75,6 +75,14 @@ def classic_coordinator_requirements() -> set[str]:
             if "coordinator" in q.binds and "classic" in q.protocols and not q.untestable}
 
 
+def goldens_left_out(results: dict[str, dict[str, str]], *allowed: str) -> dict[str, str]:
+    """The classic goldens that did not PASS; each must be left out for an ``allowed`` reason."""
+    left_out = {i: x["message"] for i, x in results.items()
+                if x.get("golden") and i.startswith("CLASSIC-") and x["outcome"] != "PASS"}
+    assert all(any(a in m for a in allowed) for m in left_out.values()), left_out
+    return left_out
+
+
 @pytest.mark.realkafka
 @pytest.mark.xdist_group("apache-kafka")  # one run at a time: each launches two brokers
 def test_apache_kafka_is_certified(tmp_path: Path) -> None:
@@ -84,12 +92,10 @@ def test_apache_kafka_is_certified(tmp_path: Path) -> None:
     assert not missing, f"no outcome for {sorted(missing)}"
     cases = {i for i in passed if not results[i].get("golden")}
     assert len(cases) >= 60, f"only {len(cases)} cases passed"
-    # Goldens run on Kafka at its default delay; the only ones left out need virtual time
-    # or a group size limit no target declares.
-    goldens = {i: x for i, x in results.items() if x.get("golden") and i.startswith("CLASSIC-")}
-    left_out = {i: x["message"] for i, x in goldens.items() if x["outcome"] != "PASS"}
-    assert all("virtual-only" in m or "max_group_size=1" in m for m in left_out.values()), left_out
-    assert len(goldens) - len(left_out) >= 90, f"{len(left_out)} of {len(goldens)} goldens did not run"
+    # Goldens run on Kafka at its default delay (those recorded without one too); the only
+    # ones left out need virtual time or a group size limit no target declares.
+    left_out = goldens_left_out(results, "virtual-only", "max_group_size=1")
+    assert len(left_out) <= 2, left_out
 
 
 @pytest.mark.realkafka
@@ -100,11 +106,16 @@ def test_apache_kafka_without_an_initial_delay_is_certified(tmp_path: Path) -> N
     copy = tmp_path / "apache-kafka-delay-0.toml"
     copy.write_text(TARGET.read_text().replace("[timing]\n", "[timing]\ninitial_rebalance_delay_ms = 0\n"))
     assert load_target(copy).timing.initial_rebalance_delay_ms == 0
-    results = certified_outcomes(copy, tmp_path / "reports", "-k", "CLS-")
-    missing = {i for i in classic_coordinator_requirements() if i.startswith("CLS-")} - set(results)
+    results = certified_outcomes(copy, tmp_path / "reports")
+    missing = classic_coordinator_requirements() - set(results)
     assert not missing, f"no outcome for {sorted(missing)}"
-    passed = [i for i, x in results.items() if x["outcome"] == "PASS"]
+    passed = [i for i, x in results.items() if x["outcome"] == "PASS" and not x.get("golden")]
     assert len(passed) >= 60, f"only {len(passed)} cases passed"
+    # Also left out here: the goldens whose joins share a 3000 ms initial delay.
+    left_out = goldens_left_out(results, "virtual-only", "max_group_size=1",
+                                "initial_rebalance_delay_ms=3000 where the target runs with "
+                                "initial_rebalance_delay_ms=0")
+    assert len(left_out) <= 7, left_out
 
 
 @pytest.mark.parametrize("recorded, why", [
