@@ -2,6 +2,7 @@
 
     python -m fakebroker.realkafka resolve       # fetch the jars once (CI's setup runs this)
     python -m fakebroker.realkafka start         # run one until Ctrl-C; prints HOST:PORT
+                                                 # (Kafka's default group settings)
     python -m fakebroker.realkafka doctor        # what would be used, and why
     python -m fakebroker.realkafka diff [NAME..] # differential scenarios: Kafka vs the fake
 
