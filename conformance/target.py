@@ -19,6 +19,9 @@ from typing import Any
 import jsonschema
 
 from fakebroker.protocol import default_schema_dir
+from fakebroker.realkafka.settings import (KAFKA_INITIAL_REBALANCE_DELAY_MS,
+                                           KAFKA_MAX_SESSION_TIMEOUT_MS,
+                                           KAFKA_MIN_SESSION_TIMEOUT_MS)
 
 SCHEMA_FILE = "target.schema.json"
 PLACEHOLDERS = frozenset({
@@ -41,9 +44,10 @@ class TargetError(ValueError):
 @dataclass(frozen=True)
 class Timing:
     clock: str = "real"
-    min_session_timeout_ms: int = 6000        # Kafka's group.min.session.timeout.ms
-    max_session_timeout_ms: int = 1_800_000   # Kafka's group.max.session.timeout.ms
-    initial_rebalance_delay_ms: int = 3000    # Kafka's group.initial.rebalance.delay.ms
+    # Kafka's broker defaults (one source with `python -m fakebroker.realkafka start`).
+    min_session_timeout_ms: int = KAFKA_MIN_SESSION_TIMEOUT_MS    # group.min.session.timeout.ms
+    max_session_timeout_ms: int = KAFKA_MAX_SESSION_TIMEOUT_MS    # group.max.session.timeout.ms
+    initial_rebalance_delay_ms: int = KAFKA_INITIAL_REBALANCE_DELAY_MS  # group.initial.rebalance.delay.ms
     session_timeout_ms: int = 10_000          # Connect's session.timeout.ms
     rebalance_timeout_ms: int = 60_000        # Connect's rebalance.timeout.ms
     heartbeat_interval_ms: int = 3_000        # Connect's heartbeat.interval.ms
@@ -73,6 +77,7 @@ class Target:
     command: str | None
     timing: Timing
     upstream: str | None = None  # "real-kafka": the fake broker proxies to a real Kafka
+    launch: str | None = None    # "real-kafka": the harness runs the coordinator (a real Kafka)
     description: str = ""
     implementation_name: str = ""
     implementation_version: str = "unknown"
@@ -109,9 +114,9 @@ def rule_schema(data: Any, schema: dict[str, Any]) -> list[str]:
 
 def rule_start_one_way(data: dict[str, Any]) -> list[str]:
     """[start] names exactly one of builtin, bootstrap, command."""
-    ways = [k for k in ("builtin", "bootstrap", "command") if k in data["start"]]
+    ways = [k for k in ("builtin", "bootstrap", "command", "launch") if k in data["start"]]
     if len(ways) != 1:
-        return [f"start: give exactly one of builtin, bootstrap, command; got {ways or 'none'} "
+        return [f"start: give exactly one of builtin, bootstrap, command, launch; got {ways or 'none'} "
                 f"(rule start-one-way)"]
     return []
 
@@ -131,6 +136,19 @@ def rule_upstream_needs_command(data: dict[str, Any]) -> list[str]:
     """Only a worker started by a command is put behind a fake broker fronting a real Kafka."""
     if "upstream" in data["start"] and "command" not in data["start"]:
         return ["start.upstream: needs start.command (a worker target) (rule upstream-needs-command)"]
+    return []
+
+
+def rule_launch_version(data: dict[str, Any]) -> list[str]:
+    """A launched real Kafka is the version the harness provisions; the certificate must not
+    name another."""
+    if data["start"].get("launch") != "real-kafka":
+        return []
+    from fakebroker.realkafka.provision import KAFKA_VERSION
+    version = data.get("implementation", {}).get("version", "auto")
+    if version not in ("auto", KAFKA_VERSION):
+        return [f"implementation.version: {version!r}, but start.launch runs Apache Kafka "
+                f"{KAFKA_VERSION} (give \"auto\" or {KAFKA_VERSION!r}) (rule launch-version)"]
     return []
 
 
@@ -202,7 +220,7 @@ def validate_target_data(data: Any, schema: dict[str, Any]) -> list[str]:
         return problems
     out: list[str] = []
     for rule in (rule_start_one_way, rule_kind_start_match, rule_upstream_needs_command,
-                 rule_placeholders_known,
+                 rule_launch_version, rule_placeholders_known,
                  rule_virtual_clock_builtin_only, rule_session_bounds_ordered,
                  rule_mutant_builtin_only, rule_group_log_declared):
         out += rule(data)
@@ -226,7 +244,8 @@ def parse_target(data: dict[str, Any], path: str) -> Target:
         path=path, name=data["name"], kind=data["kind"],
         protocols=frozenset(data["protocols"]), capabilities=frozenset(data.get("capabilities", [])),
         builtin=start.get("builtin"), bootstrap=start.get("bootstrap"), command=start.get("command"),
-        timing=timing, upstream=start.get("upstream"), description=data.get("description", ""),
+        timing=timing, upstream=start.get("upstream"), launch=start.get("launch"),
+        description=data.get("description", ""),
         implementation_name=impl.get("name", data["name"]),
         implementation_version=impl.get("version", "unknown"),
         artefacts=tuple(impl.get("artefacts", ())),

@@ -22,19 +22,11 @@ from fakebroker.protocol.error_codes import ErrorCode
 from ..catalogue import Requirement
 from ..target import Target
 from .clock import CaseClock
-from .members import ClassicMember, Pending
+from .members import ClassicMember, Pending, error_name
 from .outcomes import Broken, Violation
 from .transcript import RecordedConnection, Transcript
 
-
-def error_name(code: int, extra: dict[str, int] | None = None) -> str:
-    for name, value in (extra or {}).items():
-        if value == code:
-            return name
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error {code}"
+REBALANCE_IN_PROGRESS = ErrorCode.REBALANCE_IN_PROGRESS.value
 
 
 @dataclass
@@ -123,22 +115,30 @@ class CoordinatorContext:
             if all(p.done() for p in pending):
                 return True
             if spent >= within_ms:
-                # A bounded real-time grace for answers already in flight (the target, even
-                # on a virtual clock, runs in another thread or process).
-                await asyncio.wait([p.future for p in pending if not p.done()],
-                                   timeout=0.3 if self.clock.virtual else 2.0)
-                return all(p.done() for p in pending)
+                return await self._grace(pending)
             d = min(step, within_ms - spent)
-            if self.clock.virtual:
-                await self.advance(d, keep_alive=[m for m in keep_alive if m.idle], step_ms=d)
-            else:
-                # Real time: wake as soon as the answers arrive, not at the end of the step.
-                await asyncio.wait([p.future for p in pending if not p.done()],
-                                   timeout=d * self.target.timing.wait_scale / 1000)
-                for m in keep_alive:
-                    if m.idle and m.member_id:
-                        await m.heartbeat()
+            await self._step(pending, d, keep_alive)
             spent += d
+
+    async def _grace(self, pending: Sequence[Pending]) -> bool:
+        """A bounded real-time grace for answers already in flight (the target, even on a
+        virtual clock, runs in another thread or process)."""
+        await asyncio.wait([p.future for p in pending if not p.done()],
+                           timeout=0.3 if self.clock.virtual else 2.0)
+        return all(p.done() for p in pending)
+
+    async def _step(self, pending: Sequence[Pending], ms: int,
+                    keep_alive: Sequence[ClassicMember]) -> None:
+        """``ms`` of target time (waking early on a real clock once every answer is in),
+        then a heartbeat from each idle ``keep_alive`` member."""
+        if self.clock.virtual:
+            await self.advance(ms, keep_alive=[m for m in keep_alive if m.idle], step_ms=ms)
+            return
+        await asyncio.wait([p.future for p in pending if not p.done()],
+                           timeout=ms * self.target.timing.wait_scale / 1000)
+        for m in keep_alive:
+            if m.idle and m.member_id:
+                await m.heartbeat()
 
     # ---------------------------------------------------------------- scenarios
 
@@ -146,17 +146,35 @@ class CoordinatorContext:
                        new: bool = True, keep_alive: Sequence[ClassicMember] = (),
                        **join_kw: Any) -> Generation:
         """Every member (re)joins; waits for the join phase to complete (the initial delay of
-        a new group included). New members first get their id through MEMBER_ID_REQUIRED."""
+        a new group included). New members first get their id through MEMBER_ID_REQUIRED.
+
+        Joins travel on separate connections, so the coordinator may handle them in any
+        order: with no initial delay it completes a generation with the first member alone,
+        and a follower rejoining a Stable group before the leader does is answered at once
+        with the current generation. Like a real client, a member answered while others
+        are still parked heartbeats, and rejoins when told REBALANCE_IN_PROGRESS; the
+        result is the generation in which every member was answered."""
         pending: list[Pending] = []
         for m in members:
             if new and not m.member_id and version >= 4 and m.instance_id is None:
                 await m.obtain_member_id(version, **join_kw)
             pending.append(m.submit_join(version, **join_kw))
         budget = self.initial_delay_ms + max(m.rebalance_timeout_ms for m in members)
-        if not await self.until_answered(pending, budget, keep_alive=keep_alive,
-                                         step_ms=max(1, min(self.initial_delay_ms or 1000, 1000))):
-            raise Violation("join phase", f"every JoinGroup answered within {budget} ms",
-                            f"{sum(not p.done() for p in pending)} still parked")
+        step = max(1, min(self.initial_delay_ms or 500, 1000))
+        spent = 0
+        while not all(p.done() for p in pending):
+            if spent >= budget and not await self._grace(pending):
+                raise Violation("join phase", f"every JoinGroup answered within {budget} ms",
+                                f"{sum(not p.done() for p in pending)} still parked")
+            await self._step(pending, step, keep_alive)
+            spent += step
+            if all(p.done() for p in pending):
+                break
+            for i, (m, p) in enumerate(zip(members, pending)):
+                if p.done() and m.idle:
+                    r = m.take_join(await p.response())
+                    if r.error_code == 0 and (await m.heartbeat()).error_code == REBALANCE_IN_PROGRESS:
+                        pending[i] = m.submit_join(version, **join_kw)
         joins = {}
         for m, p in zip(members, pending):
             joins[m.name] = m.take_join(await p.response())

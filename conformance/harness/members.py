@@ -14,6 +14,7 @@ from typing import Any
 
 from fakebroker.client import ClientError, Exchange
 from fakebroker.protocol import Struct, default_registry
+from fakebroker.protocol.error_codes import ErrorCode
 
 from .outcomes import Violation
 from .transcript import RecordedConnection
@@ -21,6 +22,16 @@ from .transcript import RecordedConnection
 REG = default_registry()
 PROTOCOL_TYPE = "connect"
 UNSET: Any = object()
+
+
+def error_name(code: int, extra: dict[str, int] | None = None) -> str:
+    for name, value in (extra or {}).items():
+        if value == code:
+            return name
+    try:
+        return ErrorCode(code).name
+    except ValueError:
+        return f"error {code}"
 
 
 @dataclass
@@ -126,10 +137,10 @@ class ClassicMember:
     async def obtain_member_id(self, version: int = 9, **kw: Any) -> None:
         """The KIP-394 step: a join without an id must be answered MEMBER_ID_REQUIRED."""
         r = await self.join(version, member_id="", **kw)
-        if r.error_code != 79 or not r.member_id:
+        if r.error_code != ErrorCode.MEMBER_ID_REQUIRED or not r.member_id:
             raise Violation(f"{self.name}: JoinGroup v{version} without a member id",
-                            "MEMBER_ID_REQUIRED with a member id",
-                            f"error {r.error_code}, member id {r.member_id!r}")
+                            "error MEMBER_ID_REQUIRED with a member id",
+                            f"error {error_name(r.error_code)}, member id {r.member_id!r}")
 
     # ---------------------------------------------------------------- SyncGroup
 

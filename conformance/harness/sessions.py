@@ -22,11 +22,15 @@ class CoordinatorSession:
     clock: CaseClock
     broker: BrokerThread | None = None
     version: str = field(default="unknown")
-    kafka: Any = None  # fakebroker.realkafka.RealKafka holding a builtin's group log
+    kafka: Any = None  # fakebroker.realkafka.RealKafka: a launched target, or a builtin's group log
     group_log_bootstrap: str | None = None  # where the target's [group_log] topic is read
 
     @classmethod
     def start(cls, target: Target) -> CoordinatorSession:
+        if target.launch == "real-kafka":
+            kafka = launch_real_kafka(target)
+            return cls(target, kafka.bootstrap, RealCaseClock(target.timing.wait_scale), None,
+                       kafka.version, kafka)
         if target.builtin is not None:
             kafka, store = _group_log_kafka(target)
             try:
@@ -70,3 +74,19 @@ def _group_log_kafka(target: Target) -> tuple[Any, Any]:
     except BaseException:
         kafka.stop()
         raise
+
+
+def launch_settings(target: Target) -> Any:
+    """The broker settings of a launched real Kafka: the group settings the target declares
+    (its [timing] is what the cases read, so the broker must run with exactly those)."""
+    from fakebroker.realkafka import KafkaSettings
+    t = target.timing
+    return KafkaSettings(initial_rebalance_delay_ms=t.initial_rebalance_delay_ms,
+                         min_session_timeout_ms=t.min_session_timeout_ms,
+                         max_session_timeout_ms=t.max_session_timeout_ms)
+
+
+def launch_real_kafka(target: Target) -> Any:
+    """A real Kafka for this test process (stopped with the session)."""
+    from fakebroker.realkafka import start_real_kafka
+    return start_real_kafka(launch_settings(target))

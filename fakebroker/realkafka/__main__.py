@@ -2,6 +2,7 @@
 
     python -m fakebroker.realkafka resolve       # fetch the jars once (CI's setup runs this)
     python -m fakebroker.realkafka start         # run one until Ctrl-C; prints HOST:PORT
+                                                 # (Kafka's default group settings)
     python -m fakebroker.realkafka doctor        # what would be used, and why
     python -m fakebroker.realkafka diff [NAME..] # differential scenarios: Kafka vs the fake
 
@@ -19,6 +20,8 @@ from pathlib import Path
 from . import KAFKA_VERSION, KafkaSettings, RealKafkaError, choose_backend, start_real_kafka
 from .cli import run_command, serve_until_signalled
 from .provision import cached_libs, ensure_resolved, find_java, kafka_home
+from .settings import (KAFKA_INITIAL_REBALANCE_DELAY_MS, KAFKA_MAX_SESSION_TIMEOUT_MS,
+                       KAFKA_MIN_SESSION_TIMEOUT_MS)
 
 
 def _resolve(args: argparse.Namespace) -> int:
@@ -31,11 +34,16 @@ def _resolve(args: argparse.Namespace) -> int:
     return 0
 
 
+def start_settings(args: argparse.Namespace) -> KafkaSettings:
+    """What ``start`` runs the broker with."""
+    return KafkaSettings(port=args.port, initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
+                         min_session_timeout_ms=args.min_session_timeout_ms,
+                         max_session_timeout_ms=args.max_session_timeout_ms,
+                         properties=dict(p.split("=", 1) for p in args.property or []))
+
+
 def _start(args: argparse.Namespace) -> int:
-    settings = KafkaSettings(port=args.port, initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
-                             min_session_timeout_ms=args.min_session_timeout_ms,
-                             properties=dict(p.split("=", 1) for p in args.property or []))
-    kafka = start_real_kafka(settings, backend=args.backend, verbose=True)
+    kafka = start_real_kafka(start_settings(args), backend=args.backend, verbose=True)
     return serve_until_signalled(kafka, kafka.bootstrap)
 
 
@@ -88,7 +96,7 @@ def _diff(args: argparse.Namespace) -> int:
     return 1 if failed else 0
 
 
-def main(argv: list[str] | None = None) -> int:
+def parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="python -m fakebroker.realkafka", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("-v", "--verbose", action="store_true")
@@ -97,8 +105,10 @@ def main(argv: list[str] | None = None) -> int:
     st = sub.add_parser("start", help="start a broker and keep it running until interrupted")
     st.add_argument("--backend", choices=("auto", "process", "docker", "external"))
     st.add_argument("--port", type=int, default=0, help="client port (0: a free one)")
-    st.add_argument("--initial-rebalance-delay-ms", type=int, default=0)
-    st.add_argument("--min-session-timeout-ms", type=int, default=1000)
+    # Kafka's own defaults, which a conformance target's [timing] assumes too.
+    st.add_argument("--initial-rebalance-delay-ms", type=int, default=KAFKA_INITIAL_REBALANCE_DELAY_MS)
+    st.add_argument("--min-session-timeout-ms", type=int, default=KAFKA_MIN_SESSION_TIMEOUT_MS)
+    st.add_argument("--max-session-timeout-ms", type=int, default=KAFKA_MAX_SESSION_TIMEOUT_MS)
     st.add_argument("--property", "-p", action="append", metavar="NAME=VALUE",
                     help="a further server property (repeatable)")
     dr = sub.add_parser("doctor", help="print what would be used")
@@ -107,6 +117,11 @@ def main(argv: list[str] | None = None) -> int:
     df.add_argument("scenario", nargs="*", help="scenario names (default: all)")
     df.add_argument("--backend", choices=("auto", "process", "docker", "external"))
     df.add_argument("--accepted", type=Path, help="accepted-differences file (default: the project's)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = parser()
     args = p.parse_args(argv)
     return run_command(p, args, {"resolve": _resolve, "start": _start, "doctor": _doctor, "diff": _diff},
                        "realkafka")

@@ -10,6 +10,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# Apache Kafka's own broker defaults for the group settings a coordinator target declares
+# (group.initial.rebalance.delay.ms, group.min/max.session.timeout.ms). The one source for
+# `python -m fakebroker.realkafka start`'s defaults and a conformance target's [timing].
+KAFKA_INITIAL_REBALANCE_DELAY_MS = 3000
+KAFKA_MIN_SESSION_TIMEOUT_MS = 6000
+KAFKA_MAX_SESSION_TIMEOUT_MS = 1_800_000
+
 
 @dataclass
 class KafkaSettings:
@@ -17,7 +24,7 @@ class KafkaSettings:
     initial_rebalance_delay_ms: int = 0
     # group.min.session.timeout.ms / group.max.session.timeout.ms.
     min_session_timeout_ms: int = 1000
-    max_session_timeout_ms: int = 1_800_000
+    max_session_timeout_ms: int = KAFKA_MAX_SESSION_TIMEOUT_MS
     # offsets.topic.num.partitions.
     offsets_partitions: int = 1
     # Any further server.properties (they win over everything above, ports excepted).

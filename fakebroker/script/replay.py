@@ -7,9 +7,11 @@ and used in later requests); every wait is bounded. Time follows the transcript:
 ``RealPacer`` the replay waits as long as the recording did between events (each step
 capped), on a ``VirtualPacer`` it advances an in-process broker's virtual clock instead.
 
-The result is a ``Report``: PASS, FAIL at the first divergence (the step, the message, the
+The result is a ``Report``: PASS, FAIL with every divergence (the step, the message, the
 field, expected and actual), SKIP (virtual-only, or a wait above the cap) or BROKEN (the
-coordinator could not be reached).
+coordinator could not be reached). A response that differs still arrived, so the replay
+goes on and reports each later difference too; it stops where going on would only echo
+the first problem (no response, a closed connection, a value it never captured).
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ from typing import Any, Protocol
 
 from ..protocol import DecodeError, Registry
 from ..protocol.framing import decode_response
-from .matchers import Bindings, Divergence, Unbound, compare, play, render
+from .matchers import (Bindings, Divergence, Unbound, check_value, compare, get_path, play,
+                       render)
 from .transcript import Event, Transcript
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -105,9 +108,15 @@ class Pacer(Protocol):
     async def after_send(self, requests_sent: int, next_on_other_connection: bool) -> None:
         """A request went out; give the coordinator the chance to see it in order."""
 
+    def answered(self, offset_ms: int) -> None:
+        """The response recorded at ``offset_ms`` has just been checked."""
+
 
 class RealPacer:
-    """Wall-clock waits as long as the recording's, each capped at ``max_step_s``."""
+    """Wall-clock waits as long as the recording's, each capped at ``max_step_s``. Elastic:
+    an answer that comes later than recorded (a coordinator with an initial rebalance
+    delay, a slow machine) moves the rest of the schedule, so the recorded gaps after it
+    (a session left to expire, say) are kept in full."""
 
     def __init__(self, max_step_s: float = DEFAULT_MAX_STEP_S, gap_s: float = DEFAULT_GAP_S) -> None:
         self.max_step_s, self.gap_s = max_step_s, gap_s
@@ -126,6 +135,11 @@ class RealPacer:
         # of different connections in the recorded order (the leader is the first joiner).
         if next_on_other_connection and self.gap_s > 0:
             await asyncio.sleep(self.gap_s)
+
+    def answered(self, offset_ms: int) -> None:
+        now = asyncio.get_running_loop().time()
+        if self._start is None or now - offset_ms / 1000 > self._start:
+            self._start = now - offset_ms / 1000
 
 
 class VirtualPacer:
@@ -163,6 +177,9 @@ class VirtualPacer:
     def begin(self) -> None:
         self._base = self._rec.requests_seen
 
+    def answered(self, offset_ms: int) -> None:
+        pass  # virtual time never runs late
+
 
 # ---------------------------------------------------------------------------- reports
 
@@ -179,10 +196,21 @@ class Report:
     source: str
     name: str
     steps: int = 0
-    failure: Failure | None = None
+    failure: Failure | None = None  # the first difference
     skipped: str | None = None
     broken: str | None = None
     bindings: Bindings = field(default_factory=dict)
+    later: list[Failure] = field(default_factory=list)  # the differences after the first
+
+    @property
+    def failures(self) -> list[Failure]:
+        return ([self.failure] if self.failure else []) + self.later
+
+    def fail(self, failure: Failure) -> None:
+        if self.failure is None:
+            self.failure = failure
+        else:
+            self.later.append(failure)
 
     @property
     def ok(self) -> bool:
@@ -204,13 +232,15 @@ class Report:
             return f"{head}\n  skipped: {self.skipped}"
         if self.failure is None:
             return f"{head}: {self.steps} step(s)"
-        f = self.failure
-        lines = [head, f"  step {f.step} (line {f.event.line}): {describe_event(f.event, registry)}",
-                 f"  {f.message}"]
-        if f.divergence is not None:
-            d = f.divergence
-            lines += [f"  field:    {d.path or '<body>'}", f"  expected: {render(d.expected)}",
-                      f"  actual:   {render(d.actual)}", f"  reason:   {d.reason}"]
+        fs = self.failures
+        lines = [head if len(fs) == 1 else f"{head}: {len(fs)} differences"]
+        for f in fs:
+            lines += [f"  step {f.step} (line {f.event.line}): {describe_event(f.event, registry)}",
+                      f"  {f.message}"]
+            if f.divergence is not None:
+                d = f.divergence
+                lines += [f"  field:    {d.path or '<body>'}", f"  expected: {render(d.expected)}",
+                          f"  actual:   {render(d.actual)}", f"  reason:   {d.reason}"]
         return "\n".join(lines)
 
 
@@ -253,9 +283,10 @@ def precheck(transcript: Transcript, *, real_time: bool, max_step_s: float,
 
 async def replay(transcript: Transcript, target: str, registry: Registry, *,
                  pacer: Pacer | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 unique: str | None = None) -> Report:
+                 unique: str | None = None, bindings: Bindings | None = None) -> Report:
     """Replay ``transcript`` against ``target`` (HOST:PORT). ``unique``: a token for the
-    header's unique names (None: keep them as recorded)."""
+    header's unique names (None: keep them as recorded). ``bindings``: the target's own
+    values for names of the header (the id of a topic it created, say)."""
     host, _, port_text = target.rpartition(":")
     name = str((transcript.header or {}).get("id") or transcript.source)
     report = Report(transcript.source, name)
@@ -267,7 +298,7 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
     pacer = pacer or RealPacer()
     if isinstance(pacer, VirtualPacer):
         pacer.begin()
-    bindings = report.bindings = initial_bindings(transcript, unique)
+    bindings = report.bindings = {**initial_bindings(transcript, unique), **(bindings or {})}
     conns: dict[Any, RawConnection] = {}
     waiting: dict[tuple[Any, int], asyncio.Future[bytes]] = {}
     answered = {(e.conn, e.correlation_id) for e in transcript.events if e.kind == "response"}
@@ -291,15 +322,15 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
                 try:
                     body = play(ev.body, ev.match, bindings) if ev.body is not None else None
                 except Unbound as e:
-                    report.failure = Failure(step, ev, f"the request uses {e.args[0]!r}, which no "
-                                                       "earlier response captured")
+                    report.fail(Failure(step, ev, f"the request uses {e.args[0]!r}, which no "
+                                                  "earlier response captured"))
                     return report
                 frame = ev.frame(registry, body=body) if body is not None else ev.raw
                 assert frame is not None
                 try:
                     fut = conn.send(frame, ev.correlation_id, (ev.conn, ev.correlation_id) in answered)
                 except ConnectionClosed as e:
-                    report.failure = Failure(step, ev, f"cannot send: the connection was {e}")
+                    report.fail(Failure(step, ev, f"cannot send: the connection was {e}"))
                     return report
                 if fut is not None:
                     waiting[(ev.conn, ev.correlation_id)] = fut  # type: ignore[index]
@@ -309,8 +340,11 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
             elif ev.kind == "response":
                 failure = await _check_response(ev, step, waiting, registry, bindings, timeout_s)
                 if failure is not None:
-                    report.failure = failure
-                    return report
+                    report.fail(failure)
+                    if failure.divergence is None:
+                        return report
+                if ev.vtime_ms is not None:
+                    pacer.answered(ev.vtime_ms - first)
             elif ev.kind == "close":
                 conn = conns.pop(ev.conn, None)
                 if conn is None:
@@ -321,8 +355,8 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
                     try:
                         await asyncio.wait_for(asyncio.shield(conn.closed), timeout_s)
                     except asyncio.TimeoutError:
-                        report.failure = Failure(step, ev, f"the coordinator kept connection "
-                                                           f"{ev.conn!r} open for {timeout_s:g} s")
+                        report.fail(Failure(step, ev, f"the coordinator kept connection "
+                                                      f"{ev.conn!r} open for {timeout_s:g} s"))
                         await conn.close()
                         return report
                     await conn.close()
@@ -348,10 +382,29 @@ async def _check_response(ev: Event, step: int, waiting: dict[tuple[Any, int], a
         resp = decode_response(registry, frame[4:], ev.api_key, ev.version, base=4)
     except DecodeError as e:
         return Failure(step, ev, f"the response does not decode: {e}")
-    d = compare(ev.body, resp.body.to_json(), ev.match, bindings)
+    actual = resp.body.to_json()
+    d = compare(ev.body, actual, ev.match, bindings)
     if d is not None:
+        _capture_rest(actual, ev.match or {}, bindings)
         return Failure(step, ev, "the response differs", d)
     return None
+
+
+def _capture_rest(actual: Any, match: dict[str, Any], bindings: Bindings) -> None:
+    """After a difference, still bind what the response captures (a member id the rest of
+    the transcript refers to), so the replay can go on. Captures under a list whose order
+    is free are left alone: which element is meant is only known from a full match."""
+    free = [p for p, m in match.items() if "unordered" in m or "contains" in m]
+    for path, m in match.items():
+        if "capture" not in m or m["capture"] in bindings or "*" in path:
+            continue
+        if any(path.startswith(f + "[") for f in free):
+            continue
+        try:
+            value = get_path(actual, path)
+        except KeyError:
+            continue
+        check_value(m, value, bindings)  # binds only a value the matcher accepts
 
 
 def run_token() -> str:

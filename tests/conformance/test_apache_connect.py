@@ -12,46 +12,18 @@ worker's log) in the Allure results.
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-import uuid
 from pathlib import Path
 
 import pytest
 
 from conformance.catalogue import default_catalogue
 from conformance.target import load_target
+from tests.support.certification import run_certification
 
 ROOT = Path(__file__).resolve().parents[2]
 PROTOCOLS = ("eager", "compatible", "sessioned")
 # requirement id -> why the real worker is allowed another outcome than PASS (none so far).
 DIVERGENCES: dict[str, str] = {}
-
-
-def processes_tagged(tag: str) -> list[int]:
-    """Live processes whose environment carries ``tag`` (everything a run started inherits it)."""
-    found = []
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) != os.getpid():
-            try:
-                if tag.encode() in (entry / "environ").read_bytes():
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
-def run_certification(target_file: Path, reports: Path, *extra: str,
-                      timeout_s: float = 1500) -> subprocess.CompletedProcess[str]:
-    """``conformance run`` as a user runs it; afterwards no process it started may be left."""
-    tag = f"CONNECT_CONFORMANCE_RUN={uuid.uuid4().hex}"
-    r = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--target", str(target_file),
-                        "--suite", "worker", "-n", "0", "--reports", str(reports), "--no-html", *extra],
-                       cwd=ROOT, capture_output=True, text=True, timeout=timeout_s,
-                       env={**os.environ, tag.split("=")[0]: tag.split("=")[1]})
-    assert processes_tagged(tag) == [], "processes outlived the run (workers or brokers)"
-    return r
 
 
 @pytest.mark.realkafka
@@ -61,7 +33,7 @@ def test_the_real_connect_worker_is_certified(protocol: str, tmp_path: Path) -> 
     target_file = ROOT / "fixtures" / "targets" / f"apache-connect-{protocol}.toml"
     target = load_target(target_file)
     reports = tmp_path / "reports"
-    r = run_certification(target_file, reports)
+    r = run_certification(target_file, reports, suite="worker")
     tail = (r.stdout + r.stderr)[-4000:]
     doc = json.loads((reports / "results.json").read_text())
     outcomes = {x["id"]: x["outcome"] for x in doc["results"]}
@@ -98,7 +70,8 @@ def test_a_worker_that_cannot_start_is_broken_with_its_log(tmp_path: Path) -> No
     broken = tmp_path / "broken.toml"
     broken.write_text(text.replace("--protocol {connect_protocol}", "--protocol not-a-protocol"))
     reports = tmp_path / "reports"
-    r = run_certification(broken, reports, "-k", "CLS-W-01 or CONN-PROT-01", timeout_s=300)
+    r = run_certification(broken, reports, "-k", "CLS-W-01 or CONN-PROT-01", suite="worker",
+                          timeout_s=300)
     assert r.returncode == 3, r.stdout[-3000:]  # BROKEN (fakebroker.exit_codes)
     results = {x["requirement"]: x for x in json.loads((reports / "results.json").read_text())["results"]}
     for rid in ("CLS-W-01", "CONN-PROT-01"):

@@ -14,6 +14,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from fakebroker.cli import main
 from fakebroker.script.faults import install, parse_plan
 from fakebroker.script.golden.generate import default_dir, golden_broker
 from fakebroker.script.replay import VirtualPacer, replay
-from fakebroker.script.transcript import load
+from fakebroker.script.transcript import Transcript, load
 
 from .helpers import REG
 
@@ -44,9 +45,9 @@ def quick_goldens() -> list[Path]:
     return out
 
 
-def test_a_wrong_answer_is_reported_with_step_field_expected_and_actual() -> None:
-    t = load(GOLDEN / "CLASSIC-HB-ERR-04.jsonl", REG)
-    plan = parse_plan("version: 1\nfaults:\n  - {api: Heartbeat, side: response, action: {set: {ErrorCode: 0}}}\n", REG)
+def replay_with_fault(t: Transcript, fault: str) -> Any:
+    """``t`` replayed on virtual time against its golden broker with one fault installed."""
+    plan = parse_plan(f"version: 1\nfaults:\n  - {fault}\n", REG)
 
     async def go() -> object:
         assert t.header is not None
@@ -57,7 +58,12 @@ def test_a_wrong_answer_is_reported_with_step_field_expected_and_actual() -> Non
             return await replay(t, b.bootstrap, REG, pacer=VirtualPacer(b), timeout_s=5)
         finally:
             await b.stop()
-    report = asyncio.run(go())
+    return asyncio.run(go())
+
+
+def test_a_wrong_answer_is_reported_with_step_field_expected_and_actual() -> None:
+    t = load(GOLDEN / "CLASSIC-HB-ERR-04.jsonl", REG)
+    report = replay_with_fault(t, "{api: Heartbeat, side: response, action: {set: {ErrorCode: 0}}}")
     assert report.status == "FAIL"  # type: ignore[attr-defined]
     f = report.failure  # type: ignore[attr-defined]
     step = next(i + 1 for i, e in enumerate(t.events) if e.kind == "response" and e.api == "Heartbeat")
@@ -196,3 +202,36 @@ def test_invalid_input_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFi
     with pytest.raises(SystemExit) as e:
         main(["replay", str(bad)])  # --against is required
     assert e.value.code == 2
+
+
+def test_real_pacing_is_elastic_after_a_late_answer() -> None:
+    """An answer later than recorded (an initial rebalance delay the recording did not
+    have) moves the schedule: the recorded gap after it is waited in full."""
+    from fakebroker.script.replay import RealPacer
+
+    async def go() -> float:
+        loop = asyncio.get_running_loop()
+        pacer = RealPacer()
+        await pacer.to(0)
+        await asyncio.sleep(0.3)   # the answer recorded at 0 ms comes 300 ms late
+        pacer.answered(0)
+        late = loop.time()
+        await pacer.to(200)        # recorded 200 ms after that answer
+        return loop.time() - late
+    assert asyncio.run(go()) >= 0.2
+
+
+def test_a_replay_reports_every_difference_not_only_the_first() -> None:
+    """Every JoinGroup answer is made to differ (a negative throttle time, which changes
+    nothing else): each one is reported, in step order, and the replay runs to the end."""
+    t = load(GOLDEN / "CLASSIC-SCN-01.jsonl", REG)
+    joins = [i + 1 for i, e in enumerate(t.events) if e.kind == "response" and e.api == "JoinGroup"]
+    assert len(joins) >= 3
+    report = replay_with_fault(
+        t, "{api: JoinGroup, side: response, action: {set: {ThrottleTimeMs: -1}}, times: all}")
+    assert report.status == "FAIL" and report.steps == len(t.events)
+    assert [f.step for f in report.failures] == joins
+    assert all((f.divergence.path, f.divergence.actual) == ("ThrottleTimeMs", -1) for f in report.failures)
+    text = report.render(REG)
+    assert text.splitlines()[0].endswith(f": {len(joins)} differences")
+    assert text.count("field:    ThrottleTimeMs") == len(joins)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...harness.cases import case
 from ...harness.connect_bytes import assignment_bytes, connect_protocols, metadata_bytes
-from ...harness.context import CoordinatorContext
+from ...harness.context import CoordinatorContext, Generation
 from .common import leader_and_followers, stable_group
 
 ALL = ("sessioned", "compatible", "default")
@@ -15,19 +15,43 @@ ALL = ("sessioned", "compatible", "default")
 @case("CLS-STATE-01")
 async def states_of_a_new_group(ctx: CoordinatorContext) -> None:
     observer = await ctx.member("observer")
-    m = await ctx.member("m1")
-    await m.obtain_member_id()
-    p = m.submit_join()
-    await ctx.until_answered([p], 0)
-    ctx.expect_equal((await observer.describe()).group_state, "PreparingRebalance",
-                     "state while the first join phase runs")
-    ctx.check(await ctx.until_answered([p], ctx.initial_delay_ms + ctx.rebalance_ms),
-              "first JoinGroup", "answered", "parked")
-    m.take_join(await p.response())
+    m1 = await ctx.member("m1")
+    await m1.obtain_member_id()
+    p1 = m1.submit_join()
+    await ctx.until_answered([p1], 0)
+    members = [m1]
+    if ctx.initial_delay_ms > 0:
+        ctx.expect_equal((await observer.describe()).group_state, "PreparingRebalance",
+                         "state while the first join phase runs (the initial delay)")
+        ctx.check(await ctx.until_answered([p1], ctx.initial_delay_ms + ctx.rebalance_ms),
+                  "first JoinGroup", "answered", "parked")
+        r = m1.take_join(await p1.response())
+        ctx.expect_error(r, "NONE", "m1's first JoinGroup")
+        gen = Generation(r.generation_id, r.leader, r.protocol_name, {"m1": r})
+    else:
+        # No initial delay: m1's JoinGroup completes the first join phase at once, so the
+        # group is seen in PreparingRebalance while a second member's join waits for m1.
+        ctx.note("initial delay 0: PreparingRebalance observed while m2's JoinGroup waits for m1")
+        ctx.check(p1.done(), "m1's first JoinGroup with no initial delay", "answered at once", "parked")
+        m1.take_join(await p1.response())
+        m2 = await ctx.member("m2")
+        await m2.obtain_member_id()
+        p2 = m2.submit_join()
+        await ctx.until_answered([p2], 0)
+        ctx.expect_equal((await observer.describe()).group_state, "PreparingRebalance",
+                         "state while m2's first JoinGroup waits for m1 to rejoin")
+        members = [m1, m2]
+        gen = await ctx.join_all([m1], new=False)
+        ctx.check(await ctx.until_answered([p2], 0), "m2's JoinGroup once m1 rejoined", "answered",
+                  "parked")
+        gen.joins["m2"] = m2.take_join(await p2.response())
+        ctx.expect_error(gen.joins["m2"], "NONE", "m2's first JoinGroup")
     ctx.expect_equal((await observer.describe()).group_state, "CompletingRebalance",
                      "state between JoinGroup and SyncGroup")
-    ctx.expect_error(await m.sync(assignments={m.member_id: b"a"}), "NONE", "leader SyncGroup")
-    ctx.expect_equal((await observer.describe()).group_state, "Stable", "state after the SyncGroup")
+    gen = await ctx.sync_all(gen, members)
+    for m in members:
+        ctx.expect_error(gen.syncs[m.name], "NONE", f"{m.name}'s SyncGroup")
+    ctx.expect_equal((await observer.describe()).group_state, "Stable", "state after the SyncGroups")
 
 
 @case("CLS-STATE-02")
@@ -145,6 +169,9 @@ async def sticky_leader(ctx: CoordinatorContext) -> None:
     members, gen = await stable_group(ctx, 3)
     leader, followers = leader_and_followers(members, gen)
     nxt = await ctx.join_all([*followers, leader], new=False)
+    # Proof that the answers are of the next generation, not a follower's stale one.
+    ctx.check(nxt.generation > gen.generation, "generation every member was answered in",
+              f"a new one (> {gen.generation})", nxt.generation)
     ctx.expect_equal(nxt.leader, leader.member_id, "leader of the next generation after everyone rejoined")
 
 

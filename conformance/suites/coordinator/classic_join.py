@@ -22,9 +22,11 @@ async def rejoin_with_issued_id(ctx: CoordinatorContext) -> None:
     await m.obtain_member_id()
     issued = m.member_id
     gen = await ctx.join_all([m], new=False)
-    r = gen.joins["m1"]
+    r = gen.joins["m1"]  # join_all has checked it was admitted (error NONE)
     ctx.expect_equal(r.member_id, issued, "member id of the admitted member")
-    ctx.check(r.generation_id >= 1, "generation of the admitted member", ">= 1", r.generation_id)
+    # "Receives a generation": any generation id; -1 is the protocol's "no generation".
+    ctx.check(r.generation_id >= 0, "generation of the admitted member", "a generation id (>= 0)",
+              r.generation_id)
 
 
 @case("CLS-JOIN-03")
@@ -47,11 +49,10 @@ async def session_above_max(ctx: CoordinatorContext) -> None:
 async def session_at_bounds(ctx: CoordinatorContext) -> None:
     t = ctx.target.timing
     for i, session in enumerate((t.min_session_timeout_ms, t.max_session_timeout_ms)):
-        m = await ctx.member(f"m{i}", group_id=f"{ctx.group_id}-{i}", session_timeout_ms=session,
-                             rebalance_timeout_ms=ctx.rebalance_ms)
-        gen = await ctx.join_all([m])  # raises unless MEMBER_ID_REQUIRED, then NONE
-        ctx.check(gen.generation >= 1, f"join with session timeout {session} ms", "admitted",
-                  gen.joins[m.name].error_code)
+        # The member's name puts the session timeout into every message about its joins.
+        m = await ctx.member(f"member-with-session-{session}ms", group_id=f"{ctx.group_id}-{i}",
+                             session_timeout_ms=session, rebalance_timeout_ms=ctx.rebalance_ms)
+        await ctx.join_all([m])  # a Violation unless MEMBER_ID_REQUIRED, then error NONE
 
 
 @case("CLS-JOIN-06")

@@ -46,10 +46,11 @@ def _describe(coord: GroupCoordinator, mt: MessageType, v: int, group_id: str) -
     group = coord.groups.get(group_id)
     if not isinstance(group, ClassicGroup):
         if v >= 6:
+            # Kafka 4.2 names the state Dead alongside the error (as v0-5 do without one).
             message = (f"Group {group_id} not found." if group is None
                        else f"Group {group_id} is not a classic group.")
             return cls.DescribedGroup(group_id=group_id, error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
-                                      error_message=message)
+                                      error_message=message, group_state=S.DEAD.value)
         return cls.DescribedGroup(group_id=group_id, group_state=S.DEAD.value)
 
     stable = group.state is S.STABLE

@@ -29,6 +29,7 @@ from .session import ScenarioFailed, Session, golden_suffixes
 
 EPOCH_S = 1_700_000_000.0
 TOPICS = {"events": 3}
+TOPIC_ID_PREFIX = "topic_id."
 BASE_SETTINGS: dict[str, Any] = {"initial_rebalance_delay_ms": 0}
 RULES_FILE = "rules.json"
 
@@ -68,10 +69,14 @@ async def run(rule: Rule, registry: Registry) -> Transcript:
     finally:
         await broker.stop()
     events = list(rec.events)
-    annotate(events, session.groups)
+    # Topic ids are the coordinator's: a replay binds them to the target's (topic_id.<name>).
+    topic_ids = {f"{TOPIC_ID_PREFIX}{t.name}": str(t.topic_id) for t in broker.config.topics}
+    annotate(events, {**session.groups, **topic_ids})
+    used = {n: v for n, v in topic_ids.items()
+            if any(m.get("ref") == n for e in events for m in (e.match or {}).values())}
     header = new_header("golden", id=rule.id, title=rule.title, rules=[rule.id, *rule.also],
                         clock="virtual", broker={"node_id": 1}, coordinator=settings,
-                        virtual_only=rule.virtual_only, bindings=dict(session.groups),
+                        virtual_only=rule.virtual_only, bindings={**session.groups, **used},
                         unique=sorted(session.groups),
                         meta={"topics": TOPICS, "generator": "fakebroker golden"})
     if rule.virtual_only is None:
