@@ -41,6 +41,7 @@ class MutantVerdict:
     defect: str
     killed_by: list[str] = field(default_factory=list)   # MUST cases that failed
     broken: list[str] = field(default_factory=list)
+    survives: str = ""  # the written reason a mutant is allowed to survive (the spec does not pin it)
 
     @property
     def killed(self) -> bool:
