@@ -174,7 +174,10 @@ async def heartbeats_in_time(ctx: WorkerContext) -> None:
 async def leaves_on_shutdown(ctx: WorkerContext) -> None:
     w, _, sync = await alone(ctx)
     w.proc.terminate()
-    leave = await ctx.next_request(w, "LeaveGroup", after=sync, within_ms=10_000, what="LeaveGroup on shutdown")
+    # (the worker exits, as asked: no LeaveGroup is a violation, not a broken run)
+    leave = await ctx.maybe_next_request(w, "LeaveGroup", after=sync, within_ms=10_000, where=lambda s: True)
+    if leave is None:
+        raise Violation("LeaveGroup on shutdown", "a LeaveGroup within 10000 ms", f"none (exit code {w.proc.poll()})")
     ids = ([leave.request.member_id] if leave.version < 3 else [m.member_id for m in leave.request.members])
     ctx.expect_equal(ids, [sync.request.member_id], "member id(s) in the worker's LeaveGroup")
 
