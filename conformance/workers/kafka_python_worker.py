@@ -208,8 +208,11 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
         keep = {m: owned[m] - stale for m in members}
         held = set().union(*keep.values()) if keep else set()
         unassigned = set(self.units) - held - stale
-        lost = unassigned & self.known
         now = time.monotonic()
+        # A new leader cannot tell lost work from new; while a delay its predecessor set still
+        # runs (from its own last assignment), it holds back all it cannot account for.
+        inherited = not self.known and self.delay_deadline is not None and now < self.delay_deadline
+        lost = unassigned if inherited else unassigned & self.known
         withheld: set[Unit] = set()
         delay = 0
         if lost and self.max_delay_ms > 0:
@@ -277,6 +280,8 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
             self.request_rejoin()  # released at once; the leader can hand them over
         elif delay > 0 and not self.defect("ignores-scheduled-delay"):
             self.rejoin_at = time.monotonic() + delay / 1000
+            if a.leader != member_id:  # a delay in progress, should this worker come to lead
+                self.delay_deadline = self.rejoin_at
         elif delay > 0:
             self.request_rejoin()
 

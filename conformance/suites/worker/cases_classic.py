@@ -763,6 +763,34 @@ async def new_leader_assigns_at_once(ctx: WorkerContext) -> None:
               "assigned at once", sorted(units_of(asg.assignment)))
 
 
+@case("CONN-INC-15", suite=W, timeout_s=150)
+async def new_leader_keeps_running_delay(ctx: WorkerContext) -> None:
+    """A scripted leader runs a delay (two units held back) and leaves; the worker, leading
+    now, keeps the remaining delay and holds back the work it cannot account for."""
+    w, peer, gen = await peer_leads(ctx)
+    if PROTOCOL_VERSIONS[gen.protocol] == 0:
+        raise NotApplicable("the group runs the eager protocol: no scheduled delay")
+    wid, offer = scripted_leader(gen, peer)
+    delay = 8000
+    mine, theirs = {("conn-a", -1)}, {("conn-a", 0), ("conn-b", -1)}
+    await peer.sync(assignments={peer.member_id: offer(assigned=theirs, delay_ms=delay),
+                                 wid: offer(assigned=mine, delay_ms=delay)})
+    sync = await ctx.worker_synced(w, keep_alive=[peer])
+    await asyncio.sleep(1.0)  # a while into the delay
+    ctx.expect_error(await peer.leave(), "NONE", "the leader peer's LeaveGroup (harness)")
+    nxt = await ctx.worker_synced(w, after=sync)
+    own = next(a for a in nxt.request.assignments if a.member_id == wid)
+    _, asg = decode_assignment(bytes(own.assignment), "the new leader's own assignment")
+    elapsed = (nxt.t_request - sync.t_response) * 1000
+    expected = delay - elapsed
+    tolerance = 500 + 0.1 * delay
+    ctx.check(units_of(asg.assignment).isdisjoint(theirs), "work of the departed leader, while its delay runs",
+              "held back (not assigned)", sorted(units_of(asg.assignment)))
+    ctx.check(abs(asg.scheduled_delay - expected) <= tolerance, "ScheduledDelay set by the new leader",
+              f"the remaining delay, about {delay} - {elapsed:.0f} = {expected:.0f} ms (±{tolerance:.0f})",
+              asg.scheduled_delay)
+
+
 def _all_units(ctx: WorkerContext) -> list[tuple[str, int]]:
     """The units the bundled worker's command configures (``--connectors``), if visible."""
     from ...workers.kafka_python_worker import all_units
