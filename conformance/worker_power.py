@@ -16,8 +16,7 @@ from pathlib import Path
 
 from .catalogue import default_catalogue
 from .harness.outcomes import CaseResult, Outcome
-from .harness.runner import run_case
-from .suite_power import MutantVerdict
+from .suite_power import MutantVerdict, run_cases
 from .suites.worker.framework import WorkerSession
 from .target import Target, load_target
 from .workers.mutant import WorkerMutant
@@ -42,16 +41,10 @@ def run_worker_suite(target: Target, *, first: str | None = None, ids: list[str]
     reqs = [r for r in default_catalogue().for_suite("worker") if ids is None or r.id in ids]
     reqs = sorted(reqs, key=lambda r: r.id != first)  # stable: the rest keep catalogue order
     session = WorkerSession.start(target)
-    out: list[CaseResult] = []
     try:
-        for req in reqs:
-            r = run_case(req, session)
-            out.append(r)
-            if stop_at_must_fail and r.outcome is Outcome.FAIL and req.level == "MUST":
-                break
+        return run_cases(reqs, session, stop_at_must_fail=stop_at_must_fail)
     finally:
         session.stop()
-    return out
 
 
 def judge_worker_mutant(path: Path, *, only_designated: bool = False) -> MutantVerdict:

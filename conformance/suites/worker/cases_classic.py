@@ -182,20 +182,25 @@ async def leaves_on_shutdown(ctx: WorkerContext) -> None:
     ctx.expect_equal(ids, [sync.request.member_id], "member id(s) in the worker's LeaveGroup")
 
 
-async def heartbeat_answered(ctx: WorkerContext, error: str) -> tuple[WorkerProcess, Seen, Seen]:
-    """The worker alone in its group; its next heartbeat is answered ``error`` by the harness
-    (the coordinator never sees it). Returns (worker, that heartbeat, the next JoinGroup)."""
-    w, _, sync = await alone(ctx)
+async def answer_next_heartbeat(ctx: WorkerContext, w: WorkerProcess, error: str, after: Seen) -> Seen:
+    """The worker's next heartbeat after ``after`` is answered ``error`` by the harness (the
+    coordinator never sees it); returns that heartbeat."""
     code = ErrorCode[error].value
     response = ctx.recorder.registry["HeartbeatResponse"]
     ctx.recorder.forge(w.worker_id, "Heartbeat", lambda _req: response.new(error_code=code))
     ctx.note(f"answering the worker's next Heartbeat with {error}")
-    session = ctx.target.timing.session_timeout_ms
-    hb = await ctx.next_request(w, "Heartbeat", after=sync, within_ms=2 * session,
-                                where=lambda s: s.answered and s.response.error_code == code,
-                                what=f"a heartbeat (to answer {error})")
-    rejoin = await ctx.next_request(w, "JoinGroup", after=hb, within_ms=session, answered=False,
-                                    what=f"the worker's JoinGroup after {error}")
+    return await ctx.next_request(w, "Heartbeat", after=after, within_ms=2 * ctx.target.timing.session_timeout_ms,
+                                  where=lambda s: s.answered and s.response.error_code == code,
+                                  what=f"a heartbeat (to answer {error})")
+
+
+async def heartbeat_answered(ctx: WorkerContext, error: str) -> tuple[WorkerProcess, Seen, Seen]:
+    """The worker alone in its group; its next heartbeat is answered ``error``. Returns
+    (worker, that heartbeat, the next JoinGroup)."""
+    w, _, sync = await alone(ctx)
+    hb = await answer_next_heartbeat(ctx, w, error, sync)
+    rejoin = await ctx.next_request(w, "JoinGroup", after=hb, within_ms=ctx.target.timing.session_timeout_ms,
+                                    answered=False, what=f"the worker's JoinGroup after {error}")
     return w, hb, rejoin
 
 
@@ -244,59 +249,53 @@ async def kept_membership(ctx: WorkerContext, w: WorkerProcess, member_id: str, 
     return nxt
 
 
+async def alone_owning(ctx: WorkerContext) -> tuple[WorkerProcess, Seen, set[tuple[str, int]], str]:
+    """The worker alone in its group: (worker, its SyncGroup, the work it owns, its member id)."""
+    w, _, sync = await alone(ctx)
+    _, asg = decode_assignment(bytes(sync.response.assignment), "the worker's assignment")
+    return w, sync, units_of(asg.assignment), sync.request.member_id
+
+
+async def rejoins_as_itself(ctx: WorkerContext, w: WorkerProcess, after: Seen, member_id: str,
+                            owned: set[tuple[str, int]], when: str) -> Seen:
+    """The worker's next JoinGroup after ``after`` carries its member id and reports ``owned``."""
+    rejoin = await ctx.next_request(w, "JoinGroup", after=after, answered=False,
+                                    within_ms=ctx.target.timing.session_timeout_ms,
+                                    what=f"the worker's rejoin {when}")
+    ctx.expect_equal(rejoin.request.member_id, member_id, f"member id of the worker's rejoin {when}")
+    expect_reports(ctx, rejoin, owned, when)
+    return rejoin
+
+
 @case("CLS-W-09", suite=W, timeout_s=150)
 async def keeps_membership_on_heartbeat_coordinator_errors(ctx: WorkerContext) -> None:
-    w, join, sync = await alone(ctx)
-    _, asg = decode_assignment(bytes(sync.response.assignment), "the worker's assignment")
-    owned, member_id = units_of(asg.assignment), sync.request.member_id
-    response = ctx.recorder.registry["HeartbeatResponse"]
-    last = sync
+    w, last, owned, member_id = await alone_owning(ctx)
     for error in RETRIABLE_COORDINATOR_ERRORS:
-        code = ErrorCode[error].value
-        ctx.recorder.forge(w.worker_id, "Heartbeat", lambda _req, c=code: response.new(error_code=c))
-        hb = await ctx.next_request(w, "Heartbeat", after=last, within_ms=2 * ctx.target.timing.session_timeout_ms,
-                                    where=lambda s, c=code: s.answered and s.response.error_code == c,
-                                    what=f"a heartbeat (to answer {error})")
-        ctx.note(f"answered the worker's heartbeat with {error}")
+        hb = await answer_next_heartbeat(ctx, w, error, last)
         last = await kept_membership(ctx, w, member_id, owned, error, hb)
     # A rebalance now: the worker rejoins as the member it was, with the work it had.
-    ctx.recorder.forge(w.worker_id, "Heartbeat", lambda _req: response.new(error_code=27))
-    hb = await ctx.next_request(w, "Heartbeat", after=last, within_ms=2 * ctx.target.timing.session_timeout_ms,
-                                where=lambda s: s.answered and s.response.error_code == 27,
-                                what="a heartbeat (to answer REBALANCE_IN_PROGRESS)")
-    rejoin = await ctx.next_request(w, "JoinGroup", after=hb, answered=False,
-                                    within_ms=ctx.target.timing.session_timeout_ms,
-                                    what="the worker's rejoin after the coordinator errors")
-    ctx.expect_equal(rejoin.request.member_id, member_id, "member id of the worker's rejoin")
-    expect_reports(ctx, rejoin, owned, "in its rejoin after the coordinator errors")
+    hb = await answer_next_heartbeat(ctx, w, "REBALANCE_IN_PROGRESS", last)
+    await rejoins_as_itself(ctx, w, hb, member_id, owned, "after the coordinator errors")
 
 
 @case("CLS-W-10", suite=W, timeout_s=150)
 async def rejoins_as_itself_on_sync_coordinator_errors(ctx: WorkerContext) -> None:
-    w, join, sync = await alone(ctx)
-    _, asg = decode_assignment(bytes(sync.response.assignment), "the worker's assignment")
-    owned, member_id = units_of(asg.assignment), sync.request.member_id
-    heartbeat = ctx.recorder.registry["HeartbeatResponse"]
+    w, last, owned, member_id = await alone_owning(ctx)
     answer = ctx.recorder.registry["SyncGroupResponse"]
-    last = sync
     for error in LOOKUP_AGAIN:
+        # A rebalance (a heartbeat answered REBALANCE_IN_PROGRESS); the worker's SyncGroup of
+        # that round is answered ``error``.
         code = ErrorCode[error].value
-        # A rebalance (its heartbeat answered REBALANCE_IN_PROGRESS); its SyncGroup of that
-        # round is answered ``error``.
-        ctx.recorder.forge(w.worker_id, "Heartbeat", lambda _req: heartbeat.new(error_code=27))
         ctx.recorder.forge(w.worker_id, "SyncGroup", lambda req, c=code: answer.new(
             error_code=c, protocol_type=None, protocol_name=None, assignment=b""))
+        await answer_next_heartbeat(ctx, w, "REBALANCE_IN_PROGRESS", last)
         bad = await ctx.next_request(w, "SyncGroup", after=last, within_ms=3 * ctx.target.timing.session_timeout_ms,
                                      where=lambda s, c=code: s.answered and s.response.error_code == c,
                                      what=f"a SyncGroup (to answer {error})")
         ctx.note(f"answered the worker's SyncGroup with {error}")
         await ctx.next_request(w, "FindCoordinator", after=bad, within_ms=ctx.target.timing.session_timeout_ms,
                                answered=False, what=f"FindCoordinator after {error} to SyncGroup")
-        rejoin = await ctx.next_request(w, "JoinGroup", after=bad, answered=False,
-                                        within_ms=ctx.target.timing.session_timeout_ms,
-                                        what=f"the worker's rejoin after {error} to SyncGroup")
-        ctx.expect_equal(rejoin.request.member_id, member_id, f"member id of the worker's rejoin after {error}")
-        expect_reports(ctx, rejoin, owned, f"after {error} to SyncGroup")
+        rejoin = await rejoins_as_itself(ctx, w, bad, member_id, owned, f"after {error} to SyncGroup")
         last = await ctx.worker_synced(w, after=rejoin)
 
 

@@ -141,19 +141,18 @@ async def play_round(ctx: WorkerContext, w: WorkerProcess, peers: list[Peer], af
                      wait_for_worker: bool = True, within_ms: int | None = None) -> Round:
     """One round with the worker as leader: once the worker rejoined (or at once, when the
     peers' joins start the round), every peer rejoins with its allocation and syncs."""
-    fresh = [p for p in peers if p.member.generation < 0]
     # Joins on separate connections are handled in no set order: members of the group rejoin
     # only once the worker has (the round is open), or a stable group would answer them with
-    # the current generation at once.
-    first = [] if wait_for_worker else [p.submit_join() for p in fresh]
-    if wait_for_worker or len(fresh) < len(peers):
+    # the current generation at once. New peers' joins are what opens a round.
+    openers = [] if wait_for_worker else [p for p in peers if p.member.generation < 0]
+    followers = [p for p in peers if p not in openers]
+    pending = [p.submit_join() for p in openers]
+    if followers:
         await ctx.next_request(w, "JoinGroup", after=after, answered=False, within_ms=within_ms or 20_000,
                                what="the worker's rejoin for the next round",
-                               keep_alive=[p.member for p in peers if p not in fresh])
-    later = [p for p in peers if wait_for_worker or p not in fresh]
-    order = ([p for p in peers if p not in later] + later)
-    pending = first + [p.submit_join() for p in later]
-    peers = order
+                               keep_alive=[p.member for p in followers])
+    pending += [p.submit_join() for p in followers]
+    peers = openers + followers
     if not await ctx.until_answered(pending, ctx.rebalance_ms):
         raise Violation("a round with the worker (setup)", "every peer's JoinGroup answered", "parked")
     for p, q in zip(peers, pending):
