@@ -88,6 +88,16 @@ MUTANTS: dict[str, WorkerMutant] = {
         "CLS-W-10"),
     "leaves-silently": WorkerMutant(
         "shuts down without sending LeaveGroup", "CLS-W-06"),
+    "protocols-out-of-order": WorkerMutant(
+        "lists its protocols least preferred first (default before compatible, sessioned)", "CONN-PROT-02"),
+    "metadata-one-version-low": WorkerMutant(
+        "encodes its sessioned metadata at version 1", "CONN-PROT-03"),
+    "leader-url-not-its-own": WorkerMutant(
+        "as leader, puts another url than its metadata's in the assignment's LeaderUrl", "CONN-ASSIGN-06"),
+    "first-leader-sets-delay": WorkerMutant(
+        "as the first leader of a group, sets a ScheduledDelay on its own assignment", "CONN-ASSIGN-05"),
+    "relists-owned-work": WorkerMutant(
+        "as a v1/v2 leader, lists work a member already owns again as newly assigned", "CONN-ASSIGN-04"),
 }
 
 PROTOCOLS_BY_MODE = {"eager": ("default",), "compatible": ("compatible", "default"),
@@ -146,7 +156,9 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
                         config_offset=self.config_offset, assignment=connector_list(owned),
                         revoked=None, scheduled_delay=0), v)
                 md = METADATA.new(url=self.url, config_offset=self.config_offset, allocation=allocation)
-            out.append((p, METADATA.encode_versioned(md, v)))
+            out.append((p, METADATA.encode_versioned(md, 1 if v == 2 and self.defect("metadata-one-version-low") else v)))
+        if self.defect("protocols-out-of-order"):
+            out.reverse()
         emit("join", protocols=[p for p, _ in out], owned=sorted(owned))
         return out
 
@@ -165,7 +177,8 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
             owned[m.member_id] = units_of(ASSIGNMENT.decode_versioned(alloc)[1].assignment) if alloc else set()
             if self.defect("ignores-peer-allocations") and m.member_id != leader_id:
                 owned[m.member_id] = set()
-        header = dict(error=0, leader=leader_id, leader_url=self.url, config_offset=self.config_offset)
+        header = dict(error=0, leader=leader_id, config_offset=self.config_offset,
+                      leader_url="http://elsewhere:8083/" if self.defect("leader-url-not-its-own") else self.url)
         if max(offsets) > self.config_offset and not self.defect("leader-ignores-config-offsets"):
             # Its config log is behind a member's (it has no log to catch up on): nothing
             # can be assigned safely; every member is told CONFIG_MISMATCH.
@@ -184,6 +197,10 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
             emit("lead", protocol=protocol, assignments={m: sorted(u) for m, u in share.items()})
             return out
         new, revoked, delay = self._incremental(owned, leader_id)
+        if self.defect("first-leader-sets-delay") and len(owned) == 1 and not any(owned.values()):
+            delay = self.max_delay_ms
+        if self.defect("relists-owned-work"):
+            new = {m: new[m] | (owned[m] - revoked[m]) for m in owned}
         emit("lead", protocol=protocol, assigned={m: sorted(u) for m, u in new.items()},
              revoked={m: sorted(u) for m, u in revoked.items()}, delay=delay)
         return {m: ASSIGNMENT.encode_versioned(ASSIGNMENT.new(
