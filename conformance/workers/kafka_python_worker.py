@@ -184,8 +184,6 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
             # can be assigned safely; every member is told CONFIG_MISMATCH.
             emit("lead", protocol=protocol, error="CONFIG_MISMATCH", offsets=offsets)
             refused = ASSIGNMENT.new(**{**header, "error": 1}, assignment=[])
-            if version >= 1:
-                refused.revoked, refused.scheduled_delay = None, 0
             return {m: ASSIGNMENT.encode_versioned(refused, version) for m in owned}
         if version == 0:
             share = self._round_robin(self.units, sorted(owned))
