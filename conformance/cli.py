@@ -4,7 +4,7 @@
                     [-k EXPR] [-m EXPR] [--junitxml FILE]
     conformance report [--reports DIR] [--no-html]
     conformance list [--suite S] [--target FILE] [--json]
-    conformance mutants [--dir fixtures/mutants] [--reports DIR]
+    conformance mutants [--dir fixtures/mutants] [--suite S] [--reports DIR]
 
 Exit codes (``fakebroker.exit_codes``, shared by every command): 0 certified, 1 not
 certified (a FAIL), 2 usage error (including an invalid target file), 3 BROKEN (a case that
@@ -69,8 +69,9 @@ def main(argv: list[str] | None = None) -> int:
     lst.add_argument("--target", metavar="FILE", help="also show what applies to this target")
     lst.add_argument("--json", action="store_true", help="print the list as JSON (with the case ids per target)")
 
-    mut = sub.add_parser("mutants", help="run the coordinator suite against every mutant: kill rate")
-    mut.add_argument("--dir", default="fixtures/mutants")
+    mut = sub.add_parser("mutants", help="run the suites against every mutant: kill rate per suite")
+    mut.add_argument("--dir", default="fixtures/mutants", help="coordinator mutants; worker mutants in DIR/workers")
+    mut.add_argument("--suite", choices=("coordinator", "worker", "all"), default="all")
     mut.add_argument("--reports", default="reports", metavar="DIR")
 
     args = p.parse_args(argv)
@@ -255,23 +256,33 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 def cmd_mutants(args: argparse.Namespace) -> int:
     from .suite_power import judge_mutant, mutant_files
-    files = mutant_files(Path(args.dir))
-    verdicts = []
-    for f in files:
-        v = judge_mutant(f)
-        verdicts.append(v)
-        state = "KILLED" if v.killed else "SURVIVED"
-        print(f"{state:8} {v.name:32} by {', '.join(v.killed_by) or '-'}", flush=True)
-    killed = sum(v.killed for v in verdicts)
-    rate = killed / len(verdicts) if verdicts else 0.0
-    print(f"\nkill rate: {killed}/{len(verdicts)} = {rate:.0%}")
+    from .worker_power import judge_worker_mutant, worker_mutant_files
+    judges = {"coordinator": (judge_mutant, mutant_files(Path(args.dir))),
+              "worker": (judge_worker_mutant, worker_mutant_files(Path(args.dir) / "workers"))}
+    report, ok = {}, True
+    for suite, (judge, files) in judges.items():
+        if args.suite not in (suite, "all"):
+            continue
+        print(f"== {suite} suite: {len(files)} mutants", flush=True)
+        verdicts = []
+        for f in files:
+            v = judge(f)
+            verdicts.append(v)
+            state = "KILLED" if v.killed else "SURVIVED"
+            why = f"by {', '.join(v.killed_by)}" if v.killed else (f"(reason: {v.survives})" if v.survives
+                                                                     else "(NO REASON GIVEN)")
+            print(f"{state:8} {v.name:34} {why}", flush=True)
+            ok &= v.killed or bool(v.survives)
+        killed = sum(v.killed for v in verdicts)
+        rate = killed / len(verdicts) if verdicts else 0.0
+        print(f"{suite} kill rate: {killed}/{len(verdicts)} = {rate:.0%}\n", flush=True)
+        report[suite] = {"kill_rate": rate, "killed": killed, "total": len(verdicts), "mutants": [
+            {"name": v.name, "defect": v.defect, "killed_by": v.killed_by, "broken": v.broken,
+             "survives": v.survives} for v in verdicts]}
     out = Path(args.reports)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "mutants.json").write_text(json.dumps({
-        "kill_rate": rate, "killed": killed, "total": len(verdicts),
-        "mutants": [{"name": v.name, "defect": v.defect, "killed_by": v.killed_by, "broken": v.broken}
-                    for v in verdicts]}, indent=1), encoding="utf-8")
-    return 0 if killed == len(verdicts) else 1
+    (out / "mutants.json").write_text(json.dumps(report, indent=1), encoding="utf-8")
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

@@ -8,9 +8,9 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .catalogue import default_catalogue
+from .catalogue import Requirement, default_catalogue
 from .harness.outcomes import CaseResult, Outcome
-from .harness.runner import run_case
+from .harness.runner import Session, run_case
 from .harness.sessions import CoordinatorSession
 from .target import Target, load_target
 
@@ -18,19 +18,22 @@ from .target import Target, load_target
 def run_suite(target: Target, *, ids: Iterable[str] | None = None,
               stop_at_must_fail: bool = False) -> list[CaseResult]:
     """Every coordinator-suite case in one process, without pytest (for mutants and tests)."""
-    wanted = set(ids) if ids is not None else None
+    reqs = [r for r in default_catalogue().for_suite("coordinator") if ids is None or r.id in set(ids)]
     session = CoordinatorSession.start(target)
-    out: list[CaseResult] = []
     try:
-        for req in default_catalogue().for_suite("coordinator"):
-            if wanted is not None and req.id not in wanted:
-                continue
-            r = run_case(req, session)
-            out.append(r)
-            if stop_at_must_fail and r.outcome is Outcome.FAIL and req.level == "MUST":
-                break
+        return run_cases(reqs, session, stop_at_must_fail=stop_at_must_fail)
     finally:
         session.stop()
+
+
+def run_cases(reqs: list[Requirement], session: Session, *, stop_at_must_fail: bool = False) -> list[CaseResult]:
+    """The cases of ``reqs`` in order on a started session (stopping at the first MUST failure)."""
+    out: list[CaseResult] = []
+    for req in reqs:
+        r = run_case(req, session)
+        out.append(r)
+        if stop_at_must_fail and r.outcome is Outcome.FAIL and req.level == "MUST":
+            break
     return out
 
 
@@ -41,6 +44,7 @@ class MutantVerdict:
     defect: str
     killed_by: list[str] = field(default_factory=list)   # MUST cases that failed
     broken: list[str] = field(default_factory=list)
+    survives: str = ""  # the written reason a mutant is allowed to survive (the spec does not pin it)
 
     @property
     def killed(self) -> bool:

@@ -15,6 +15,10 @@ LeaveGroup); this program adds what a Connect worker puts inside it, as KIP-415 
   (CONFIG_MISMATCH) is not run and the worker rejoins;
 - SIGTERM: leave the group (LeaveGroup) and exit.
 
+``--mutant NAME`` turns on one deliberate defect of ``MUTANTS`` (a worker mutant for
+measuring the worker suite's power, ``fixtures/mutants/workers/NAME.toml``); each is
+checked where its defect lives, under its name.
+
 It runs no connectors; its "work" is the set of units it owns. It prints one JSON line
 per event on stdout (for the suite's logs).
 
@@ -30,6 +34,7 @@ import math
 import sys
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -37,9 +42,63 @@ from kafka.coordinator.base import BaseCoordinator
 from kafka.net.compat import KafkaNetClient
 
 from conformance.workers.kp_runtime import emit, serve, start_client, stop_on_signals
+from conformance.workers.mutant import WorkerMutant
 
 from conformance.harness.connect_bytes import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, Unit,
                                                connector_list, units_of)
+
+# One defect each; ``killed_by``: the case designated to refuse it.
+MUTANTS: dict[str, WorkerMutant] = {
+    "ignores-peer-allocations": WorkerMutant(
+        "as leader, treats every other member's reported allocation as empty", "CONN-ASSIGN-08"),
+    "keeps-duplicate-claims": WorkerMutant(
+        "as leader, leaves a unit claimed by two members with both instead of revoking it", "CONN-ASSIGN-08"),
+    "leader-ignores-config-offsets": WorkerMutant(
+        "as leader, assigns work although a member's config offset is ahead of its own", "CONN-ASSIGN-09"),
+    "runs-config-mismatch": WorkerMutant(
+        "runs the work of an assignment that carries CONFIG_MISMATCH", "CONN-ASSIGN-07"),
+    "restarts-full-delay": WorkerMutant(
+        "as leader, sets the full scheduled delay again in every round instead of the remaining one",
+        "CONN-INC-11"),
+    "returning-worker-gets-lost-work": WorkerMutant(
+        "as leader, hands the held-back work to a worker that joins during the delay at once", "CONN-INC-11"),
+    "never-reassigns-lost-work": WorkerMutant(
+        "as leader, keeps the work of a departed worker unassigned after the delay expired", "CONN-INC-06"),
+    "expired-work-to-leader-only": WorkerMutant(
+        "as leader, gives all the work of a departed worker to itself when the delay expires", "CONN-INC-12"),
+    "no-revocation-on-join": WorkerMutant(
+        "as leader, never revokes work to balance a group that members joined", "CONN-INC-13"),
+    "revokes-all-on-join": WorkerMutant(
+        "as leader, revokes every member's whole work when a member joins (eager-like)", "CONN-INC-13"),
+    "no-rejoin-after-revocation": WorkerMutant(
+        "does not rejoin after releasing revoked work", "CONN-INC-01"),
+    "allocation-keeps-revoked": WorkerMutant(
+        "keeps revoked work in the allocation it reports", "CONN-INC-01"),
+    "task-revocation-drops-connector": WorkerMutant(
+        "a revoked task releases its connector's every unit", "CONN-INC-14"),
+    "ignores-scheduled-delay": WorkerMutant(
+        "rejoins at once on an assignment with a ScheduledDelay", "CONN-INC-02"),
+    "eager-assigns-new-only": WorkerMutant(
+        "as an eager (v0) leader, lists only work new to each member, like an incremental assignment",
+        "CONN-EAGER-02"),
+    "coordinator-error-drops-work": WorkerMutant(
+        "on a retriable coordinator error to its heartbeat, drops its work and rejoins", "CLS-W-09"),
+    "sync-error-rejoins-as-new": WorkerMutant(
+        "on a retriable coordinator error to its SyncGroup, rejoins as a new member (empty member id)",
+        "CLS-W-10"),
+    "leaves-silently": WorkerMutant(
+        "shuts down without sending LeaveGroup", "CLS-W-06"),
+    "protocols-out-of-order": WorkerMutant(
+        "lists its protocols least preferred first (default before compatible, sessioned)", "CONN-PROT-02"),
+    "metadata-one-version-low": WorkerMutant(
+        "encodes its sessioned metadata at version 1", "CONN-PROT-03"),
+    "leader-url-not-its-own": WorkerMutant(
+        "as leader, puts another url than its metadata's in the assignment's LeaderUrl", "CONN-ASSIGN-06"),
+    "first-leader-sets-delay": WorkerMutant(
+        "as the first leader of a group, sets a ScheduledDelay on its own assignment", "CONN-ASSIGN-05"),
+    "relists-owned-work": WorkerMutant(
+        "as a v1/v2 leader, lists work a member already owns again as newly assigned", "CONN-ASSIGN-04"),
+}
 
 PROTOCOLS_BY_MODE = {"eager": ("default",), "compatible": ("compatible", "default"),
                      "sessioned": ("sessioned", "compatible", "default")}
@@ -65,6 +124,7 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
         self.protocols = PROTOCOLS_BY_MODE[args.connect_protocol]
         self.units = all_units(args.connectors)
         self.max_delay_ms = args.scheduled_rebalance_delay_ms
+        self.mutant: str | None = args.mutant
         self.config_offset = 1
         self.owned: set[Unit] = set()
         self.lock = threading.Lock()
@@ -73,6 +133,7 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
         self.known: set[Unit] = set()
         self.delay_deadline: float | None = None
         self.last_leader = ("", "")
+        self.last_share: dict[str, set[Unit]] = {}  # (mutant eager-assigns-new-only)
 
     # ---- what BaseCoordinator asks of a group type
 
@@ -95,25 +156,49 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
                         config_offset=self.config_offset, assignment=connector_list(owned),
                         revoked=None, scheduled_delay=0), v)
                 md = METADATA.new(url=self.url, config_offset=self.config_offset, allocation=allocation)
-            out.append((p, METADATA.encode_versioned(md, v)))
+            out.append((p, METADATA.encode_versioned(md, 1 if v == 2 and self.defect("metadata-one-version-low") else v)))
+        if self.defect("protocols-out-of-order"):
+            out.reverse()
         emit("join", protocols=[p for p, _ in out], owned=sorted(owned))
         return out
+
+    def defect(self, name: str) -> bool:
+        """Whether the worker runs as mutant ``name`` (one deliberate defect)."""
+        return self.mutant == name
 
     def _perform_assignment(self, leader_id: str, protocol: str, members: Sequence[Any]) -> dict[str, bytes]:
         version = PROTOCOL_VERSIONS[protocol]
         owned: dict[str, set[Unit]] = {}
+        offsets = []
         for m in members:
             v, md = METADATA.decode_versioned(bytes(m.metadata))
+            offsets.append(md.config_offset)
             alloc = getattr(md, "allocation", None)
             owned[m.member_id] = units_of(ASSIGNMENT.decode_versioned(alloc)[1].assignment) if alloc else set()
-        header = dict(error=0, leader=leader_id, leader_url=self.url, config_offset=self.config_offset)
+            if self.defect("ignores-peer-allocations") and m.member_id != leader_id:
+                owned[m.member_id] = set()
+        header = dict(error=0, leader=leader_id, config_offset=self.config_offset,
+                      leader_url="http://elsewhere:8083/" if self.defect("leader-url-not-its-own") else self.url)
+        if max(offsets) > self.config_offset and not self.defect("leader-ignores-config-offsets"):
+            # Its config log is behind a member's (it has no log to catch up on): nothing
+            # can be assigned safely; every member is told CONFIG_MISMATCH.
+            emit("lead", protocol=protocol, error="CONFIG_MISMATCH", offsets=offsets)
+            refused = ASSIGNMENT.new(**{**header, "error": 1}, assignment=[])
+            return {m: ASSIGNMENT.encode_versioned(refused, version) for m in owned}
         if version == 0:
             share = self._round_robin(self.units, sorted(owned))
+            if self.defect("eager-assigns-new-only"):
+                share = {m: u - self.last_share.get(m, set()) for m, u in share.items()}
+                self.last_share = self._round_robin(self.units, sorted(owned))
             out = {m: ASSIGNMENT.encode_versioned(ASSIGNMENT.new(**header, assignment=connector_list(u)), 0)
                    for m, u in share.items()}
             emit("lead", protocol=protocol, assignments={m: sorted(u) for m, u in share.items()})
             return out
-        new, revoked, delay = self._incremental(owned)
+        new, revoked, delay = self._incremental(owned, leader_id)
+        if self.defect("first-leader-sets-delay") and len(owned) == 1 and not any(owned.values()):
+            delay = self.max_delay_ms
+        if self.defect("relists-owned-work"):
+            new = {m: new[m] | (owned[m] - revoked[m]) for m in owned}
         emit("lead", protocol=protocol, assigned={m: sorted(u) for m, u in new.items()},
              revoked={m: sorted(u) for m, u in revoked.items()}, delay=delay)
         return {m: ASSIGNMENT.encode_versioned(ASSIGNMENT.new(
@@ -127,33 +212,55 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
             share[members[i % len(members)]].add(u)
         return share
 
-    def _incremental(self, owned: dict[str, set[Unit]]) -> tuple[dict[str, set[Unit]], dict[str, set[Unit]], int]:
+    def _incremental(self, owned: dict[str, set[Unit]], leader_id: str,
+                     ) -> tuple[dict[str, set[Unit]], dict[str, set[Unit]], int]:
         members = sorted(owned)
-        held = set().union(*owned.values()) if owned else set()
-        unassigned = set(self.units) - held
-        lost = unassigned & self.known
+        claims = Counter(u for m in members for u in owned[m])
+        # A unit two members claim, or one no longer configured, is revoked from every
+        # claimant this round and assigned in the next (never a second owner).
+        stale = {u for u, n in claims.items() if u not in self.units or
+                 (n > 1 and not self.defect("keeps-duplicate-claims"))}
+        keep = {m: owned[m] - stale for m in members}
+        held = set().union(*keep.values()) if keep else set()
+        unassigned = set(self.units) - held - stale
         now = time.monotonic()
+        # A new leader cannot tell lost work from new; while a delay its predecessor set still
+        # runs (from its own last assignment), it holds back all it cannot account for.
+        inherited = not self.known and self.delay_deadline is not None and now < self.delay_deadline
+        lost = unassigned if inherited else unassigned & self.known
         withheld: set[Unit] = set()
         delay = 0
         if lost and self.max_delay_ms > 0:
-            if self.delay_deadline is None:
+            if self.delay_deadline is None or self.defect("restarts-full-delay"):
                 self.delay_deadline = now + self.max_delay_ms / 1000
-            if now < self.delay_deadline:
+            if now < self.delay_deadline or self.defect("never-reassigns-lost-work"):
                 withheld = lost
-                delay = max(1, int((self.delay_deadline - now) * 1000))
+                delay = max(0, int((self.delay_deadline - now) * 1000))
             else:
                 self.delay_deadline = None
         elif not lost:
             self.delay_deadline = None
-        if withheld and self.delay_deadline is not None:
-            delay = max(1, int((self.delay_deadline - now) * 1000))
-        to_assign = sorted(unassigned - withheld)
-        cap = math.ceil((len(self.units) - len(withheld)) / len(members)) if members else 0
-        revoked = {m: set(sorted(owned[m])[cap:]) if len(owned[m]) > cap else set() for m in members}
-        load = {m: len(owned[m]) - len(revoked[m]) for m in members}
+        if withheld and delay == 0 and not self.defect("never-reassigns-lost-work"):
+            delay = 1
         new: dict[str, set[Unit]] = {m: set() for m in members}
+        if withheld and self.defect("returning-worker-gets-lost-work"):
+            idle = [m for m in members if not keep[m]]
+            if idle:
+                new[idle[0]] |= withheld
+                withheld = set()
+        to_assign = sorted(unassigned - withheld - set().union(*new.values()))
+        cap = math.ceil((len(self.units) - len(withheld)) / len(members)) if members else 0
+        if self.defect("no-revocation-on-join"):
+            cap = len(self.units)
+        revoked = {m: (owned[m] & stale) | set(sorted(keep[m])[cap:]) for m in members}
+        if self.defect("revokes-all-on-join") and any(not keep[m] for m in members):
+            revoked = {m: set(owned[m]) for m in members}
+        load = {m: len(owned[m]) - len(revoked[m]) for m in members}
+        expired = lost - withheld
         for u in to_assign:
             m = min(members, key=lambda x: (load[x], x))
+            if u in expired and self.defect("expired-work-to-leader-only"):
+                m = leader_id
             new[m].add(u)
             load[m] += 1
         # Work being revoked this round is not lost: it is handed out in the next round.
@@ -163,26 +270,53 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
     async def _on_join_complete_async(self, generation: int, member_id: str, protocol: str,
                                       member_assignment_bytes: bytes) -> None:
         version, a = ASSIGNMENT.decode_versioned(bytes(member_assignment_bytes))
-        if a.error != 0:  # CONFIG_MISMATCH: run nothing of it, catch up (no config log here), rejoin
+        if a.error != 0 and not self.defect("runs-config-mismatch"):
+            # CONFIG_MISMATCH: run nothing of it, catch up (no config log here), rejoin
             emit("assignment-error", generation=generation, error=a.error)
             self.request_rejoin()
             return
         assigned = units_of(a.assignment)
         revoked = units_of(getattr(a, "revoked", None))
+        if self.defect("task-revocation-drops-connector"):
+            revoked |= {u for u in self.owned if u[0] in {c for c, _ in revoked}}
         delay = getattr(a, "scheduled_delay", 0) or 0
         with self.lock:
             self.last_leader = (a.leader, a.leader_url)
             if version == 0:
                 self.owned = assigned
+            elif self.defect("allocation-keeps-revoked"):
+                self.owned = self.owned | assigned
             else:
                 self.owned = (self.owned - revoked) | assigned
             owned = sorted(self.owned)
         emit("assigned", generation=generation, protocol=protocol, version=version,
              assigned=sorted(assigned), revoked=sorted(revoked), delay=delay, owned=owned)
-        if revoked:
+        if revoked and not self.defect("no-rejoin-after-revocation"):
             self.request_rejoin()  # released at once; the leader can hand them over
-        elif delay > 0:
+        elif delay > 0 and not self.defect("ignores-scheduled-delay"):
             self.rejoin_at = time.monotonic() + delay / 1000
+            if a.leader != member_id:  # a delay in progress, should this worker come to lead
+                self.delay_deadline = self.rejoin_at
+        elif delay > 0:
+            self.request_rejoin()
+
+    def coordinator_dead(self, error: Any) -> None:
+        super().coordinator_dead(error)
+        if self.defect("coordinator-error-drops-work") and isinstance(error, Exception):
+            with self.lock:
+                self.owned = set()
+            self.request_rejoin()
+
+    def _process_sync_group_response(self, response: Any, send_time: float) -> Any:
+        if self.defect("sync-error-rejoins-as-new") and response.error_code in (14, 15, 16):
+            self.reset_generation()
+        return super()._process_sync_group_response(response, send_time)
+
+    async def maybe_leave_group_async(self, reason: str | None = None, timeout_ms: int | None = None) -> None:
+        if self.defect("leaves-silently"):
+            self.reset_generation()
+            return
+        await super().maybe_leave_group_async(reason, timeout_ms)
 
     # ---- main loop
 
@@ -210,6 +344,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--rebalance-timeout-ms", type=int, default=60000)
     p.add_argument("--heartbeat-interval-ms", type=int, default=3000)
     p.add_argument("--scheduled-rebalance-delay-ms", type=int, default=300000)
+    p.add_argument("--mutant", choices=sorted(MUTANTS), help="run with this one deliberate defect")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 

@@ -15,7 +15,7 @@ from fakebroker.protocol.error_codes import ErrorCode
 from ...harness.cases import case
 from ...harness.connect_bytes import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, assignment_bytes,
                                       connect_protocols, units_of)
-from ...harness.outcomes import Violation
+from ...harness.outcomes import NotApplicable, Violation
 from .framework import Seen, WorkerContext, WorkerProcess
 
 EXPECTED_PROTOCOLS = {"eager": ["default"], "compatible": ["compatible", "default"],
@@ -174,25 +174,33 @@ async def heartbeats_in_time(ctx: WorkerContext) -> None:
 async def leaves_on_shutdown(ctx: WorkerContext) -> None:
     w, _, sync = await alone(ctx)
     w.proc.terminate()
-    leave = await ctx.next_request(w, "LeaveGroup", after=sync, within_ms=10_000, what="LeaveGroup on shutdown")
+    # (the worker exits, as asked: no LeaveGroup is a violation, not a broken run)
+    leave = await ctx.maybe_next_request(w, "LeaveGroup", after=sync, within_ms=10_000, where=lambda s: True)
+    if leave is None:
+        raise Violation("LeaveGroup on shutdown", "a LeaveGroup within 10000 ms", f"none (exit code {w.proc.poll()})")
     ids = ([leave.request.member_id] if leave.version < 3 else [m.member_id for m in leave.request.members])
     ctx.expect_equal(ids, [sync.request.member_id], "member id(s) in the worker's LeaveGroup")
 
 
-async def heartbeat_answered(ctx: WorkerContext, error: str) -> tuple[WorkerProcess, Seen, Seen]:
-    """The worker alone in its group; its next heartbeat is answered ``error`` by the harness
-    (the coordinator never sees it). Returns (worker, that heartbeat, the next JoinGroup)."""
-    w, _, sync = await alone(ctx)
+async def answer_next_heartbeat(ctx: WorkerContext, w: WorkerProcess, error: str, after: Seen) -> Seen:
+    """The worker's next heartbeat after ``after`` is answered ``error`` by the harness (the
+    coordinator never sees it); returns that heartbeat."""
     code = ErrorCode[error].value
     response = ctx.recorder.registry["HeartbeatResponse"]
     ctx.recorder.forge(w.worker_id, "Heartbeat", lambda _req: response.new(error_code=code))
     ctx.note(f"answering the worker's next Heartbeat with {error}")
-    session = ctx.target.timing.session_timeout_ms
-    hb = await ctx.next_request(w, "Heartbeat", after=sync, within_ms=2 * session,
-                                where=lambda s: s.answered and s.response.error_code == code,
-                                what=f"a heartbeat (to answer {error})")
-    rejoin = await ctx.next_request(w, "JoinGroup", after=hb, within_ms=session, answered=False,
-                                    what=f"the worker's JoinGroup after {error}")
+    return await ctx.next_request(w, "Heartbeat", after=after, within_ms=2 * ctx.target.timing.session_timeout_ms,
+                                  where=lambda s: s.answered and s.response.error_code == code,
+                                  what=f"a heartbeat (to answer {error})")
+
+
+async def heartbeat_answered(ctx: WorkerContext, error: str) -> tuple[WorkerProcess, Seen, Seen]:
+    """The worker alone in its group; its next heartbeat is answered ``error``. Returns
+    (worker, that heartbeat, the next JoinGroup)."""
+    w, _, sync = await alone(ctx)
+    hb = await answer_next_heartbeat(ctx, w, error, sync)
+    rejoin = await ctx.next_request(w, "JoinGroup", after=hb, within_ms=ctx.target.timing.session_timeout_ms,
+                                    answered=False, what=f"the worker's JoinGroup after {error}")
     return w, hb, rejoin
 
 
@@ -205,6 +213,90 @@ async def rejoins_on_illegal_generation(ctx: WorkerContext) -> None:
 async def rejoins_as_new_on_unknown_member(ctx: WorkerContext) -> None:
     _, _, rejoin = await heartbeat_answered(ctx, "UNKNOWN_MEMBER_ID")
     ctx.expect_equal(rejoin.request.member_id, "", "member id of the JoinGroup after UNKNOWN_MEMBER_ID")
+
+
+def expect_reports(ctx: WorkerContext, join: Seen, owned: set[tuple[str, int]], when: str) -> None:
+    """The worker's JoinGroup reports ``owned`` as its allocation (v1/v2 protocols)."""
+    for p in join.request.protocols:
+        if PROTOCOL_VERSIONS.get(p.name, 0) >= 1:
+            md = decode_metadata(ctx, p.name, bytes(p.metadata))[1]
+            ctx.expect_equal(allocation_of(md), owned, f"work the worker reports {when} ({p.name})")
+
+
+RETRIABLE_COORDINATOR_ERRORS = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "COORDINATOR_LOAD_IN_PROGRESS")
+LOOKUP_AGAIN = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE")  # the coordinator moved or is gone
+
+
+async def kept_membership(ctx: WorkerContext, w: WorkerProcess, member_id: str, owned: set[tuple[str, int]],
+                          error: str, answered: Seen) -> Seen:
+    """After ``answered`` (a request of the worker answered ``error``): it looks the coordinator
+    up again when the error says so, then its next group request carries its member id and,
+    when it is a JoinGroup, reports the work it owned. Returns that request."""
+    session = ctx.target.timing.session_timeout_ms
+    if error in LOOKUP_AGAIN:
+        await ctx.next_request(w, "FindCoordinator", after=answered, within_ms=session, answered=False,
+                               what=f"FindCoordinator after {error}")
+    nxt = await ctx.maybe_next_request(w, "Heartbeat", after=answered, within_ms=2 * session,
+                                       where=lambda s: True)
+    joins = [s for s in ctx.seen(w, "JoinGroup") if s.index > answered.index]
+    if joins and (nxt is None or joins[0].index < nxt.index):
+        nxt = joins[0]
+    if nxt is None:
+        raise Violation(f"the worker after {error}", "a Heartbeat or JoinGroup", "none")
+    ctx.expect_equal(nxt.request.member_id, member_id, f"member id of the worker's {nxt.api} after {error}")
+    if nxt.api == "JoinGroup":
+        expect_reports(ctx, nxt, owned, f"after {error}")
+    return nxt
+
+
+async def alone_owning(ctx: WorkerContext) -> tuple[WorkerProcess, Seen, set[tuple[str, int]], str]:
+    """The worker alone in its group: (worker, its SyncGroup, the work it owns, its member id)."""
+    w, _, sync = await alone(ctx)
+    _, asg = decode_assignment(bytes(sync.response.assignment), "the worker's assignment")
+    return w, sync, units_of(asg.assignment), sync.request.member_id
+
+
+async def rejoins_as_itself(ctx: WorkerContext, w: WorkerProcess, after: Seen, member_id: str,
+                            owned: set[tuple[str, int]], when: str) -> Seen:
+    """The worker's next JoinGroup after ``after`` carries its member id and reports ``owned``."""
+    rejoin = await ctx.next_request(w, "JoinGroup", after=after, answered=False,
+                                    within_ms=ctx.target.timing.session_timeout_ms,
+                                    what=f"the worker's rejoin {when}")
+    ctx.expect_equal(rejoin.request.member_id, member_id, f"member id of the worker's rejoin {when}")
+    expect_reports(ctx, rejoin, owned, when)
+    return rejoin
+
+
+@case("CLS-W-09", suite=W, timeout_s=150)
+async def keeps_membership_on_heartbeat_coordinator_errors(ctx: WorkerContext) -> None:
+    w, last, owned, member_id = await alone_owning(ctx)
+    for error in RETRIABLE_COORDINATOR_ERRORS:
+        hb = await answer_next_heartbeat(ctx, w, error, last)
+        last = await kept_membership(ctx, w, member_id, owned, error, hb)
+    # A rebalance now: the worker rejoins as the member it was, with the work it had.
+    hb = await answer_next_heartbeat(ctx, w, "REBALANCE_IN_PROGRESS", last)
+    await rejoins_as_itself(ctx, w, hb, member_id, owned, "after the coordinator errors")
+
+
+@case("CLS-W-10", suite=W, timeout_s=150)
+async def rejoins_as_itself_on_sync_coordinator_errors(ctx: WorkerContext) -> None:
+    w, last, owned, member_id = await alone_owning(ctx)
+    answer = ctx.recorder.registry["SyncGroupResponse"]
+    for error in LOOKUP_AGAIN:
+        # A rebalance (a heartbeat answered REBALANCE_IN_PROGRESS); the worker's SyncGroup of
+        # that round is answered ``error``.
+        code = ErrorCode[error].value
+        ctx.recorder.forge(w.worker_id, "SyncGroup", lambda req, c=code: answer.new(
+            error_code=c, protocol_type=None, protocol_name=None, assignment=b""))
+        await answer_next_heartbeat(ctx, w, "REBALANCE_IN_PROGRESS", last)
+        bad = await ctx.next_request(w, "SyncGroup", after=last, within_ms=3 * ctx.target.timing.session_timeout_ms,
+                                     where=lambda s, c=code: s.answered and s.response.error_code == c,
+                                     what=f"a SyncGroup (to answer {error})")
+        ctx.note(f"answered the worker's SyncGroup with {error}")
+        await ctx.next_request(w, "FindCoordinator", after=bad, within_ms=ctx.target.timing.session_timeout_ms,
+                               answered=False, what=f"FindCoordinator after {error} to SyncGroup")
+        rejoin = await rejoins_as_itself(ctx, w, bad, member_id, owned, f"after {error} to SyncGroup")
+        last = await ctx.worker_synced(w, after=rejoin)
 
 
 # ---------------------------------------------------------------- embedded protocol
@@ -417,6 +509,35 @@ async def eager_full_assignment(ctx: WorkerContext) -> None:
     ctx.check(bool(units_of(asg.assignment)), "eager leader's own assignment", "every unit it runs", [])
 
 
+@case("CONN-EAGER-02", suite=W, timeout_s=150)
+async def eager_full_assignments_for_two(ctx: WorkerContext) -> None:
+    w, join, sync = await alone(ctx, connect_protocol="eager")
+    (a,) = sync.request.assignments
+    every = units_of(decode_assignment(bytes(a.assignment), "the first leader's own assignment")[1].assignment)
+    md = metadata_sent(ctx, join.request, "default")
+    def eager_peer(url: str) -> list[tuple[str, bytes]]:
+        return [("default", METADATA.encode_versioned(METADATA.new(url=url, config_offset=md.config_offset), 0))]
+    peer = await ctx.member("peer", session_timeout_ms=PEER_SESSION_MS, protocols=eager_peer("http://peer/"))
+    await peer.obtain_member_id()
+    last = sync
+    for rnd in (1, 2):  # the peer's join, then a round it starts again (new metadata: a new url)
+        peer.protocols = eager_peer(f"http://peer-{rnd}/")
+        r = await join_and_sync(ctx, peer)
+        mine = await ctx.worker_synced(w, after=last, keep_alive=[peer])
+        lead = [s for s in ctx.seen(w, "JoinGroup") if s.ok and s.index < mine.index][-1]
+        if lead.response.leader != lead.response.member_id:
+            raise Violation("leader of the two-member group (setup)", "the worker", lead.response.leader)
+        shares = {x.member_id: units_of(decode_assignment(bytes(x.assignment), f"assignment for {x.member_id}")[1].assignment)
+                  for x in mine.request.assignments}
+        listed = sorted(u for units in shares.values() for u in units)
+        ctx.expect_equal(listed, sorted(every), f"units in the eager leader's assignments, round {rnd} of two members")
+        _, own = decode_assignment(bytes(mine.response.assignment), "the worker's own assignment")
+        ctx.expect_equal(units_of(own.assignment), shares[lead.response.member_id],
+                         f"the worker's own assignment in round {rnd} (its full work)")
+        last = mine
+        ctx.note(f"round {rnd}: {shares}; peer got {r.error_code}")
+
+
 @case("CONN-DOWN-01", suite=W, timeout_s=120)
 async def downgrade_to_v0(ctx: WorkerContext) -> None:
     eager_only = [("default", METADATA.encode_versioned(METADATA.new(url="http://peer/", config_offset=1), 0))]
@@ -489,6 +610,27 @@ async def revoked_then_rejoin(ctx: WorkerContext) -> None:
         ok, now = await ctx.running_when(w, lambda r: ("conn-a", -1) not in r, 6_000)
         ctx.check(ok, "the revoked connector once the worker rejoined (REST status)",
                   "conn-a no longer RUNNING on the worker", sorted(now))
+
+
+@case("CONN-INC-14", suite=W, timeout_s=150)
+async def single_task_revoked(ctx: WorkerContext) -> None:
+    w, peer, gen = await peer_leads(ctx)
+    if PROTOCOL_VERSIONS[gen.protocol] == 0:
+        raise NotApplicable("the group runs the eager protocol: no revocations")
+    wid, offer = scripted_leader(gen, peer)
+    give = {("conn-a", -1), ("conn-a", 0), ("conn-a", 1)}
+    await peer.sync(assignments={peer.member_id: offer(), wid: offer(assigned=give)})
+    sync1 = await ctx.worker_synced(w, keep_alive=[peer])
+    p = peer.submit_join()
+    if not await ctx.until_answered([p], ctx.rebalance_ms):
+        raise Violation("rebalance started by the leader (harness)", "completes", "parked")
+    peer.take_join(await p.response())
+    await peer.sync(assignments={peer.member_id: offer(), wid: offer(revoked={("conn-a", 0)})})
+    sync2 = await ctx.worker_synced(w, after=sync1, keep_alive=[peer])
+    rejoin = await ctx.next_request(w, "JoinGroup", after=sync2, within_ms=3000, answered=False,
+                                    what="the worker's JoinGroup right after a task was revoked")
+    reported = allocation_of(metadata_sent(ctx, rejoin.request, gen.protocol))
+    ctx.expect_equal(reported, give - {("conn-a", 0)}, "allocation after releasing the revoked task conn-a/0")
 
 
 @case("CONN-INC-02", suite=W, timeout_s=120)
@@ -572,7 +714,9 @@ async def _peer_leaves(ctx: WorkerContext, *, follow_delay: bool = False, bounce
             _, a = decode_assignment(bytes(s.response.assignment), "assignment")
             owned = (owned - units_of(getattr(a, "revoked", None))) | units_of(a.assignment)
     if bounce:
-        back = await ctx.member("peer-back", session_timeout_ms=PEER_SESSION_MS)
+        offset = metadata_sent(ctx, join.request, join.response.protocol_name).config_offset
+        back = await ctx.member("peer-back", session_timeout_ms=PEER_SESSION_MS,
+                                protocols=connect_protocols("peer-back", config_offset=offset))
         await back.obtain_member_id()
         r = await join_and_sync(ctx, back)
         _, ba = decode_assignment(bytes(r.assignment), "the returning worker's assignment")
@@ -616,6 +760,34 @@ async def new_leader_assigns_at_once(ctx: WorkerContext) -> None:
     ctx.expect_equal(asg.scheduled_delay, 0, "ScheduledDelay set by a new leader with no delay in progress")
     ctx.check(units_of(asg.assignment) >= (peer_work & set(_all_units(ctx))), "work of the departed leader",
               "assigned at once", sorted(units_of(asg.assignment)))
+
+
+@case("CONN-INC-15", suite=W, timeout_s=150)
+async def new_leader_keeps_running_delay(ctx: WorkerContext) -> None:
+    """A scripted leader runs a delay (two units held back) and leaves; the worker, leading
+    now, keeps the remaining delay and holds back the work it cannot account for."""
+    w, peer, gen = await peer_leads(ctx)
+    if PROTOCOL_VERSIONS[gen.protocol] == 0:
+        raise NotApplicable("the group runs the eager protocol: no scheduled delay")
+    wid, offer = scripted_leader(gen, peer)
+    delay = 8000
+    mine, theirs = {("conn-a", -1)}, {("conn-a", 0), ("conn-b", -1)}
+    await peer.sync(assignments={peer.member_id: offer(assigned=theirs, delay_ms=delay),
+                                 wid: offer(assigned=mine, delay_ms=delay)})
+    sync = await ctx.worker_synced(w, keep_alive=[peer])
+    await asyncio.sleep(1.0)  # a while into the delay
+    ctx.expect_error(await peer.leave(), "NONE", "the leader peer's LeaveGroup (harness)")
+    nxt = await ctx.worker_synced(w, after=sync)
+    own = next(a for a in nxt.request.assignments if a.member_id == wid)
+    _, asg = decode_assignment(bytes(own.assignment), "the new leader's own assignment")
+    elapsed = (nxt.t_request - sync.t_response) * 1000
+    expected = delay - elapsed
+    tolerance = 500 + 0.1 * delay
+    ctx.check(units_of(asg.assignment).isdisjoint(theirs), "work of the departed leader, while its delay runs",
+              "held back (not assigned)", sorted(units_of(asg.assignment)))
+    ctx.check(abs(asg.scheduled_delay - expected) <= tolerance, "ScheduledDelay set by the new leader",
+              f"the remaining delay, about {delay} - {elapsed:.0f} = {expected:.0f} ms (±{tolerance:.0f})",
+              asg.scheduled_delay)
 
 
 def _all_units(ctx: WorkerContext) -> list[tuple[str, int]]:

@@ -194,26 +194,31 @@ async def generation_is_the_groups(ctx: WorkerContext) -> None:
 
 # ---------------------------------------------------------------- the member as leader
 
+# Each leader case has claims that an assignment ignoring them would not reproduce: with the
+# members in id order (peer-a, peer-b, then the member under test, whose ids start with its
+# client id), a fresh balanced assignment gives t0-0 and t1-0 to peer-a, t0-1 and t1-1 to
+# peer-b and t0-2 to the member; every expected owner below differs from that.
+
 @case("K341-02", suite=W, timeout_s=120)
 async def highest_generation_wins(ctx: WorkerContext) -> None:
     got, _, g = await leader_round(ctx, [
-        ("peer-a", peer_protocols([("t0", 0), ("t1", 0)], g_new := 1)),
-        ("peer-b", peer_protocols([("t0", 0), ("t0", 1)], 0))])
+        ("peer-a", peer_protocols([("t0", 1), ("t0", 2)], g_new := 1)),
+        ("peer-b", peer_protocols([("t0", 1), ("t1", 0)], 0))])
     ctx.check(g >= g_new, "generation of the member's first round (setup)", f">= {g_new}", g)
-    ctx.expect_equal(owner_of(got, ("t0", 0)), "peer-a",
-                     "owner of t0-0 (claimed by peer-a at generation 1 and by peer-b at generation 0)")
-    ctx.expect_equal(owner_of(got, ("t0", 1)), "peer-b", "owner of t0-1 (claimed only by peer-b)")
-    ctx.expect_equal(owner_of(got, ("t1", 0)), "peer-a", "owner of t1-0 (claimed only by peer-a)")
+    ctx.expect_equal(owner_of(got, ("t0", 1)), "peer-a",
+                     "owner of t0-1 (claimed by peer-a at generation 1 and by peer-b at generation 0)")
+    ctx.expect_equal(owner_of(got, ("t0", 2)), "peer-a", "owner of t0-2 (claimed only by peer-a)")
+    ctx.expect_equal(owner_of(got, ("t1", 0)), "peer-b", "owner of t1-0 (claimed only by peer-b)")
 
 
 @case("K341-03", suite=W, timeout_s=120)
 async def old_layout_is_generation_minus_one(ctx: WorkerContext) -> None:
     got, _, _ = await leader_round(ctx, [
-        ("peer-a", peer_protocols([("t0", 0), ("t0", 1)], None)),   # v0: no generation
-        ("peer-b", peer_protocols([("t0", 1)], 0))])
-    ctx.expect_equal(owner_of(got, ("t0", 0)), "peer-a", "owner of t0-0 (claimed only by peer-a, old layout)")
-    ctx.expect_equal(owner_of(got, ("t0", 1)), "peer-b",
-                     "owner of t0-1 (peer-a: old layout, generation -1; peer-b: generation 0)")
+        ("peer-a", peer_protocols([("t0", 2), ("t1", 0)], None)),   # v0: no generation
+        ("peer-b", peer_protocols([("t1", 0)], 0))])
+    ctx.expect_equal(owner_of(got, ("t0", 2)), "peer-a", "owner of t0-2 (claimed only by peer-a, old layout)")
+    ctx.expect_equal(owner_of(got, ("t1", 0)), "peer-b",
+                     "owner of t1-0 (peer-a: old layout, generation -1; peer-b: generation 0)")
 
 
 @case("K341-04", suite=W, timeout_s=120)

@@ -1,0 +1,68 @@
+"""Suite power on the worker side: run the worker suite against deliberately broken workers
+(``fixtures/mutants/workers/*.toml``) and see which MUST case refuses each one.
+
+A worker mutant is a worker target whose command starts a bundled worker module with
+``--mutant NAME``; that module declares ``MUTANTS: dict[str, WorkerMutant]``
+(``conformance/workers/mutant.py``): the defect and the case designated to refuse it. The
+designated case runs first and the run stops at the first MUST failure, so a mutant the
+suite refuses costs one case; a survivor runs every worker case the target claims.
+"""
+
+from __future__ import annotations
+
+import importlib
+import shlex
+from pathlib import Path
+
+from .catalogue import default_catalogue
+from .harness.outcomes import CaseResult, Outcome
+from .suite_power import MutantVerdict, run_cases
+from .suites.worker.framework import WorkerSession
+from .target import Target, load_target
+from .workers.mutant import WorkerMutant
+
+
+def declared(target: Target) -> tuple[str, WorkerMutant | None]:
+    """The mutant a worker target's command names (``-m MODULE ... --mutant NAME``) and what
+    its module declares about it (None when the module declares nothing)."""
+    words = shlex.split(target.command or "")
+    name = words[words.index("--mutant") + 1] if "--mutant" in words[:-1] else ""
+    if not name:
+        raise ValueError(f"{target.path}: the command names no --mutant")
+    module = words[words.index("-m") + 1] if "-m" in words[:-1] else ""
+    mutants = getattr(importlib.import_module(module), "MUTANTS", {}) if module else {}
+    return name, mutants.get(name)
+
+
+def run_worker_suite(target: Target, *, first: str | None = None, ids: list[str] | None = None,
+                     stop_at_must_fail: bool = False) -> list[CaseResult]:
+    """Every worker-suite case (or those of ``ids``; ``first`` before the rest), in one
+    process, without pytest."""
+    reqs = [r for r in default_catalogue().for_suite("worker") if ids is None or r.id in ids]
+    reqs = sorted(reqs, key=lambda r: r.id != first)  # stable: the rest keep catalogue order
+    session = WorkerSession.start(target)
+    try:
+        return run_cases(reqs, session, stop_at_must_fail=stop_at_must_fail)
+    finally:
+        session.stop()
+
+
+def judge_worker_mutant(path: Path, *, only_designated: bool = False) -> MutantVerdict:
+    """Run the worker suite against the mutant of ``path`` until a MUST case fails.
+    ``only_designated`` runs the designated case alone (for the project's fast test)."""
+    target = load_target(path)
+    name, info = declared(target)
+    first = info.killed_by if info else None
+    if only_designated and first is None:
+        raise ValueError(f"{path}: mutant {name} names no designated case")
+    results = run_worker_suite(target, first=first, ids=[first] if only_designated else None,
+                               stop_at_must_fail=True)
+    return MutantVerdict(
+        name, str(path), info.defect if info else target.description,
+        [r.requirement_id for r in results if r.outcome is Outcome.FAIL and r.level == "MUST"],
+        [r.requirement_id for r in results if r.outcome is Outcome.BROKEN],
+        survives=info.survives if info else "")
+
+
+def worker_mutant_files(directory: Path) -> list[Path]:
+    return sorted(directory.glob("*.toml"))

@@ -1,0 +1,42 @@
+"""Suite power on the worker side: every worker mutant (fixtures/mutants/workers/) is refused
+by the case its worker module designates (that case alone runs: a few seconds each), and the
+unmodified bundled worker passes each designated case. The full run, every case against
+every mutant, is ``conformance mutants --suite worker``."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from conformance.catalogue import default_catalogue
+from conformance.harness.outcomes import Outcome
+from conformance.target import load_target
+from conformance.worker_power import declared, judge_worker_mutant, run_worker_suite, worker_mutant_files
+from conformance.workers.kafka_python_worker import MUTANTS
+
+ROOT = Path(__file__).resolve().parents[2]
+FILES = worker_mutant_files(ROOT / "fixtures" / "mutants" / "workers")
+BUNDLED = ROOT / "fixtures" / "targets" / "kafka-python-worker.toml"
+
+
+def test_every_kafka_python_mutant_has_a_target_file_and_a_must_case() -> None:
+    named = {declared(load_target(p))[0] for p in FILES}
+    assert set(MUTANTS) <= named
+    catalogue = default_catalogue()
+    for name, m in MUTANTS.items():
+        assert catalogue[m.killed_by].level == "MUST", f"{name} is designated to a {catalogue[m.killed_by].level} case"
+        assert m.defect and not m.survives
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+def test_worker_mutant_is_refused_by_its_designated_case(path: Path) -> None:
+    verdict = judge_worker_mutant(path, only_designated=True)
+    assert verdict.killed or verdict.survives, (
+        f"worker mutant {verdict.name} ({verdict.defect}) survived its designated case; broken: {verdict.broken}")
+
+
+@pytest.mark.parametrize("req_id", sorted({m.killed_by for m in MUTANTS.values()}))
+def test_unmodified_worker_passes_the_designated_case(req_id: str) -> None:
+    (result,) = run_worker_suite(load_target(BUNDLED), ids=[req_id])
+    assert (result.requirement_id, result.outcome, result.message) == (req_id, Outcome.PASS, "")
