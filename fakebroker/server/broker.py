@@ -40,10 +40,14 @@ from .apis.context import BrokerContext
 from .clock import Clock, RealClock, VirtualClock
 from .config import BrokerConfig
 from .proxy import NO_REPLY, Proxy
+from .throttle import Throttled
 
 log = logging.getLogger("fakebroker")
 _FRAME_SIZE = 4
 _READ_AHEAD = 16  # frames read ahead of the one being served (pipelining)
+# After a coordinator tick raised: retry on the broker's clock, not at once (a tick that
+# keeps failing must not spin the loop), and keep every other connection served.
+TICK_RETRY_MS = 1000
 
 
 @dataclass
@@ -114,6 +118,8 @@ class FakeBroker:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._wake = asyncio.Event()
         self._timer_task: asyncio.Task[None] | None = None
+        self.tick_failures = Throttled(log, "coordinator timers failed; retrying in "
+                                            f"{TICK_RETRY_MS} ms on the broker's clock")
         self.ctx: BrokerContext | None = None
         self.proxy: Proxy | None = None
         if self.upstream is not None:
@@ -543,18 +549,30 @@ class FakeBroker:
         self._wake.set()  # deadlines may have moved
 
     async def _timers(self) -> None:
-        """Fire the coordinator's deadlines on the broker's clock."""
+        """Fire the coordinator's deadlines on the broker's clock. This task never ends
+        before ``stop``: a tick that raises is logged (with its traceback the first time)
+        and retried TICK_RETRY_MS later, so joins and expiries resume once it succeeds."""
+        retry_at: int | None = None
         while True:
             self._wake.clear()
-            deadline = self.coordinator.next_deadline()
-            waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(self._wake.wait())]
-            if deadline is not None:
-                waiters.append(asyncio.ensure_future(self.clock.sleep_until(deadline)))
             try:
-                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for w in waiters:
-                    w.cancel()
-            now = self.clock.now_ms()
-            if deadline is not None and now >= deadline:
-                self._deliver(self.coordinator.tick(now))
+                deadline = self.coordinator.next_deadline()
+                if retry_at is not None and deadline is not None:
+                    deadline = max(deadline, retry_at)
+                waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(self._wake.wait())]
+                if deadline is not None:
+                    waiters.append(asyncio.ensure_future(self.clock.sleep_until(deadline)))
+                try:
+                    await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for w in waiters:
+                        w.cancel()
+                now = self.clock.now_ms()
+                if deadline is not None and now >= deadline:
+                    replies = self.coordinator.tick(now)
+                    retry_at = None
+                    self._deliver(replies)
+            except Exception as e:  # noqa: BLE001 - the timers must outlive a coordinator bug
+                retry_at = self.clock.now_ms() + TICK_RETRY_MS
+                self.tick_failures(f"{type(e).__name__}: {e}",
+                                   exc_info=self.tick_failures.count == 0)
