@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ..protocol import Registry
-from .transcript import TranscriptError, load
+from .transcript import Transcript, TranscriptError, load
 
 EXIT_OK, EXIT_DIVERGED, EXIT_USAGE, EXIT_BROKEN = 0, 1, 2, 3
 
@@ -79,6 +79,14 @@ def _fail(cmd: str, message: str, status: int) -> int:
     return status
 
 
+def load_transcript(cmd: str, path: Path, registry: Registry) -> Transcript:
+    """``load``, its warnings (a torn last line) printed as ``fakebroker CMD: warning: ...``."""
+    transcript = load(path, registry)
+    for w in transcript.warnings:
+        print(f"fakebroker {cmd}: warning: {w}", file=sys.stderr)
+    return transcript
+
+
 def cmd_pcap(args: argparse.Namespace, registry: Registry) -> int:
     try:
         from .export import write_transcript_pcap
@@ -87,7 +95,7 @@ def cmd_pcap(args: argparse.Namespace, registry: Registry) -> int:
     if not 0 < args.server_port < 65536:
         return _fail("pcap", f"--server-port {args.server_port} is not a TCP port", EXIT_USAGE)
     try:
-        transcript = load(args.transcript, registry)
+        transcript = load_transcript("pcap", args.transcript, registry)
     except TranscriptError as e:
         return _fail("pcap", str(e), EXIT_USAGE)
     try:
@@ -161,7 +169,7 @@ def cmd_replay(args: argparse.Namespace, registry: Registry) -> int:
     transcripts = []
     for f in files:
         try:
-            transcripts.append(load(f, registry))
+            transcripts.append(load_transcript("replay", f, registry))
         except TranscriptError as e:
             return _fail("replay", str(e), EXIT_USAGE)
     from .golden.catalogue import KAFKA_DEFAULTS

@@ -38,7 +38,8 @@ def run(args: argparse.Namespace, registry: Registry) -> int:
     from .documents import DocumentError
     from .faults import install, load_plan
     from .scripted import ScriptError, prepare
-    from .transcript import TranscriptError, load
+    from .cli import load_transcript
+    from .transcript import TranscriptError
     script = None
     if args.script is not None:
         if args.faults is not None:
@@ -46,7 +47,7 @@ def run(args: argparse.Namespace, registry: Registry) -> int:
         if args.script_timeout <= 0:
             return _fail("--script-timeout must be positive")
         try:
-            script = prepare(load(args.script, registry))
+            script = prepare(load_transcript("serve", args.script, registry))
         except (TranscriptError, ScriptError) as e:
             return _fail(f"invalid script: {e}")
     plan = None

@@ -29,6 +29,7 @@ from typing import IO, Any
 
 from jsonschema import Draft202012Validator
 
+from ..parse_guard import InputLimit, loads_json
 from ..protocol import DecodeError, Registry, Struct, default_schema_dir
 from ..protocol.framing import (decode_request, decode_response, encode_request,
                                 encode_response, peek_request_key, strip_size_prefix)
@@ -134,6 +135,8 @@ class Transcript:
     header: dict[str, Any] | None
     events: list[Event]
     source: str = "<transcript>"
+    # What was accepted but not kept (a last line torn by a crash): for the user to read.
+    warnings: list[str] = field(default_factory=list)
 
     def frames(self) -> Iterator[Event]:
         return (e for e in self.events if e.is_frame)
@@ -213,9 +216,12 @@ def _json_path(parts: Iterable[Any]) -> str:
 
 def parse_lines(lines: Iterable[str], registry: Registry, source: str = "<transcript>", *,
                 check_raw: bool = True) -> Transcript:
-    """Parse and check a transcript; the first fault raises TranscriptError."""
+    """Parse and check a transcript; the first fault raises TranscriptError. A last line
+    cut short without its newline (the recorder was killed mid-write) is left out with a
+    warning, so a crashed run's recording stays usable up to its last complete line."""
     header: dict[str, Any] | None = None
     events: list[Event] = []
+    warnings: list[str] = []
     open_requests: dict[tuple[Any, int], Event] = {}  # (conn, correlation id) -> request
     last_seq = 0
     n = 0
@@ -224,13 +230,20 @@ def parse_lines(lines: Iterable[str], registry: Registry, source: str = "<transc
             raise TranscriptError(source, n, "empty line (every line is one JSON object)")
         body = text.rstrip("\r\n")
         try:
-            obj = json.loads(body)
+            obj = loads_json(body)
         except json.JSONDecodeError as e:
-            if e.pos >= len(body) or e.msg.startswith("Unterminated string") \
-                    or not text.endswith("\n"):  # the object stops short: a cut-off file
+            torn = not text.endswith("\n")  # only the last line can lack its newline
+            if torn and n > 1:
+                warnings.append(f"{source}:{n}: the last line is torn (cut after {len(body)} "
+                                f"characters, no newline): left out; kept {len(events)} event(s) "
+                                f"from the {n - 1} complete line(s)")
+                break
+            if e.pos >= len(body) or e.msg.startswith("Unterminated string") or torn:
                 raise TranscriptError(source, n, "truncated line: the JSON object ends early "
                                       f"(after {len(body)} characters)") from None
             raise TranscriptError(source, n, f"invalid JSON: {e.msg} at column {e.colno}") from None
+        except InputLimit as e:
+            raise TranscriptError(source, n, str(e)) from None
         errs = schema_errors(obj)
         if errs:
             raise TranscriptError(source, n, errs[0])
@@ -251,7 +264,7 @@ def parse_lines(lines: Iterable[str], registry: Registry, source: str = "<transc
         events.append(ev)
     if n == 0:
         raise TranscriptError(source, 1, "empty transcript")
-    return Transcript(header, events, source)
+    return Transcript(header, events, source, warnings)
 
 
 def load(path: str | os.PathLike[str], registry: Registry, *, check_raw: bool = True) -> Transcript:

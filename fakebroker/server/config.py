@@ -5,8 +5,13 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-# Kafka's socket.request.max.bytes default.
-DEFAULT_MAX_FRAME_BYTES = 104_857_600
+# The largest request frame accepted. Kafka's socket.request.max.bytes is 100 MB, but it
+# decodes on many threads; here one event loop decodes for every client, and the group
+# APIs' frames are small (a JoinGroup or SyncGroup of a large Connect cluster is well under
+# 1 MB; clients' own max.request.size defaults to 1 MB), so 8 MiB leaves room while
+# bounding what one client can make everyone wait for.
+DEFAULT_MAX_FRAME_BYTES = 8 * 1024 * 1024
+MIN_FRAME_BYTES = 12  # size of the smallest request header (v1, null client id)
 
 
 @dataclass(frozen=True)

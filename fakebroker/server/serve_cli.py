@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from typing import Any
 from ..coordinator.config import CoordinatorConfig
 from ..protocol import Registry
 from .broker import FakeBroker
-from .config import DEFAULT_MAX_FRAME_BYTES, BrokerConfig, Topic
+from .config import DEFAULT_MAX_FRAME_BYTES, MIN_FRAME_BYTES, BrokerConfig, Topic
 from .proxy import UpstreamError
 
 log = logging.getLogger(__name__)
@@ -85,6 +86,7 @@ def _parse_caps(values: list[str], registry: Registry) -> dict[int, int]:
 def build_broker(args: argparse.Namespace, registry: Registry, **extra: Any) -> FakeBroker:
     """The broker ``serve``'s options describe; ``extra`` goes to FakeBroker as is (upstream,
     strict_topics). A bad option raises ValueError, before any socket is bound."""
+    check_options(args)
     config = BrokerConfig(host=args.host, port=args.port,
                           topics=[Topic.parse(t) for t in args.topic],
                           max_frame_bytes=args.max_frame_bytes,
@@ -96,9 +98,10 @@ def build_broker(args: argparse.Namespace, registry: Registry, **extra: Any) -> 
     if getattr(args, "group_log", None):
         from ..realkafka.group_log import GroupLogError, open_group_log, parse_target
         parse_target(args.group_log)  # a bad target is a ValueError before any connection
+        from ..client import ClientError
         try:
             store, records = open_group_log(args.group_log)
-        except (GroupLogError, OSError, TimeoutError) as e:
+        except (GroupLogError, ClientError, OSError, TimeoutError) as e:
             raise ValueError(f"--group-log {args.group_log}: {e}") from None
         log.info("group log %s: %d record(s) to load", args.group_log, len(records))
         try:
@@ -108,6 +111,22 @@ def build_broker(args: argparse.Namespace, registry: Registry, **extra: Any) -> 
             store.close()
             raise
     return FakeBroker(config, coord, registry=registry, **extra)
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Options argparse cannot check alone; a ValueError names the option and the rule."""
+    if not 0 <= args.port <= 65535:
+        raise ValueError(f"--port {args.port}: not a TCP port (0-65535; 0 picks a free one)")
+    if args.max_frame_bytes < MIN_FRAME_BYTES:
+        raise ValueError(f"--max-frame-bytes {args.max_frame_bytes}: must be at least "
+                         f"{MIN_FRAME_BYTES} (a request header alone needs that)")
+    ready = getattr(args, "ready_file", None)
+    if ready is not None:
+        parent = ready.parent
+        if not parent.is_dir():
+            raise ValueError(f"--ready-file {ready}: directory {parent} does not exist")
+        if not os.access(parent, os.W_OK):
+            raise ValueError(f"--ready-file {ready}: directory {parent} is not writable")
 
 
 def cmd_serve(args: argparse.Namespace, registry: Registry) -> int:
