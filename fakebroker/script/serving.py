@@ -32,6 +32,15 @@ def record_path(directory: Path) -> Path:
     return directory / f"transcript-{stamp}-{os.getpid()}.jsonl"
 
 
+def start_recording(broker: FakeBroker, directory: Path) -> Path:
+    """Record the broker's run to a new file in ``directory``: streamed, each line flushed
+    as written and nothing kept in memory, so a long run's memory stays flat."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = record_path(directory)
+    broker.record(path, origin="serve", keep=False)
+    return path
+
+
 def run(args: argparse.Namespace, registry: Registry) -> int:
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -65,9 +74,7 @@ def run(args: argparse.Namespace, registry: Registry) -> int:
         log.info("fault plan %s: %d fault(s)", args.faults, len(plan.faults))
     if args.record is not None:
         try:
-            args.record.mkdir(parents=True, exist_ok=True)
-            path = record_path(args.record)
-            broker.record(path, origin="serve")
+            path = start_recording(broker, args.record)
         except OSError as e:
             return _fail(f"cannot record to {args.record}: {e.strerror or e}")
         log.info("recording to %s", path)
