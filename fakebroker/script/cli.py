@@ -94,19 +94,25 @@ def cmd_pcap(args: argparse.Namespace, registry: Registry) -> int:
         return _fail("pcap", f"needs scapy ({e}); install it: pip install 'scapy>=2.6,<3'", EXIT_USAGE)
     if not 0 < args.server_port < 65536:
         return _fail("pcap", f"--server-port {args.server_port} is not a TCP port", EXIT_USAGE)
+    from .transcript import iter_events, open_lines
+    # Streamed: events are read, checked and written one by one, so a huge transcript
+    # costs flat memory and a fault in it (or too many connections) stops the export at
+    # the line where it is found, leaving no output file.
+    transcript = Transcript(None, [], str(args.transcript))
     try:
-        transcript = load_transcript("pcap", args.transcript, registry)
+        frames, conns = write_transcript_pcap(
+            transcript, registry, args.output, args.server_port,
+            events=iter_events(open_lines(args.transcript), registry, transcript))
     except TranscriptError as e:
         return _fail("pcap", str(e), EXIT_USAGE)
-    try:
-        write_transcript_pcap(transcript, registry, args.output, args.server_port)
     except ValueError as e:
         return _fail("pcap", f"{args.transcript}: {e}", EXIT_DIVERGED)
     except OSError as e:
         return _fail("pcap", f"cannot write {args.output}: {e.strerror or e}", EXIT_USAGE)
-    n = sum(1 for _ in transcript.frames())
-    print(f"{args.output}: {n} frame(s) on {len({e.conn for e in transcript.events})} "
-          f"connection(s), broker port {args.server_port}")
+    for w in transcript.warnings:
+        print(f"fakebroker pcap: warning: {w}", file=sys.stderr)
+    print(f"{args.output}: {frames} frame(s) on {conns} connection(s), "
+          f"broker port {args.server_port}")
     return EXIT_OK
 
 
