@@ -18,6 +18,7 @@ from typing import Any
 
 import jsonschema
 
+from fakebroker.parse_guard import InputLimit, guarded
 from fakebroker.protocol import default_schema_dir
 from fakebroker.realkafka.settings import (KAFKA_INITIAL_REBALANCE_DELAY_MS,
                                            KAFKA_MAX_SESSION_TIMEOUT_MS,
@@ -262,8 +263,12 @@ def load_target(path: str | Path) -> Target:
         text = p.read_text(encoding="utf-8")
     except OSError as e:
         raise TargetError(str(p), [f"(file): cannot read: {e.strerror or e} (rule readable)"]) from None
+    except UnicodeDecodeError as e:
+        raise TargetError(str(p), [f"(file): not UTF-8 at byte {e.start}: {e.reason} (rule encoding)"]) from None
     try:
-        data = tomllib.loads(text)
+        data = guarded(tomllib.loads, text)
     except tomllib.TOMLDecodeError as e:
         raise TargetError(str(p), [f"(file): not valid TOML: {e} (rule toml)"]) from None
+    except InputLimit as e:
+        raise TargetError(str(p), [f"(file): {e.message} (rule {e.rule})"]) from None
     return parse_target(data, str(p))

@@ -79,7 +79,8 @@ class KafkaConnection:
                 waiter = self._waiting.pop(cid, None)
                 if waiter is None:
                     raise ClientError(f"response with unknown correlation id {cid}")
-                waiter[0].set_result(head + frame)
+                if not waiter[0].done():  # done: its caller gave up waiting; the answer is late
+                    waiter[0].set_result(head + frame)
         except (asyncio.IncompleteReadError, ConnectionError) as e:
             self._fail(f"connection closed by {self.host}:{self.port}"
                        f"{'' if isinstance(e, asyncio.IncompleteReadError) else f': {e}'}")
@@ -87,6 +88,8 @@ class KafkaConnection:
             self._fail(str(e))
         except asyncio.CancelledError:
             self._fail("connection closed")
+        except Exception as e:  # noqa: BLE001 - a dead reader must fail every waiter, not hang them
+            self._fail(f"response reader failed: {type(e).__name__}: {e}")
 
     def _fail(self, reason: str) -> None:
         self._closed_reason = reason

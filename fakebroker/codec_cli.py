@@ -15,6 +15,7 @@ import json
 import sys
 from typing import Any, TextIO
 
+from .parse_guard import InputLimit, loads_json
 from .protocol import DecodeError, EncodeError, Registry
 from .protocol.framing import (
     add_size_prefix, decode_request, decode_response, encode_request, encode_response,
@@ -99,6 +100,8 @@ def encode_frame(registry: Registry, doc: Any, size_prefix: str = "auto") -> byt
     if not isinstance(version, int):
         raise InputError(f"version: must be an integer, got {version!r}")
     header = doc.get("header") or {}
+    if not isinstance(header, dict):
+        raise InputError(f"header: must be an object, got {type(header).__name__}")
     mt = registry.request(key) if doc["kind"] == "request" else registry.response(key)
     try:
         body = mt.cls.from_json(doc["body"], "body")
@@ -160,20 +163,27 @@ def cmd_encode(args: argparse.Namespace, registry: Registry) -> int:
     try:
         if args.file is not None:
             with open(args.file, encoding="utf-8") as fh:
-                text = fh.read()
+                try:
+                    text = fh.read()
+                except UnicodeDecodeError as e:
+                    raise InputError(f"not UTF-8 at byte {e.start}: {e.reason} "
+                                     "(rule: encoding)") from None
         else:
             text = _input(None, sys.stdin)
         try:
-            doc = json.loads(text)
+            doc = loads_json(text)
         except json.JSONDecodeError as e:
             raise InputError(f"invalid JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        except InputLimit as e:
+            raise InputError(str(e)) from None
         frame = encode_frame(registry, doc, args.size_prefix)
     except OSError as e:
         print(f"fakebroker encode: {e}", file=sys.stderr)
         return 2
     except (InputError, EncodeError, KeyError) as e:
-        msg = e.args[0] if isinstance(e, KeyError) else e
-        print(f"error: {msg}", file=sys.stderr)
+        msg = str(e.args[0] if isinstance(e, KeyError) else e)
+        where = f"{args.file}: " if args.file is not None and not msg.startswith(args.file) else ""
+        print(f"error: {where}{msg}", file=sys.stderr)
         return 1
     print(frame.hex())
     return 0

@@ -11,7 +11,7 @@ from typing import Any
 from .compile import Decoder, Encoder, compile_version
 from .errors import DecodeError, EncodeError, SpecError
 from .messages import Struct, make_classes
-from .spec import MessageSpec, load_spec
+from .spec import MessageSpec, load_spec, read_spec_file
 
 
 def default_schema_dir() -> Path:
@@ -169,13 +169,26 @@ class Registry:
             if d.resolve() not in [r.resolve() for r in roots]:  # the same folder twice is once
                 roots.append(d)
         specs = []
+        bundled = default_schema_dir().resolve()
         for root in roots:
+            if not root.is_dir():
+                raise SpecError(str(root), "<dir>", "not-a-directory",
+                                "does not exist" if not root.exists() else "is not a directory")
+            found = 0
             for path in sorted(root.rglob("*.json")):
-                if path.name.endswith(".schema.json") or not _looks_like_spec(path):
+                if path.name.endswith(".schema.json"):
+                    continue
+                if not _looks_like_spec(path):
+                    if root.resolve() != bundled:
+                        read_spec_file(path)  # a user's file: broken JSON is refused, not skipped
                     continue
                 spec = load_spec(path)
+                found += 1
                 if not spec.valid_versions.empty:  # Kafka keeps removed APIs as "none"
                     specs.append(spec)
+            if not found:
+                raise SpecError(str(root), "<dir>", "no-specs",
+                                "has no spec file (*.json with fields and validVersions)")
         return cls(specs)
 
     def __getitem__(self, name: str) -> MessageType:

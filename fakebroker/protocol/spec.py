@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..parse_guard import InputLimit, loads_json
 from .errors import SpecError
 
 PRIMITIVES = frozenset(
@@ -194,7 +195,9 @@ def strip_comments(text: str) -> str:
 def read_spec_file(path: Path) -> dict[str, Any]:
     """Parse a spec file; a JSON syntax error is a SpecError naming line and column."""
     try:
-        doc = json.loads(strip_comments(path.read_text(encoding="utf-8")))
+        doc = loads_json(strip_comments(path.read_text(encoding="utf-8")))
+    except InputLimit as e:
+        raise SpecError(str(path), "<file>", e.rule, e.message) from None
     except json.JSONDecodeError as e:
         raise SpecError(str(path), "<file>", "json-syntax",
                         f"line {e.lineno} column {e.colno}: {e.msg}") from None

@@ -474,6 +474,11 @@ def check_coordinator_key_versions(spec: SpecModel) -> Iterator[SpecError]:
                          "for a coordinator-key")
 
 
+# Attributes the generated classes use themselves (``__init__(self, ...)``, the unknown
+# tagged fields' slot): a field mapping to one would not compile.
+RESERVED_ATTRS = frozenset({"self", "cls"})
+
+
 def check_duplicate_field_names(spec: SpecModel) -> Iterator[SpecError]:
     """duplicate-field-name: field names are unique within one struct."""
     for struct in spec.structs:
@@ -483,6 +488,27 @@ def check_duplicate_field_names(spec: SpecModel) -> Iterator[SpecError]:
                 yield spec.error(f.path, "duplicate-field-name",
                                  f"a second field named {f.name!r} in {struct.name}")
             seen.add(f.name)
+
+
+def check_field_attributes(spec: SpecModel) -> Iterator[SpecError]:
+    """The Python attributes fields map to are unique within one struct
+    (field-attribute-collision: ``GroupId`` and ``GroupID`` are both ``group_id``) and not
+    reserved by the generated code (field-name-reserved: ``Self`` is ``self``)."""
+    from .spec import snake
+
+    for struct in spec.structs:
+        attrs: dict[str, str] = {}
+        for f in struct.fields:
+            attr = snake(f.name)
+            if attr in RESERVED_ATTRS or attr.startswith("_") or not attr.isidentifier():
+                yield spec.error(f.path, "field-name-reserved",
+                                 f"field {f.name!r} maps to the attribute {attr!r}, which the "
+                                 "generated code reserves or cannot use")
+            elif attrs.get(attr, f.name) != f.name:
+                yield spec.error(f.path, "field-attribute-collision",
+                                 f"fields {attrs[attr]!r} and {f.name!r} of {struct.name} both "
+                                 f"map to the attribute {attr!r}")
+            attrs.setdefault(attr, f.name)
 
 
 def check_fields_on_non_struct(spec: SpecModel) -> Iterator[SpecError]:
@@ -904,6 +930,7 @@ RULES: tuple[Callable[[SpecModel], Iterator[SpecError]], ...] = (
     check_field_flexible_versions,
     check_zero_copy,
     check_entity_types,
+    check_field_attributes,
 )
 
 

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from ..protocol import Registry
-from .transcript import TranscriptError, load
+from .transcript import Transcript, TranscriptError, load
 
 EXIT_OK, EXIT_DIVERGED, EXIT_USAGE, EXIT_BROKEN = 0, 1, 2, 3
 
@@ -79,6 +79,14 @@ def _fail(cmd: str, message: str, status: int) -> int:
     return status
 
 
+def load_transcript(cmd: str, path: Path, registry: Registry) -> Transcript:
+    """``load``, its warnings (a torn last line) printed as ``fakebroker CMD: warning: ...``."""
+    transcript = load(path, registry)
+    for w in transcript.warnings:
+        print(f"fakebroker {cmd}: warning: {w}", file=sys.stderr)
+    return transcript
+
+
 def cmd_pcap(args: argparse.Namespace, registry: Registry) -> int:
     try:
         from .export import write_transcript_pcap
@@ -86,19 +94,25 @@ def cmd_pcap(args: argparse.Namespace, registry: Registry) -> int:
         return _fail("pcap", f"needs scapy ({e}); install it: pip install 'scapy>=2.6,<3'", EXIT_USAGE)
     if not 0 < args.server_port < 65536:
         return _fail("pcap", f"--server-port {args.server_port} is not a TCP port", EXIT_USAGE)
+    from .transcript import iter_events, open_lines
+    # Streamed: events are read, checked and written one by one, so a huge transcript
+    # costs flat memory and a fault in it (or too many connections) stops the export at
+    # the line where it is found, leaving no output file.
+    transcript = Transcript(None, [], str(args.transcript))
     try:
-        transcript = load(args.transcript, registry)
+        frames, conns = write_transcript_pcap(
+            transcript, registry, args.output, args.server_port,
+            events=iter_events(open_lines(args.transcript), registry, transcript))
     except TranscriptError as e:
         return _fail("pcap", str(e), EXIT_USAGE)
-    try:
-        write_transcript_pcap(transcript, registry, args.output, args.server_port)
     except ValueError as e:
         return _fail("pcap", f"{args.transcript}: {e}", EXIT_DIVERGED)
     except OSError as e:
         return _fail("pcap", f"cannot write {args.output}: {e.strerror or e}", EXIT_USAGE)
-    n = sum(1 for _ in transcript.frames())
-    print(f"{args.output}: {n} frame(s) on {len({e.conn for e in transcript.events})} "
-          f"connection(s), broker port {args.server_port}")
+    for w in transcript.warnings:
+        print(f"fakebroker pcap: warning: {w}", file=sys.stderr)
+    print(f"{args.output}: {frames} frame(s) on {conns} connection(s), "
+          f"broker port {args.server_port}")
     return EXIT_OK
 
 
@@ -161,7 +175,7 @@ def cmd_replay(args: argparse.Namespace, registry: Registry) -> int:
     transcripts = []
     for f in files:
         try:
-            transcripts.append(load(f, registry))
+            transcripts.append(load_transcript("replay", f, registry))
         except TranscriptError as e:
             return _fail("replay", str(e), EXIT_USAGE)
     from .golden.catalogue import KAFKA_DEFAULTS

@@ -9,18 +9,20 @@ Stamps never go backwards, whatever the file says.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from ..protocol import Registry
-from .pcap import Exchange, pcap_bytes
-from .transcript import Transcript
+from .pcap import Exchange, write_pcap
+from .transcript import Event, Transcript
 
 EPOCH_S = 1_700_000_000.0  # where a transcript without wall times starts
 
 
-def exchanges(transcript: Transcript, registry: Registry) -> Iterator[Exchange]:
+def exchanges(transcript: Transcript, registry: Registry,
+              events: Iterable[Event] | None = None) -> Iterator[Exchange]:
+    """The transcript's events (or ``events``, e.g. read lazily) as pcap exchanges."""
     last = 0.0
-    for i, ev in enumerate(transcript.events):
+    for i, ev in enumerate(transcript.events if events is None else events):
         if ev.time is not None:
             t = ev.time
         elif ev.vtime_ms is not None:
@@ -35,9 +37,10 @@ def exchanges(transcript: Transcript, registry: Registry) -> Iterator[Exchange]:
 
 
 def write_transcript_pcap(transcript: Transcript, registry: Registry,
-                          path: str | os.PathLike[str], port: int = 9092) -> None:
+                          path: str | os.PathLike[str], port: int = 9092,
+                          events: Iterable[Event] | None = None) -> tuple[int, int]:
     """Write the pcap with the broker on ``port`` (9092: tshark's Kafka port, so it
-    dissects without ``-d tcp.port==PORT,kafka``)."""
-    data = pcap_bytes(exchanges(transcript, registry), port)
-    with open(path, "wb") as f:
-        f.write(data)
+    dissects without ``-d tcp.port==PORT,kafka``), streaming: ``events`` may be read
+    lazily (``transcript.iter_events``), and a fault stops it at once. Returns (frames,
+    connections)."""
+    return write_pcap(exchanges(transcript, registry, events), path, port)

@@ -27,6 +27,7 @@ Pure functions over JSON values; bindings are a plain dict the caller keeps per 
 
 from __future__ import annotations
 
+import math
 import re
 import string
 from dataclasses import dataclass
@@ -168,6 +169,9 @@ def matcher_problems(m: Any) -> list[str]:
         else:
             out += [f"format field {{{n}}} is not a plain name" for n in names if not n.isidentifier()
                     and not re.fullmatch(r"[A-Za-z_][\w.]*", n)]
+    for bound in ("min", "max"):  # NaN compares false both ways: it would match everything
+        if isinstance(m.get(bound), float) and not math.isfinite(m[bound]):
+            out.append(f"{bound} {m[bound]!r} is not a finite number")
     if "min" in m and "max" in m and isinstance(m["min"], (int, float)) \
             and isinstance(m["max"], (int, float)) and m["min"] > m["max"]:
         out.append("min exceeds max")

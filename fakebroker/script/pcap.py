@@ -18,6 +18,7 @@ they never go backwards), and the pcap is always little-endian with microsecond 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import math
@@ -94,7 +95,8 @@ class _Builder:
         self.window_bytes = _WINDOW << _WSCALE
         self.streams: dict[str | int, _Stream] = {}
         self.used_ports: set[int] = {server_port}
-        self.packets: list[tuple[int, Ether]] = []  # (microseconds, packet)
+        self.packets: list[tuple[int, Ether]] = []  # (microseconds, packet) not yet written
+        self.out: PcapWriter | None = None  # set by ``stream_to``: packets go out as made
         self.last_us = -1
         self.ip_id = 0
 
@@ -116,7 +118,10 @@ class _Builder:
         pkt = Ether(src=_MAC, dst=_MAC) / IP(src=_HOST, dst=_HOST, id=self.ip_id, flags="DF", ttl=64) / tcp
         if payload:
             pkt = pkt / payload
-        self.packets.append((at_us, pkt))
+        if self.out is not None:
+            self._write(at_us, pkt)
+        else:
+            self.packets.append((at_us, pkt))
 
     def _open(self, connection: str | int, at_us: int) -> _Stream:
         lo, hi = _EPHEMERAL
@@ -191,13 +196,24 @@ class _Builder:
             if not s.closed:
                 self._teardown(s, _CLIENT, self.last_us + 1)
 
-    def write(self, out: BinaryIO) -> None:
-        w = PcapWriter(out, linktype=_DLT_EN10MB, endianness="<", snaplen=_SNAPLEN, sync=False)
-        w.write_header(None)
+    def stream_to(self, out: BinaryIO) -> None:
+        """From now on write every packet as it is made (stamps only increase, so the file
+        order is the time order): memory stays flat however long the input."""
+        self.out = PcapWriter(out, linktype=_DLT_EN10MB, endianness="<", snaplen=_SNAPLEN, sync=False)
+        self.out.write_header(None)
         for at_us, pkt in self.packets:
-            sec, usec = divmod(at_us, 1_000_000)
-            w.write_packet(pkt, sec=sec, usec=usec)
-        w.flush()
+            self._write(at_us, pkt)
+        self.packets.clear()
+
+    def _write(self, at_us: int, pkt: Ether) -> None:
+        assert self.out is not None
+        sec, usec = divmod(at_us, 1_000_000)
+        self.out.write_packet(pkt, sec=sec, usec=usec)
+
+    def write(self, out: BinaryIO) -> None:
+        self.stream_to(out)
+        assert self.out is not None
+        self.out.flush()
 
 
 def _build(exchanges: Iterable[Exchange], server_port: int, mss: int) -> _Builder:
@@ -217,8 +233,25 @@ def pcap_bytes(exchanges: Iterable[Exchange], server_port: int = 9092, *,
 
 
 def write_pcap(exchanges: Iterable[Exchange], path: str | os.PathLike[str], server_port: int = 9092,
-               *, mss: int = LOOPBACK_MSS) -> None:
-    """Write the pcap file for the exchanges, in order, to ``path``."""
-    data = pcap_bytes(exchanges, server_port, mss=mss)
-    with open(path, "wb") as f:
-        f.write(data)
+               *, mss: int = LOOPBACK_MSS) -> tuple[int, int]:
+    """Write the pcap file for the exchanges, in order, to ``path``, streaming: each packet
+    is written as it is made, and a bad exchange (a ValueError) stops the export at once,
+    leaving no file. Returns (frames, connections)."""
+    b = _Builder(server_port, mss)
+    tmp = f"{os.fspath(path)}.partial"
+    frames = 0
+    try:
+        with open(tmp, "wb") as f:
+            b.stream_to(f)
+            for ex in exchanges:
+                b.add(ex)
+                frames += ex.direction != "close"
+            b.close_all()
+            assert b.out is not None
+            b.out.flush()
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+    return frames, len(b.streams)

@@ -32,13 +32,23 @@ def record_path(directory: Path) -> Path:
     return directory / f"transcript-{stamp}-{os.getpid()}.jsonl"
 
 
+def start_recording(broker: FakeBroker, directory: Path) -> Path:
+    """Record the broker's run to a new file in ``directory``: streamed, each line flushed
+    as written and nothing kept in memory, so a long run's memory stays flat."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = record_path(directory)
+    broker.record(path, origin="serve", keep=False)
+    return path
+
+
 def run(args: argparse.Namespace, registry: Registry) -> int:
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     from .documents import DocumentError
     from .faults import install, load_plan
     from .scripted import ScriptError, prepare
-    from .transcript import TranscriptError, load
+    from .cli import load_transcript
+    from .transcript import TranscriptError
     script = None
     if args.script is not None:
         if args.faults is not None:
@@ -46,7 +56,7 @@ def run(args: argparse.Namespace, registry: Registry) -> int:
         if args.script_timeout <= 0:
             return _fail("--script-timeout must be positive")
         try:
-            script = prepare(load(args.script, registry))
+            script = prepare(load_transcript("serve", args.script, registry))
         except (TranscriptError, ScriptError) as e:
             return _fail(f"invalid script: {e}")
     plan = None
@@ -64,9 +74,7 @@ def run(args: argparse.Namespace, registry: Registry) -> int:
         log.info("fault plan %s: %d fault(s)", args.faults, len(plan.faults))
     if args.record is not None:
         try:
-            args.record.mkdir(parents=True, exist_ok=True)
-            path = record_path(args.record)
-            broker.record(path, origin="serve")
+            path = start_recording(broker, args.record)
         except OSError as e:
             return _fail(f"cannot record to {args.record}: {e.strerror or e}")
         log.info("recording to %s", path)

@@ -29,6 +29,7 @@ from typing import IO, Any
 
 from jsonschema import Draft202012Validator
 
+from ..parse_guard import InputLimit, loads_json
 from ..protocol import DecodeError, Registry, Struct, default_schema_dir
 from ..protocol.framing import (decode_request, decode_response, encode_request,
                                 encode_response, peek_request_key, strip_size_prefix)
@@ -134,6 +135,8 @@ class Transcript:
     header: dict[str, Any] | None
     events: list[Event]
     source: str = "<transcript>"
+    # What was accepted but not kept (a last line torn by a crash): for the user to read.
+    warnings: list[str] = field(default_factory=list)
 
     def frames(self) -> Iterator[Event]:
         return (e for e in self.events if e.is_frame)
@@ -213,31 +216,49 @@ def _json_path(parts: Iterable[Any]) -> str:
 
 def parse_lines(lines: Iterable[str], registry: Registry, source: str = "<transcript>", *,
                 check_raw: bool = True) -> Transcript:
-    """Parse and check a transcript; the first fault raises TranscriptError."""
-    header: dict[str, Any] | None = None
-    events: list[Event] = []
+    """Parse and check a transcript; the first fault raises TranscriptError. A last line
+    cut short without its newline (the recorder was killed mid-write) is left out with a
+    warning, so a crashed run's recording stays usable up to its last complete line."""
+    t = Transcript(None, [], source)
+    t.events = list(iter_events(lines, registry, t, check_raw=check_raw))
+    return t
+
+
+def iter_events(lines: Iterable[str], registry: Registry, into: Transcript, *,
+                check_raw: bool = True) -> Iterator[Event]:
+    """The events of ``lines`` one by one as they are read and checked (for inputs too big
+    to hold); the header and warnings go to ``into``. Raises TranscriptError as read."""
+    source = into.source
     open_requests: dict[tuple[Any, int], Event] = {}  # (conn, correlation id) -> request
     last_seq = 0
-    n = 0
+    n = kept = 0
     for n, text in enumerate(lines, 1):
         if not text.strip():
             raise TranscriptError(source, n, "empty line (every line is one JSON object)")
         body = text.rstrip("\r\n")
         try:
-            obj = json.loads(body)
+            obj = loads_json(body)
         except json.JSONDecodeError as e:
-            if e.pos >= len(body) or e.msg.startswith("Unterminated string") \
-                    or not text.endswith("\n"):  # the object stops short: a cut-off file
+            torn = not text.endswith("\n")  # only the last line can lack its newline
+            if torn and n > 1:
+                into.warnings.append(
+                    f"{source}:{n}: the last line is torn (cut after {len(body)} characters, "
+                    f"no newline): left out; kept {kept} event(s) from the {n - 1} complete "
+                    "line(s)")
+                break
+            if e.pos >= len(body) or e.msg.startswith("Unterminated string") or torn:
                 raise TranscriptError(source, n, "truncated line: the JSON object ends early "
                                       f"(after {len(body)} characters)") from None
             raise TranscriptError(source, n, f"invalid JSON: {e.msg} at column {e.colno}") from None
+        except InputLimit as e:
+            raise TranscriptError(source, n, str(e)) from None
         errs = schema_errors(obj)
         if errs:
             raise TranscriptError(source, n, errs[0])
         if obj["kind"] == "header":
             if n != 1:
                 raise TranscriptError(source, n, "a header may only be the first line")
-            header = obj
+            into.header = obj
             continue
         ev = _event(obj, n)
         if ev.seq is not None:
@@ -248,10 +269,26 @@ def parse_lines(lines: Iterable[str], registry: Registry, source: str = "<transc
             _check_event(ev, registry, open_requests, check_raw)
         except ValueError as e:
             raise TranscriptError(source, n, str(e)) from None
-        events.append(ev)
+        kept += 1
+        yield ev
     if n == 0:
         raise TranscriptError(source, 1, "empty transcript")
-    return Transcript(header, events, source)
+
+
+def open_lines(path: str | os.PathLike[str]) -> Iterator[str]:
+    """The lines of a transcript file, read lazily; unreadable or non-UTF-8 input raises
+    TranscriptError naming the line."""
+    p = Path(path)
+    try:
+        f = open(p, "rb")
+    except OSError as e:
+        raise TranscriptError(str(p), 0, f"cannot read: {e.strerror or e}") from None
+    with f:
+        for n, raw in enumerate(f, 1):
+            try:
+                yield raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                raise TranscriptError(str(p), n, f"not UTF-8: {e.reason}") from None
 
 
 def load(path: str | os.PathLike[str], registry: Registry, *, check_raw: bool = True) -> Transcript:
@@ -402,4 +439,5 @@ def utc_stamp(t: float | None = None) -> str:
 
 
 __all__ = ["Event", "Transcript", "TranscriptError", "TranscriptWriter", "parse_lines", "load",
+           "iter_events", "open_lines",
            "dumps", "new_header", "schema_errors", "peek_frame", "FORMAT", "VERSION"]

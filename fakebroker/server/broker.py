@@ -40,10 +40,18 @@ from .apis.context import BrokerContext
 from .clock import Clock, RealClock, VirtualClock
 from .config import BrokerConfig
 from .proxy import NO_REPLY, Proxy
+from .throttle import Throttled
 
 log = logging.getLogger("fakebroker")
 _FRAME_SIZE = 4
 _READ_AHEAD = 16  # frames read ahead of the one being served (pipelining)
+# Frames at least this big are decoded on a worker thread: decoding costs microseconds per
+# array element, so a maximal frame decoded on the loop would stall every other client for
+# seconds; on a thread the loop still gets the GIL every switch interval (5 ms).
+OFFLOAD_DECODE_BYTES = 64 * 1024
+# After a coordinator tick raised: retry on the broker's clock, not at once (a tick that
+# keeps failing must not spin the loop), and keep every other connection served.
+TICK_RETRY_MS = 1000
 
 
 @dataclass
@@ -59,6 +67,13 @@ class Connection:
     peer_gone: bool = False  # the client closed (EOF seen by the reader)
     waiting: int = 0  # waits in progress for its current request (parked, delayed, held)
     closed: bool = False  # closed and recorded as such: nothing more is sent or recorded
+    in_flight: int = 0  # frames read and not yet answered: an idle timeout does not apply
+    buffered: int = 0  # bytes of frames read ahead and not yet served
+    room: asyncio.Event = field(default_factory=asyncio.Event)  # set when buffered drops
+
+
+class _Idle(Exception):
+    """A connection stayed idle (or half-sent a frame) past the idle timeout."""
 
 
 @dataclass
@@ -114,6 +129,12 @@ class FakeBroker:
         self._tasks: set[asyncio.Task[Any]] = set()
         self._wake = asyncio.Event()
         self._timer_task: asyncio.Task[None] | None = None
+        self._loop_handler: Any = None
+        self.tick_failures = Throttled(log, "coordinator timers failed; retrying in "
+                                            f"{TICK_RETRY_MS} ms on the broker's clock")
+        self.refused_connections = Throttled(log, "connection refused: "
+                                                  f"{self.config.max_connections} open already")
+        self.accept_failures = Throttled(log, "cannot accept connections")
         self.ctx: BrokerContext | None = None
         self.proxy: Proxy | None = None
         if self.upstream is not None:
@@ -146,8 +167,12 @@ class FakeBroker:
         self._server = await asyncio.start_server(self._serve, self.config.host, self.config.port,
                                                   start_serving=False)
         host, port = self._server.sockets[0].getsockname()[:2]
+        host = self.config.advertised_host or host
         self.ctx = BrokerContext(self.registry, self.config, self.clock, host, port,
                                  self.supported_versions())
+        loop = asyncio.get_running_loop()
+        self._loop_handler = loop.get_exception_handler()
+        loop.set_exception_handler(self._loop_exception)
         for rec in self.recorders:
             self._begin(rec)
         if self.connect_records:
@@ -180,6 +205,8 @@ class FakeBroker:
                 await self._server.wait_closed()
         for rec in list(self.recorders):
             self.stop_recording(rec)
+        if self.ctx is not None:
+            asyncio.get_running_loop().set_exception_handler(self._loop_handler)
         close = getattr(self.connect_store, "close", None)
         if close is not None:
             close()
@@ -250,11 +277,28 @@ class FakeBroker:
 
     # ------------------------------------------------------------------ connections
 
+    def _loop_exception(self, loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+        """asyncio reports a failing accept (out of file descriptors: EMFILE) with a
+        traceback, again and again while it lasts: make that one throttled line."""
+        exc = context.get("exception")
+        if isinstance(exc, OSError) and "accept" in str(context.get("message", "")):
+            self.accept_failures(f"{exc.strerror or exc} (errno {exc.errno})")
+            return
+        if self._loop_handler is not None:
+            self._loop_handler(loop, context)
+        else:
+            loop.default_exception_handler(context)
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)
         peer = writer.get_extra_info("peername")
+        if len(self._connections) >= self.config.max_connections:
+            self.refused_connections(f"closing the one from {peer}")
+            writer.close()
+            self._tasks.discard(task)
+            return
         conn = Connection(next(self._conn_ids), f"{peer[0]}:{peer[1]}" if peer else "?", writer)
         self._connections[conn.id] = conn
         log.debug("connection %d from %s", conn.id, conn.peer)
@@ -265,11 +309,14 @@ class FakeBroker:
                 frame = await frames.get()
                 if frame is None or conn.closed:
                     break
+                conn.buffered -= len(frame)
+                conn.room.set()
                 self._busy += 1
                 try:
                     out = await self._exchange(conn, frame)
                 finally:
                     self._busy -= 1
+                    conn.in_flight -= 1
                 if conn.closed:
                     break  # the client left while this request waited
                 if out is None:
@@ -302,7 +349,13 @@ class FakeBroker:
                 frame = await self._read_frame(reader, conn)
                 if frame is None:
                     break
+                conn.in_flight += 1
+                conn.buffered += len(frame)
                 await frames.put(frame)
+                # Read ahead at most one maximal frame's worth of bytes per connection.
+                while conn.buffered >= self.config.max_frame_bytes and not conn.closed:
+                    conn.room.clear()
+                    await conn.room.wait()
         except (ConnectionError, asyncio.IncompleteReadError) as e:
             conn.close_reason = conn.close_reason or f"connection error: {e}"
         if conn.closed_by == "client":
@@ -322,9 +375,31 @@ class FakeBroker:
             rec.close(conn.id, conn.closed_by, self.clock.now_ms(), conn.close_reason,
                       conn.close_notes)
 
+    async def _read_idle(self, reader: asyncio.StreamReader, n: int, conn: Connection,
+                         partial: bool) -> bytes:
+        """``readexactly(n)``, bounded by the idle timeout while nothing of this connection
+        is in progress (a parked request is not idleness) or while a frame is half read."""
+        limit = self.config.idle_timeout_ms
+        if limit is None:
+            return await reader.readexactly(n)
+        read = asyncio.ensure_future(reader.readexactly(n))
+        while True:
+            done, _ = await asyncio.wait({read}, timeout=limit / 1000)
+            if done:
+                return read.result()
+            if partial or not conn.in_flight:
+                read.cancel()
+                what = "a partly sent frame" if partial else "nothing"
+                conn.closed_by = "broker"
+                conn.close_reason = f"idle: {what} for {limit} ms (connections.max.idle.ms)"
+                log.info("connection %d: %s; closing", conn.id, conn.close_reason)
+                raise _Idle
+
     async def _read_frame(self, reader: asyncio.StreamReader, conn: Connection) -> bytes | None:
         try:
-            head = await reader.readexactly(_FRAME_SIZE)
+            head = await self._read_idle(reader, _FRAME_SIZE, conn, partial=False)
+        except _Idle:
+            return None
         except asyncio.IncompleteReadError as e:
             if e.partial:
                 log.error("connection %d: truncated size prefix (%d byte(s)); closing",
@@ -337,7 +412,9 @@ class FakeBroker:
             conn.closed_by, conn.close_reason = "broker", f"frame size {size} refused"
             return None
         try:
-            return await reader.readexactly(size)
+            return await self._read_idle(reader, size, conn, partial=True)
+        except _Idle:
+            return None
         except asyncio.IncompleteReadError as e:
             log.error("connection %d: frame of %d byte(s) cut after %d; closing",
                       conn.id, size, len(e.partial))
@@ -351,7 +428,10 @@ class FakeBroker:
             conn.requests += 1
             return await self.proxy.forward_raw(conn, frame)  # no spec: bytes both ways
         try:
-            req = decode_request(self.registry, frame)
+            if len(frame) >= OFFLOAD_DECODE_BYTES:
+                req = await asyncio.to_thread(decode_request, self.registry, frame)
+            else:
+                req = decode_request(self.registry, frame)
         except DecodeError as e:
             self._record_request(conn, frame, error=str(e))
             return self._refuse(conn, e)
@@ -543,18 +623,30 @@ class FakeBroker:
         self._wake.set()  # deadlines may have moved
 
     async def _timers(self) -> None:
-        """Fire the coordinator's deadlines on the broker's clock."""
+        """Fire the coordinator's deadlines on the broker's clock. This task never ends
+        before ``stop``: a tick that raises is logged (with its traceback the first time)
+        and retried TICK_RETRY_MS later, so joins and expiries resume once it succeeds."""
+        retry_at: int | None = None
         while True:
             self._wake.clear()
-            deadline = self.coordinator.next_deadline()
-            waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(self._wake.wait())]
-            if deadline is not None:
-                waiters.append(asyncio.ensure_future(self.clock.sleep_until(deadline)))
             try:
-                await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
-            finally:
-                for w in waiters:
-                    w.cancel()
-            now = self.clock.now_ms()
-            if deadline is not None and now >= deadline:
-                self._deliver(self.coordinator.tick(now))
+                deadline = self.coordinator.next_deadline()
+                if retry_at is not None and deadline is not None:
+                    deadline = max(deadline, retry_at)
+                waiters: list[asyncio.Future[Any]] = [asyncio.ensure_future(self._wake.wait())]
+                if deadline is not None:
+                    waiters.append(asyncio.ensure_future(self.clock.sleep_until(deadline)))
+                try:
+                    await asyncio.wait(waiters, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    for w in waiters:
+                        w.cancel()
+                now = self.clock.now_ms()
+                if deadline is not None and now >= deadline:
+                    replies = self.coordinator.tick(now)
+                    retry_at = None
+                    self._deliver(replies)
+            except Exception as e:  # noqa: BLE001 - the timers must outlive a coordinator bug
+                retry_at = self.clock.now_ms() + TICK_RETRY_MS
+                self.tick_failures(f"{type(e).__name__}: {e}",
+                                   exc_info=self.tick_failures.count == 0)

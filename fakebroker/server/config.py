@@ -5,8 +5,15 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
-# Kafka's socket.request.max.bytes default.
-DEFAULT_MAX_FRAME_BYTES = 104_857_600
+# The largest request frame accepted. Kafka's socket.request.max.bytes is 100 MB, but it
+# decodes on many threads; here one event loop decodes for every client, and the group
+# APIs' frames are small (a JoinGroup or SyncGroup of a large Connect cluster is well under
+# 1 MB; clients' own max.request.size defaults to 1 MB), so 8 MiB leaves room while
+# bounding what one client can make everyone wait for.
+DEFAULT_MAX_FRAME_BYTES = 8 * 1024 * 1024
+DEFAULT_IDLE_TIMEOUT_MS = 600_000  # Kafka's connections.max.idle.ms default (10 min)
+DEFAULT_MAX_CONNECTIONS = 1000
+MIN_FRAME_BYTES = 12  # size of the smallest request header (v1, null client id)
 
 
 @dataclass(frozen=True)
@@ -42,6 +49,14 @@ class BrokerConfig:
     cluster_id: str = "fakebroker-cluster"
     topics: list[Topic] = field(default_factory=list)
     max_frame_bytes: int = DEFAULT_MAX_FRAME_BYTES
+    # Kafka's connections.max.idle.ms: a connection with no request in progress that sends
+    # nothing (or only part of a frame) for this long is closed. None: never.
+    idle_timeout_ms: int | None = DEFAULT_IDLE_TIMEOUT_MS
+    # Open connections at most; one more is closed at once (Kafka's max.connections).
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    # The host Metadata / FindCoordinator report (None: the bound address), for a broker
+    # bound to 0.0.0.0 that clients reach under another name.
+    advertised_host: str | None = None
     # Per-API cap on the advertised max version (pins clients to old versions).
     api_max_versions: dict[int, int] = field(default_factory=dict)
 

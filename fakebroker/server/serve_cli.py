@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import contextlib
 import logging
+import os
 import signal
 import sys
 from pathlib import Path
@@ -14,7 +15,8 @@ from typing import Any
 from ..coordinator.config import CoordinatorConfig
 from ..protocol import Registry
 from .broker import FakeBroker
-from .config import DEFAULT_MAX_FRAME_BYTES, BrokerConfig, Topic
+from .config import (DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FRAME_BYTES,
+                     MIN_FRAME_BYTES, BrokerConfig, Topic)
 from .proxy import UpstreamError
 
 log = logging.getLogger(__name__)
@@ -46,7 +48,20 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     p.add_argument("--max-group-size", type=int, default=d.max_group_size,
                    help="group.max.size: members beyond it get GROUP_MAX_SIZE_REACHED")
     p.add_argument("--max-frame-bytes", type=int, default=DEFAULT_MAX_FRAME_BYTES,
-                   help="largest request frame accepted; a larger one closes the connection")
+                   help="largest request frame accepted; a larger one closes the connection "
+                        "(Kafka's socket.request.max.bytes is 100 MB, but it decodes on many "
+                        "threads: 8 MiB is ample for group traffic and bounds what one client "
+                        "costs the others)")
+    p.add_argument("--idle-timeout-ms", type=int, default=DEFAULT_IDLE_TIMEOUT_MS,
+                   help="connections.max.idle.ms: close a connection that has no request in "
+                        "progress and sends nothing, or only part of a frame, for this long; "
+                        "0 never closes")
+    p.add_argument("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS,
+                   help="open connections at most; one more is closed at once (logged at "
+                        "the 1st, 2nd, 4th, ... occurrence)")
+    p.add_argument("--advertised-host", metavar="HOST",
+                   help="the host Metadata and FindCoordinator report (default: the bound "
+                        "address; set it when binding 0.0.0.0)")
     p.add_argument("--api-max-version", action="append", default=[], metavar="API=N",
                    help="advertise at most version N of API (name or key), e.g. JoinGroup=5; "
                         "pins clients to old versions (repeatable)")
@@ -85,9 +100,13 @@ def _parse_caps(values: list[str], registry: Registry) -> dict[int, int]:
 def build_broker(args: argparse.Namespace, registry: Registry, **extra: Any) -> FakeBroker:
     """The broker ``serve``'s options describe; ``extra`` goes to FakeBroker as is (upstream,
     strict_topics). A bad option raises ValueError, before any socket is bound."""
+    check_options(args)
     config = BrokerConfig(host=args.host, port=args.port,
                           topics=[Topic.parse(t) for t in args.topic],
                           max_frame_bytes=args.max_frame_bytes,
+                          idle_timeout_ms=args.idle_timeout_ms or None,
+                          max_connections=args.max_connections,
+                          advertised_host=args.advertised_host,
                           api_max_versions=_parse_caps(args.api_max_version, registry))
     coord = CoordinatorConfig(initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
                               min_session_timeout_ms=args.min_session_timeout_ms,
@@ -96,9 +115,10 @@ def build_broker(args: argparse.Namespace, registry: Registry, **extra: Any) -> 
     if getattr(args, "group_log", None):
         from ..realkafka.group_log import GroupLogError, open_group_log, parse_target
         parse_target(args.group_log)  # a bad target is a ValueError before any connection
+        from ..client import ClientError
         try:
             store, records = open_group_log(args.group_log)
-        except (GroupLogError, OSError, TimeoutError) as e:
+        except (GroupLogError, ClientError, OSError, TimeoutError) as e:
             raise ValueError(f"--group-log {args.group_log}: {e}") from None
         log.info("group log %s: %d record(s) to load", args.group_log, len(records))
         try:
@@ -108,6 +128,28 @@ def build_broker(args: argparse.Namespace, registry: Registry, **extra: Any) -> 
             store.close()
             raise
     return FakeBroker(config, coord, registry=registry, **extra)
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """Options argparse cannot check alone; a ValueError names the option and the rule."""
+    if not 0 <= args.port <= 65535:
+        raise ValueError(f"--port {args.port}: not a TCP port (0-65535; 0 picks a free one)")
+    if args.max_frame_bytes < MIN_FRAME_BYTES:
+        raise ValueError(f"--max-frame-bytes {args.max_frame_bytes}: must be at least "
+                         f"{MIN_FRAME_BYTES} (a request header alone needs that)")
+    if args.idle_timeout_ms < 0:
+        raise ValueError(f"--idle-timeout-ms {args.idle_timeout_ms}: must not be negative")
+    if args.max_connections < 1:
+        raise ValueError(f"--max-connections {args.max_connections}: must be at least 1")
+    if args.advertised_host is not None and not args.advertised_host.strip():
+        raise ValueError("--advertised-host: must not be empty")
+    ready = getattr(args, "ready_file", None)
+    if ready is not None:
+        parent = ready.parent
+        if not parent.is_dir():
+            raise ValueError(f"--ready-file {ready}: directory {parent} does not exist")
+        if not os.access(parent, os.W_OK):
+            raise ValueError(f"--ready-file {ready}: directory {parent} is not writable")
 
 
 def cmd_serve(args: argparse.Namespace, registry: Registry) -> int:

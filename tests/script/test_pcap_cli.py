@@ -87,7 +87,7 @@ def test_pcap_of_a_transcript_dissects_in_tshark(transcript: Path, tmp_path: Pat
 def test_pcap_refuses_an_invalid_transcript_with_its_line(transcript: Path, tmp_path: Path) -> None:
     lines = transcript.read_text().splitlines()
     bad = tmp_path / "bad.jsonl"
-    bad.write_text("\n".join(lines[:5]) + "\n" + lines[5][:40])
+    bad.write_text("\n".join(lines[:5]) + "\n" + lines[5][:40] + "\n")  # cut mid-file: refused
     r = subprocess.run([*CMD, "pcap", str(bad), "-o", str(tmp_path / "x.pcap")],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 2
