@@ -4,11 +4,11 @@ a result of its own).
 
 Labels: epic = protocol (the first of the requirement's protocols the target claims),
 feature = API or behaviour, story and ``allure.id`` = requirement id; the Suites tree is
-parentSuite = protocol, suite = family (``CLS``, ``CLS-W``, ``CONN``, ``K341``, ``C848``, whom it
-binds), subSuite = API or behaviour, and the Packages tree the same path; a link to the spec
-section relative to the report (``spec/``, copied there by ``certificate.render_allure``);
-parameters (target, level, protocols). Without ``--alluredir`` every call is a no-op
-(allure-pytest is not listening).
+parentSuite = protocol, suite = family (``CLS``, ``CLS-W``, ``CONN``, ``K341``, ``C848``, whom
+it binds), subSuite = API or behaviour, and the Packages tree the same path; the wire
+conversation as one step per exchange; a link to the spec section relative to the report
+(``spec/``, copied there by ``certificate.render_allure``); parameters (target, level,
+protocols). Without ``--alluredir`` every call is a no-op (allure-pytest is not listening).
 """
 
 from __future__ import annotations
@@ -146,6 +146,7 @@ def attach_evidence(result: CaseResult) -> None:
         return
     if not result.transcript and not result.attachments:
         return
+    _exchange_steps(allure, result.transcript)
     allure.attach(json.dumps(result.transcript, indent=1), "transcript",
                   allure.attachment_type.JSON)
     if result.frames:
@@ -155,6 +156,29 @@ def attach_evidence(result: CaseResult) -> None:
         allure.attach(pcap_bytes(frames, port), "capture.pcap", extension="pcap")
     for name, text in result.attachments.items():
         allure.attach(text, name, allure.attachment_type.TEXT)
+
+
+def exchange_title(e: dict[str, Any], t0: float | None) -> str:
+    """``+0.012 s m1: JoinGroup v9 #1 -> UNKNOWN_MEMBER_ID (79)``: when it was sent (from the
+    first exchange), who sent it, and the answer's error by name, or that none came."""
+    from .harness.context import error_name
+    sent = e.get("sentWall")
+    when = f"+{sent - t0:.3f} s " if sent is not None and t0 is not None else ""
+    head = f"{when}{e.get('connection', '?')}: {e.get('api', e.get('apiKey'))} v{e.get('version')} #{e.get('correlationId')}"
+    if not e.get("answered", e.get("response") is not None):
+        return head + " -> no answer"
+    code = (e.get("response") or {}).get("ErrorCode")
+    return head + (f" -> {error_name(code)} ({code})" if isinstance(code, int) else " -> answered")
+
+
+def _exchange_steps(allure: Any, transcript: list[dict[str, Any]]) -> None:
+    """The wire conversation as steps, one per exchange, in the order sent (their times are
+    in the titles: the steps are written after the case ran)."""
+    times = [e["sentWall"] for e in transcript if isinstance(e.get("sentWall"), (int, float))]
+    t0 = min(times) if times else None
+    for e in sorted(transcript, key=lambda x: x.get("sentWall") or 0):
+        with allure.step(exchange_title(e, t0)):
+            pass
 
 
 CATEGORIES = [

@@ -1,5 +1,5 @@
 """The Allure evidence of a run: real durations (the case runs in the test body), the Suites
-tree (protocol / family / API), bare parameters, no "unknown" teardown stages, the verdict as
+tree (protocol / family / API), bare parameters, one step per exchange, no "unknown" teardown stages, the verdict as
 a result of its own and in the environment, history kept between runs, spec links relative to
 the report; and the rendered report itself, opened in headless Chromium."""
 
@@ -57,6 +57,8 @@ def test_suites_tree_parameters_and_durations(fakebroker_reports: Path) -> None:
     assert labels(case, "parentSuite") == ["Classic group protocol (JoinGroup/SyncGroup)"]
     assert labels(case, "suite") == ["CLS (coordinator)"] and labels(case, "subSuite") == ["JoinGroup"]
     assert {p["name"]: p["value"] for p in case["parameters"]}["level"] == "MUST"  # not "'MUST'"
+    steps = [st["name"] for st in case["steps"]]  # the wire conversation, one step per exchange
+    assert any("JoinGroup" in st and "-> INVALID_SESSION_TIMEOUT (26)" in st for st in steps), steps
     assert labels(results["CLASSIC-HB-ERR-01"], "parentSuite") == ["Golden transcripts"]
     assert results["C848-REC-01"]["status"] == "skipped"  # NOT-APPLICABLE
     # The Allure duration spans the case: it runs in the test body, not in a fixture's set-up.
