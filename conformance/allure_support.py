@@ -164,7 +164,8 @@ def exchange_title(e: dict[str, Any], t0: float | None) -> str:
     from .harness.context import error_name
     sent = e.get("sentWall")
     when = f"+{sent - t0:.3f} s " if sent is not None and t0 is not None else ""
-    head = f"{when}{e.get('connection', '?')}: {e.get('api', e.get('apiKey'))} v{e.get('version')} #{e.get('correlationId')}"
+    head = (f"{when}{e.get('connection', '?')}: {e.get('api', e.get('apiKey'))} v{e.get('version')} "
+            f"#{e.get('correlationId')}")
     if not e.get("answered", e.get("response") is not None):
         return head + " -> no answer"
     code = (e.get("response") or {}).get("ErrorCode")
@@ -250,8 +251,9 @@ def write_allure_extras(alluredir: Path, doc: dict[str, Any]) -> None:
     cert = build_certificate(doc)
     _write_certificate_result(alluredir, cert, doc)
     t = doc["target"]
-    props = {"verdict": verdict_line(cert), "target": t["name"], "target.kind": t["kind"], "implementation": t["implementation"],
-             "implementation.version": t["version"], "protocols": ",".join(t["protocols"]),
+    props = {"verdict": verdict_line(cert), "target": t["name"], "target.kind": t["kind"],
+             "implementation": t["implementation"], "implementation.version": t["version"],
+             "protocols": ",".join(t["protocols"]),
              "suite": doc["suite"], "strict": str(doc["strict"]).lower()}
     if t.get("mutant"):
         props["mutant"] = t["mutant"]

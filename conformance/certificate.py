@@ -268,7 +268,6 @@ def _continue_build_order(results_dir: Path) -> None:
         points = json.loads(trend.read_text(encoding="utf-8")) if trend.is_file() else []
         orders = [p.get("buildOrder") for p in points if isinstance(p.get("buildOrder"), int)]
         executor["buildOrder"] = (max(orders) if orders else len(points)) + 1
-    executor["name"] = executor.get("name", "connect-conformance")
     path.write_text(json.dumps(executor, indent=1), encoding="utf-8")
 
 
