@@ -230,7 +230,7 @@ def render_allure(results_dir: Path, out_dir: Path) -> tuple[Path | None, str]:
     if not results_dir.is_dir():
         return None, f"no Allure results in {results_dir}"
     history = out_dir / "history"
-    if history.is_dir():
+    if history.is_dir() and not _rendered_before(results_dir, history):
         shutil.copytree(history, results_dir / "history", dirs_exist_ok=True)
     _continue_build_order(results_dir)
     proc = _allure_generate(binary, results_dir, out_dir, single_file=True)
@@ -250,6 +250,21 @@ def _allure_generate(binary: str, results: Path, out: Path, *, single_file: bool
                            "-o", str(out), str(results)], capture_output=True, text=True, timeout=300)
 
 
+def _trend_orders(history: Path) -> list[int]:
+    trend = history / "history-trend.json"
+    points = json.loads(trend.read_text(encoding="utf-8")) if trend.is_file() else []
+    return [p["buildOrder"] for p in points if isinstance(p.get("buildOrder"), int)]
+
+
+def _rendered_before(results_dir: Path, history: Path) -> bool:
+    """These results are already the newest build of that history (``conformance report``
+    rendering a run again): feeding it back would count the run twice."""
+    executor = results_dir / "executor.json"
+    order = json.loads(executor.read_text(encoding="utf-8")).get("buildOrder") if executor.is_file() else None
+    orders = _trend_orders(history)
+    return order is not None and bool(orders) and order == max(orders)
+
+
 def _continue_build_order(results_dir: Path) -> None:
     """executor.json's buildOrder: the CI's run number when it gives one, else one more than
     the last build in the kept history (Allure's trend orders its points by it)."""
@@ -264,10 +279,8 @@ def _continue_build_order(results_dir: Path) -> None:
     if ci is not None:
         executor["buildOrder"] = int(ci)
     else:
-        trend = results_dir / "history" / "history-trend.json"
-        points = json.loads(trend.read_text(encoding="utf-8")) if trend.is_file() else []
-        orders = [p.get("buildOrder") for p in points if isinstance(p.get("buildOrder"), int)]
-        executor["buildOrder"] = (max(orders) if orders else len(points)) + 1
+        orders = _trend_orders(results_dir / "history")
+        executor["buildOrder"] = max(orders, default=0) + 1
     path.write_text(json.dumps(executor, indent=1), encoding="utf-8")
 
 

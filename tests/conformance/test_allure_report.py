@@ -112,6 +112,8 @@ def test_history_is_kept_between_renders(fakebroker_reports: Path, tmp_path: Pat
     trend = json.loads((report / "history" / "history-trend.json").read_text())
     assert [p["buildOrder"] for p in trend] == [2, 1]
     assert json.loads((results / "executor.json").read_text())["buildOrder"] == 2
+    assert render_allure(results, report)[0] is not None  # the same run again (conformance report)
+    assert [p["buildOrder"] for p in json.loads((report / "history" / "history-trend.json").read_text())] == [2, 1]
 
 
 # ---------------------------------------------------------------- the rendered report
