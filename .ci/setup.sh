@@ -17,6 +17,9 @@ if ! command -v tshark >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq tshark >/dev/null
 fi
 
+# Headless Chromium opens the rendered Allure report in tests/conformance/test_allure_report.py.
+command -v chromium >/dev/null 2>&1 || { as_root apt-get update -qq; DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null; }
+
 # Python: a project venv with the package (editable) and its test extras.
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then

@@ -1,20 +1,26 @@
 """Allure for the conformance suite: labels per case, attachments for failed cases, and the
-run-level files (environment.properties, categories.json, executor.json).
+run-level files (environment.properties, categories.json, executor.json, the certificate as
+a result of its own).
 
 Labels: epic = protocol (the first of the requirement's protocols the target claims),
-feature = API or behaviour, story and ``allure.id`` = requirement id, a link to the spec
-section, parameters (target, level, protocols). Without ``--alluredir`` every call is a
-no-op (allure-pytest is not listening).
+feature = API or behaviour, story and ``allure.id`` = requirement id; the Suites tree is
+parentSuite = protocol, suite = family (``CLS``, ``CLS-W``, ``CONN``, ``K341``, ``C848``, whom
+it binds), subSuite = API or behaviour, and the Packages tree the same path; the wire
+conversation as one step per exchange; a link to the spec section relative to the report
+(``spec/``, copied there by ``certificate.render_allure``); parameters (target, level,
+protocols). Without ``--alluredir`` every call is a no-op (allure-pytest is not listening).
 """
 
 from __future__ import annotations
 
 import json
+import time
 import urllib.parse
+import uuid
 from pathlib import Path
 from typing import Any
 
-from .catalogue import Requirement, shared_dir
+from .catalogue import Requirement
 from .harness.outcomes import CaseResult
 from .target import Target
 
@@ -28,12 +34,38 @@ PROTOCOL_TITLES = {
 }
 
 
+SPEC_IN_REPORT = "spec"      # beside the report's index.html: the shared/ documents
+GOLDEN_IN_REPORT = "golden"  # and the golden transcripts (see certificate.render_allure)
+
+
 def spec_link(req: Requirement) -> str:
-    """A file URL to the source document, with a text fragment for the innermost heading."""
-    base = shared_dir()
-    path = (base / req.source.file).resolve() if base is not None else Path(req.source.file)
+    """A link relative to the report to its copy of the source document, with a text
+    fragment for the innermost heading: it works wherever the report folder is opened."""
     heading = req.source.section.split(" > ")[-1]
-    return path.as_uri() + "#:~:text=" + urllib.parse.quote(heading)
+    return f"{SPEC_IN_REPORT}/{urllib.parse.quote(req.source.file)}#:~:text={urllib.parse.quote(heading)}"
+
+
+class _Bare:
+    """A parameter value Allure shows as is: allure-pytest quotes a ``str`` (``'MUST'``)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return self.text
+
+
+def family(case_id: str) -> str:
+    """The id's family: ``CLS-W`` for the classic worker rules, else its first part."""
+    return "CLS-W" if case_id.startswith("CLS-W-") else case_id.split("-")[0]
+
+
+def _suites(allure: Any, parent: str, suite: str, sub: str) -> None:
+    """The Suites tree and the Packages tree (dotted) along the same path."""
+    allure.dynamic.parent_suite(parent)
+    allure.dynamic.suite(suite)
+    allure.dynamic.sub_suite(sub)
+    allure.dynamic.label("package", ".".join(x.replace(".", "_") for x in (parent, suite, sub)))
 
 
 def label_case(req: Requirement, target: Target, result: CaseResult) -> None:
@@ -50,17 +82,19 @@ def label_case(req: Requirement, target: Target, result: CaseResult) -> None:
     allure.dynamic.title(f"{result.case_id}: {req.statement}")
     allure.dynamic.tag(req.level)
     allure.dynamic.severity({"MUST": "critical", "SHOULD": "normal", "MAY": "minor"}[req.level])
+    _suites(allure, PROTOCOL_TITLES.get(claimed[0], claimed[0]),
+            f"{family(req.id)} ({' and '.join(req.binds)})", req.feature)
     allure.dynamic.link(spec_link(req), name=f"{req.source.file} § {req.source.section}")
-    allure.dynamic.parameter("target", target.name)
-    allure.dynamic.parameter("level", req.level)
-    allure.dynamic.parameter("protocols", ", ".join(claimed))
+    allure.dynamic.parameter("target", _Bare(target.name))
+    allure.dynamic.parameter("level", _Bare(req.level))
+    allure.dynamic.parameter("protocols", _Bare(", ".join(claimed)))
     desc = (f"**{req.id}** ({req.level}, binds {' and '.join(req.binds)})\n\n{req.statement}\n\n"
             f"Source: `{req.source.file}` § {req.source.section}")
     if req.errata:
         desc += f"\n\nResolved by schemas/ERRATA.md entries {', '.join(map(str, req.errata))}."
     desc += f"\n\nOutcome: **{result.outcome}** {result.message}"
-    if result.notes:
-        desc += "\n\nNotes:\n" + "\n".join(f"- {n}" for n in result.notes)
+    if result.notes:  # a note's first line; its body (a worker's log tail) is an attachment
+        desc += "\n\nNotes:\n" + "\n".join(f"- {n.splitlines()[0]}" for n in result.notes if n.strip())
     allure.dynamic.description(desc)
 
 
@@ -78,9 +112,10 @@ def label_golden(rule: Any, target: Target, result: CaseResult) -> None:
     allure.dynamic.title(f"{rule.id}: {rule.title}")
     allure.dynamic.tag("MUST")
     allure.dynamic.severity("critical")
+    _suites(allure, "Golden transcripts", family(rule.id), rule.api or "golden")
     for p in rule.transcripts:
-        allure.dynamic.link(p.resolve().as_uri(), name=f"fixtures/golden/{p.name}")
-    allure.dynamic.parameter("target", target.name)
+        allure.dynamic.link(f"{GOLDEN_IN_REPORT}/{urllib.parse.quote(p.name)}", name=f"fixtures/golden/{p.name}")
+    allure.dynamic.parameter("target", _Bare(target.name))
     allure.dynamic.description(f"**{rule.id}** (golden transcript, {rule.source})\n\n{rule.title}\n\n"
                                f"Outcome: **{result.outcome}** {result.message}")
     if result.outcome.value in ("FAIL", "BROKEN", "NON-STRICT"):
@@ -111,6 +146,7 @@ def attach_evidence(result: CaseResult) -> None:
         return
     if not result.transcript and not result.attachments:
         return
+    _exchange_steps(allure, result.transcript)
     allure.attach(json.dumps(result.transcript, indent=1), "transcript",
                   allure.attachment_type.JSON)
     if result.frames:
@@ -120,6 +156,30 @@ def attach_evidence(result: CaseResult) -> None:
         allure.attach(pcap_bytes(frames, port), "capture.pcap", extension="pcap")
     for name, text in result.attachments.items():
         allure.attach(text, name, allure.attachment_type.TEXT)
+
+
+def exchange_title(e: dict[str, Any], t0: float | None) -> str:
+    """``+0.012 s m1: JoinGroup v9 #1 -> UNKNOWN_MEMBER_ID (79)``: when it was sent (from the
+    first exchange), who sent it, and the answer's error by name, or that none came."""
+    from .harness.context import error_name
+    sent = e.get("sentWall")
+    when = f"+{sent - t0:.3f} s " if sent is not None and t0 is not None else ""
+    head = (f"{when}{e.get('connection', '?')}: {e.get('api', e.get('apiKey'))} v{e.get('version')} "
+            f"#{e.get('correlationId')}")
+    if not e.get("answered", e.get("response") is not None):
+        return head + " -> no answer"
+    code = (e.get("response") or {}).get("ErrorCode")
+    return head + (f" -> {error_name(code)} ({code})" if isinstance(code, int) else " -> answered")
+
+
+def _exchange_steps(allure: Any, transcript: list[dict[str, Any]]) -> None:
+    """The wire conversation as steps, one per exchange, in the order sent (their times are
+    in the titles: the steps are written after the case ran)."""
+    times = [e["sentWall"] for e in transcript if isinstance(e.get("sentWall"), (int, float))]
+    t0 = min(times) if times else None
+    for e in sorted(transcript, key=lambda x: x.get("sentWall") or 0):
+        with allure.step(exchange_title(e, t0)):
+            pass
 
 
 CATEGORIES = [
@@ -133,11 +193,67 @@ CATEGORIES = [
 ]
 
 
+def keep_fixture_teardowns_known(fixturedef: Any) -> None:
+    """allure-pytest wraps every fixture finalizer as a teardown stage, pytest's own
+    post-finalizer hook too; that one closes the fixture's Allure container before its
+    stage ends, leaving an "unknown" teardown per fixture. Unwrap that one."""
+    fins = getattr(fixturedef, "_finalizers", [])
+    for i, fin in enumerate(fins):
+        inner = getattr(fin, "_fixture_function", None)
+        if inner is not None and getattr(inner, "__name__", "") == "<lambda>":
+            fins[i] = inner
+
+
+CERTIFICATE_RESULT = {"CERTIFIED": "passed", "NOT CERTIFIED": "failed", "PARTIAL": "unknown"}
+
+
+def verdict_line(cert: dict[str, Any]) -> str:
+    """``PARTIAL: MUST PASS=10 NOT-APPLICABLE=2; SHOULD ...; left out 283``."""
+    parts = [f"{lvl} " + " ".join(f"{k}={v}" for k, v in c.items() if v)
+             for lvl, c in cert["counts"].items() if any(c.values())]
+    g = cert["goldens"]
+    if g["recorded"]:
+        parts.append(f"goldens {g['replayed']} replayed of {g['recorded']}")
+    if cert["left_out"]:
+        parts.append(f"left out {len(cert['left_out'])}")
+    return f"{cert['verdict']}: " + "; ".join(parts)
+
+
+def _write_certificate_result(alluredir: Path, cert: dict[str, Any], doc: dict[str, Any]) -> None:
+    """The verdict as a test result of its own (top of the Suites tree, status passed /
+    failed / unknown for PARTIAL), the certificate attached: Allure's overview counts
+    NOT-APPLICABLE as skipped and would otherwise show a pass rate and no verdict."""
+    from .certificate import render_markdown
+    att = f"{uuid.uuid4()}-attachment.md"
+    (alluredir / att).write_text(render_markdown(cert), encoding="utf-8")
+    prov = doc.get("provenance") or {}
+    now = int(time.time() * 1000)
+    started = now - int(prov.get("duration_s", 0) * 1000)  # the run's span on the timeline
+    line = verdict_line(cert)
+    result = {
+        "uuid": str(uuid.uuid4()), "historyId": f"certificate:{doc['target']['name']}",
+        "testCaseId": f"certificate:{doc['target']['name']}", "fullName": "conformance.certificate",
+        "name": f"Verdict: {line}", "status": CERTIFICATE_RESULT[cert["verdict"]],
+        "statusDetails": {"message": line + "".join(f"\nFAIL {i}" for i in cert["failed"])
+                          + "".join(f"\nBROKEN {i}" for i in cert["broken"])},
+        "stage": "finished", "start": started, "stop": now,
+        "description": f"**Verdict: {cert['verdict']}**\n\n{line}",
+        "labels": [{"name": "parentSuite", "value": "Certificate"}, {"name": "suite", "value": cert["verdict"]},
+                   {"name": "package", "value": "Certificate"}, {"name": "severity", "value": "blocker"}],
+        "attachments": [{"name": "certificate.md", "source": att, "type": "text/markdown"}],
+    }
+    (alluredir / f"{result['uuid']}-result.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
+
+
 def write_allure_extras(alluredir: Path, doc: dict[str, Any]) -> None:
+    from .certificate import build_certificate
     alluredir.mkdir(parents=True, exist_ok=True)
+    cert = build_certificate(doc)
+    _write_certificate_result(alluredir, cert, doc)
     t = doc["target"]
-    props = {"target": t["name"], "target.kind": t["kind"], "implementation": t["implementation"],
-             "implementation.version": t["version"], "protocols": ",".join(t["protocols"]),
+    props = {"verdict": verdict_line(cert), "target": t["name"], "target.kind": t["kind"],
+             "implementation": t["implementation"], "implementation.version": t["version"],
+             "protocols": ",".join(t["protocols"]),
              "suite": doc["suite"], "strict": str(doc["strict"]).lower()}
     if t.get("mutant"):
         props["mutant"] = t["mutant"]
@@ -157,8 +273,8 @@ def write_allure_extras(alluredir: Path, doc: dict[str, Any]) -> None:
     from .provenance import implementation_text
     executor = {"name": "connect-conformance", "type": "conformance",
                 "buildName": f"{t['name']} {t['version']}",
-                "reportName": f"Conformance of {implementation_text(t['implementation'], t['version'])} "
-                              f"({doc['suite']} suite)"}
+                "reportName": f"{cert['verdict']}: conformance of "
+                              f"{implementation_text(t['implementation'], t['version'])} ({doc['suite']} suite)"}
     if prov.get("ci"):
         executor["buildUrl"] = prov["ci"]["url"]
     (alluredir / "executor.json").write_text(json.dumps(executor, indent=1), encoding="utf-8")

@@ -16,6 +16,7 @@ import json
 import os
 import shutil
 import subprocess
+import tempfile
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -217,15 +218,78 @@ def allure_binary() -> str | None:
 
 
 def render_allure(results_dir: Path, out_dir: Path) -> tuple[Path | None, str]:
-    """One self-contained HTML file (allure generate --single-file); (None, why) if impossible."""
+    """One self-contained HTML file (allure generate --single-file); (None, why) if impossible.
+
+    Keeps Allure's history between runs into the same folder (``out_dir/history``, fed back
+    into the results before generating; the executor's buildOrder continues it), and copies
+    the spec documents and golden transcripts beside the report so its links work wherever
+    the folder is opened."""
     binary = allure_binary()
     if binary is None:
         return None, "allure-commandline not found (install: see .ci/setup.sh)"
     if not results_dir.is_dir():
         return None, f"no Allure results in {results_dir}"
-    proc = subprocess.run([binary, "generate", "--single-file", "--clean", "-o", str(out_dir),
-                           str(results_dir)], capture_output=True, text=True, timeout=300)
+    history = out_dir / "history"
+    if history.is_dir() and not _rendered_before(results_dir, history):
+        shutil.copytree(history, results_dir / "history", dirs_exist_ok=True)
+    _continue_build_order(results_dir)
+    proc = _allure_generate(binary, results_dir, out_dir, single_file=True)
     index = out_dir / "index.html"
     if proc.returncode != 0 or not index.exists():
         return None, f"allure generate failed ({proc.returncode}): {proc.stderr.strip()[-500:]}"
+    # --single-file writes no history/: the multi-file report does; keep only that.
+    with tempfile.TemporaryDirectory() as tmp:
+        if _allure_generate(binary, results_dir, Path(tmp), single_file=False).returncode == 0:
+            shutil.copytree(Path(tmp) / "history", history, dirs_exist_ok=True)
+    _copy_documents(out_dir)
     return index, "ok"
+
+
+def _allure_generate(binary: str, results: Path, out: Path, *, single_file: bool) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([binary, "generate", *(["--single-file"] if single_file else []), "--clean",
+                           "-o", str(out), str(results)], capture_output=True, text=True, timeout=300)
+
+
+def _trend_orders(history: Path) -> list[int]:
+    trend = history / "history-trend.json"
+    points = json.loads(trend.read_text(encoding="utf-8")) if trend.is_file() else []
+    return [p["buildOrder"] for p in points if isinstance(p.get("buildOrder"), int)]
+
+
+def _rendered_before(results_dir: Path, history: Path) -> bool:
+    """These results are already the newest build of that history (``conformance report``
+    rendering a run again): feeding it back would count the run twice."""
+    executor = results_dir / "executor.json"
+    order = json.loads(executor.read_text(encoding="utf-8")).get("buildOrder") if executor.is_file() else None
+    orders = _trend_orders(history)
+    return order is not None and bool(orders) and order == max(orders)
+
+
+def _continue_build_order(results_dir: Path) -> None:
+    """executor.json's buildOrder: the CI's run number when it gives one, else one more than
+    the last build in the kept history (Allure's trend orders its points by it)."""
+    path = results_dir / "executor.json"
+    if not path.is_file():
+        return
+    executor = json.loads(path.read_text(encoding="utf-8"))
+    if "buildOrder" in executor:
+        return
+    ci = next((os.environ[k] for k in ("GITHUB_RUN_NUMBER", "CI_PIPELINE_IID", "BUILD_NUMBER")
+               if os.environ.get(k, "").isdigit()), None)
+    if ci is not None:
+        executor["buildOrder"] = int(ci)
+    else:
+        orders = _trend_orders(results_dir / "history")
+        executor["buildOrder"] = max(orders, default=0) + 1
+    path.write_text(json.dumps(executor, indent=1), encoding="utf-8")
+
+
+def _copy_documents(out_dir: Path) -> None:
+    """The spec documents (shared/) and golden transcripts the report links to, relatively."""
+    from .allure_support import GOLDEN_IN_REPORT, SPEC_IN_REPORT
+    from .catalogue import shared_dir
+    from .golden import golden_dir
+    for src, name in ((shared_dir(), SPEC_IN_REPORT), (golden_dir(), GOLDEN_IN_REPORT)):
+        if src is not None and src.is_dir():
+            shutil.copytree(src, out_dir / name, dirs_exist_ok=True,
+                            ignore=shutil.ignore_patterns(".*", "__pycache__", "hooks"))

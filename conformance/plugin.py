@@ -13,8 +13,8 @@ requirement of the selected suite (per Connect sub-protocol on a worker target:
 ``CONN-INC-02[compatible]``, see ``conformance.scope``), the case id being the test id.
 Every test carries markers for its level (``MUST``, ``SHOULD``, ``MAY``) and protocols
 (``classic``, ``eager``, ``compatible``, ``sessioned``, ``connect``, ``sticky``); golden
-transcript tests carry ``golden``. Each case runs while its fixture is set up; the outcome
-maps onto pytest as follows:
+transcript tests carry ``golden``. Each case runs in the test body (so pytest's and
+Allure's durations are the case's own); the outcome maps onto pytest as follows:
 
 | outcome        | pytest                         | status word (-v) |
 | -------------- | ------------------------------ | ---------------- |
@@ -22,7 +22,7 @@ maps onto pytest as follows:
 | NON-STRICT     | xfailed (failed with --conformance-strict) | NON-STRICT |
 | NOT-APPLICABLE | skipped, with the reason       | NOT-APPLICABLE   |
 | FAIL           | failed (AssertionError)        | FAIL             |
-| BROKEN         | error (raised in fixture setup)| BROKEN           |
+| BROKEN         | error (Allure: broken)         | BROKEN           |
 
 The controlling process (also under pytest-xdist) collects every outcome and writes
 ``results.json`` (``--conformance-results``) with what of the target's scope was left out,
@@ -42,8 +42,8 @@ from typing import Any
 
 import pytest
 
-from .allure_support import (PROTOCOL_TITLES, attach_evidence, attach_failure, label_case, label_golden,
-                             write_allure_extras)
+from .allure_support import (PROTOCOL_TITLES, attach_evidence, attach_failure, keep_fixture_teardowns_known,
+                             label_case, label_golden, write_allure_extras)
 from .catalogue import LEVELS, Requirement
 from .harness.outcomes import CaseResult, Outcome
 from .scope import RequirementRun, golden_rules_for, left_out, requirement_runs, requirements_of
@@ -190,63 +190,46 @@ def requirement(requirement_run: RequirementRun) -> Requirement:
     return requirement_run.requirement
 
 
-@pytest.fixture
-def conformance_result(request: pytest.FixtureRequest, requirement_run: RequirementRun,
-                       conformance_target: Target, conformance_session: Any) -> CaseResult:
-    """Runs the requirement's case (at the run's sub-protocol); a BROKEN case errors here,
-    in setup."""
+def run_requirement(request: pytest.FixtureRequest, requirement_run: RequirementRun, target: Target,
+                    session: Any) -> CaseResult:
+    """Runs the requirement's case (at the run's sub-protocol) in the test body, so that the
+    test's duration (pytest's and Allure's) is the case's; labels and attaches its evidence.
+    A BROKEN case raises ``BrokenCase`` here: reported as an error (Allure: broken)."""
     from .harness.runner import run_case
     requirement = requirement_run.requirement
-    if isinstance(conformance_session, Exception):
+    if isinstance(session, Exception):
         result = CaseResult(requirement.id, requirement.level, Outcome.BROKEN,
-                            f"the target could not be started: {conformance_session}",
-                            protocol=requirement_run.protocol)
+                            f"the target could not be started: {session}", protocol=requirement_run.protocol)
     else:
-        result = run_case(requirement, conformance_session, requirement_run.protocol)
-    strict = request.config.getoption("--conformance-strict")
+        result = run_case(requirement, session, requirement_run.protocol)
     record = result.record()
-    record["strict"] = strict
+    record["strict"] = request.config.getoption("--conformance-strict")
     request.node.user_properties.append((USER_PROPERTY, json.dumps(record)))
-    if result.outcome is Outcome.BROKEN:
-        # Reported as a setup error; the labels and attachments go with it.
-        label_case(requirement, conformance_target, result)
+    label_case(requirement, target, result)
+    if result.outcome in (Outcome.FAIL, Outcome.NON_STRICT, Outcome.BROKEN):
         attach_failure(result)
+    elif result.outcome is Outcome.PASS:
+        attach_evidence(result)  # a pass is certified on evidence too
+    if result.outcome is Outcome.BROKEN:
         raise BrokenCase(f"BROKEN {result.case_id}: {result.message}")
     return result
 
 
-@pytest.fixture
-def golden_result(request: pytest.FixtureRequest, golden_rule: Any, conformance_target: Target,
-                  conformance_session: Any) -> CaseResult:
-    """Replays the golden rule's transcripts; BROKEN errors here, in setup."""
+def run_golden_rule(request: pytest.FixtureRequest, rule: Any, target: Target, session: Any) -> CaseResult:
+    """Replays the golden rule's transcripts in the test body; BROKEN raises ``BrokenCase``."""
     from .golden import run_golden
-    if isinstance(conformance_session, Exception):
-        result = CaseResult(golden_rule.id, "MUST", Outcome.BROKEN,
-                            f"the target could not be started: {conformance_session}")
+    if isinstance(session, Exception):
+        result = CaseResult(rule.id, "MUST", Outcome.BROKEN, f"the target could not be started: {session}")
     else:
-        result = run_golden(golden_rule, conformance_target, getattr(conformance_session, "bootstrap", None))
+        result = run_golden(rule, target, getattr(session, "bootstrap", None))
     record = result.record()
     record.update(strict=request.config.getoption("--conformance-strict"), golden=True,
-                  title=golden_rule.title, api=golden_rule.api,
-                  transcripts=[p.name for p in golden_rule.transcripts])
+                  title=rule.title, api=rule.api, transcripts=[p.name for p in rule.transcripts])
     request.node.user_properties.append((USER_PROPERTY, json.dumps(record)))
-    if result.outcome is Outcome.BROKEN:
-        label_golden(golden_rule, conformance_target, result)
-        raise BrokenCase(f"BROKEN {golden_rule.id}: {result.message}")
-    return result
-
-
-def label_and_attach_golden(result: CaseResult, rule: Any, target: Target) -> None:
     label_golden(rule, target, result)
-
-
-def label_and_attach(result: CaseResult, requirement: Requirement, target: Target) -> None:
-    """In the test's call phase, so Allure files them under the test itself."""
-    label_case(requirement, target, result)
-    if result.outcome in (Outcome.FAIL, Outcome.NON_STRICT):
-        attach_failure(result)
-    elif result.outcome is Outcome.PASS:
-        attach_evidence(result)  # a pass is certified on evidence too
+    if result.outcome is Outcome.BROKEN:
+        raise BrokenCase(f"BROKEN {rule.id}: {result.message}")
+    return result
 
 
 def report_outcome(result: CaseResult, strict: bool) -> None:
@@ -265,10 +248,17 @@ def report_outcome(result: CaseResult, strict: bool) -> None:
         pytest.xfail(f"NON-STRICT: {detail}")
     if result.outcome is Outcome.FAIL:
         raise ConformanceFailure(f"FAIL {result.case_id} ({result.level}): {detail}")
-    raise BrokenCase(result.message)  # unreachable: BROKEN errors in the fixture
+    raise BrokenCase(result.message)  # unreachable: run_requirement raised already
 
 
 # ---------------------------------------------------------------- reporting
+
+@pytest.hookimpl(hookwrapper=True, tryfirst=True)
+def pytest_fixture_setup(fixturedef: Any, request: pytest.FixtureRequest) -> Any:
+    yield
+    if active(request.config):
+        keep_fixture_teardowns_known(fixturedef)
+
 
 def _record_of(report: pytest.TestReport) -> dict[str, Any] | None:
     for key, value in getattr(report, "user_properties", ()):
@@ -285,7 +275,7 @@ def pytest_report_teststatus(report: pytest.TestReport, config: pytest.Config) -
     if rec is None:
         return None
     outcome = rec["outcome"]
-    if report.when == "setup" and report.failed:
+    if report.failed and (report.when == "setup" or outcome == "BROKEN"):
         return "error", "B", "BROKEN"
     if report.when != "call" and not (report.when == "setup" and report.skipped):
         return None

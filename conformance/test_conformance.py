@@ -1,24 +1,25 @@
 """The suite as pytest sees it: one test per requirement (per Connect sub-protocol on a worker
 target), the case id as test id.
 
-Collected only with ``--conformance-target`` (see ``conformance.plugin``); the case itself runs in the
-``conformance_result`` fixture, so that a BROKEN case is a pytest error.
+Collected only with ``--conformance-target`` (see ``conformance.plugin``); the case runs in the test
+body (``run_requirement``), so that the test's duration is the case's; a BROKEN case is an error.
 """
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
-from conformance.catalogue import Requirement
-from conformance.harness.outcomes import CaseResult
-from conformance.plugin import label_and_attach, report_outcome
+from conformance.plugin import report_outcome, run_requirement
+from conformance.scope import RequirementRun
 from conformance.target import Target
 
 pytestmark = pytest.mark.conformance
 
 
-def test_requirement(conformance_result: CaseResult, requirement: Requirement,
-                     conformance_target: Target, request: pytest.FixtureRequest) -> None:
+def test_requirement(requirement_run: RequirementRun, conformance_target: Target, conformance_session: Any,
+                     request: pytest.FixtureRequest) -> None:
     __tracebackhide__ = True
-    label_and_attach(conformance_result, requirement, conformance_target)
-    report_outcome(conformance_result, request.config.getoption("--conformance-strict"))
+    result = run_requirement(request, requirement_run, conformance_target, conformance_session)
+    report_outcome(result, request.config.getoption("--conformance-strict"))

@@ -4,18 +4,19 @@ as test id, replayed against the target (see ``conformance.golden``). Collected 
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from conformance.golden import GoldenRule
-from conformance.harness.outcomes import CaseResult
-from conformance.plugin import label_and_attach_golden, report_outcome
+from conformance.plugin import report_outcome, run_golden_rule
 from conformance.target import Target
 
 pytestmark = pytest.mark.conformance
 
 
-def test_golden(golden_result: CaseResult, golden_rule: GoldenRule, conformance_target: Target,
+def test_golden(golden_rule: GoldenRule, conformance_target: Target, conformance_session: Any,
                 request: pytest.FixtureRequest) -> None:
     __tracebackhide__ = True
-    label_and_attach_golden(golden_result, golden_rule, conformance_target)
-    report_outcome(golden_result, request.config.getoption("--conformance-strict"))
+    result = run_golden_rule(request, golden_rule, conformance_target, conformance_session)
+    report_outcome(result, request.config.getoption("--conformance-strict"))

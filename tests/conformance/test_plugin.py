@@ -73,6 +73,24 @@ def test_mutant_fails_with_expected_and_actual(tmp_path: Path) -> None:
     assert "FAIL CLS-JOIN-03 (MUST)" in r.stdout and "expected" in r.stdout
 
 
+def test_broken_case_is_an_error_and_allure_broken(tmp_path: Path) -> None:
+    """A target nobody answers: the case runs in the test body and is BROKEN; pytest reports
+    an error, Allure "broken", results.json the BROKEN record."""
+    target = tmp_path / "nobody.toml"
+    target.write_text('name = "nobody-home"\nkind = "coordinator"\nprotocols = ["classic"]\n'
+                      '[implementation]\nname = "nothing"\nversion = "0"\n[start]\nbootstrap = "127.0.0.1:1"\n'
+                      '[timing]\nclock = "real"\n')
+    r = pytest_run("--pyargs", "conformance", "--conformance-target", str(target), "-v", "-k", "CLS-JOIN-03",
+                   "--conformance-results", str(tmp_path / "r.json"), "--alluredir", str(tmp_path / "allure"))
+    assert r.returncode == 1 and "test_requirement[CLS-JOIN-03] BROKEN" in r.stdout, r.stdout[-2000:]
+    assert "1 error" in r.stdout.splitlines()[-1]
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert [(x["id"], x["outcome"]) for x in doc["results"]] == [("CLS-JOIN-03", "BROKEN")]
+    statuses = {json.loads(f.read_text())["name"].split(":")[0]: json.loads(f.read_text())["status"]
+                for f in (tmp_path / "allure").glob("*-result.json")}
+    assert statuses == {"CLS-JOIN-03": "broken", "Verdict": "failed"}
+
+
 # ---------------------------------------------------------------- applicability and verdicts
 
 def test_applicability_never_passes_by_default(classic_only: Path) -> None:

@@ -1,0 +1,168 @@
+"""The Allure evidence of a run: real durations (the case runs in the test body), the Suites
+tree (protocol / family / API), bare parameters, one step per exchange, no "unknown" teardown stages, the verdict as
+a result of its own and in the environment, history kept between runs, spec links relative to
+the report; and the rendered report itself, opened in headless Chromium."""
+
+from __future__ import annotations
+
+import base64
+import json
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from conformance.certificate import allure_binary, render_allure
+
+ROOT = Path(__file__).resolve().parents[2]
+CASES = "CLS-JOIN-03 or CLS-JOIN-04 or C848-REC-01 or CLASSIC-HB-ERR-01"
+
+
+def conformance_run(reports: Path, target: str, keyword: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--target", str(ROOT / target),
+                           "-n", "0", "--reports", str(reports), "-k", keyword],
+                          cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def need_allure() -> None:
+    if allure_binary() is None:
+        pytest.skip("allure-commandline not found (.ci/setup.sh installs it into .venv/node)")
+
+
+@pytest.fixture(scope="module")
+def fakebroker_reports(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    need_allure()
+    out = tmp_path_factory.mktemp("allure") / "reports"
+    r = conformance_run(out, "fixtures/targets/fakebroker.toml", CASES)
+    assert r.returncode == 4, r.stdout[-3000:] + r.stderr[-2000:]  # PARTIAL: narrowed with -k
+    assert (out / "allure-report" / "index.html").is_file(), r.stdout[-2000:]
+    return out
+
+
+def allure_results(reports: Path) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted((reports / "allure-results").glob("*-result.json"))]
+
+
+def labels(result: dict[str, Any], name: str) -> list[str]:
+    return [lb["value"] for lb in result["labels"] if lb["name"] == name]
+
+
+def test_suites_tree_parameters_and_durations(fakebroker_reports: Path) -> None:
+    results = {r["name"].split(":")[0]: r for r in allure_results(fakebroker_reports)}
+    case = results["CLS-JOIN-03"]
+    assert labels(case, "parentSuite") == ["Classic group protocol (JoinGroup/SyncGroup)"]
+    assert labels(case, "suite") == ["CLS (coordinator)"] and labels(case, "subSuite") == ["JoinGroup"]
+    assert {p["name"]: p["value"] for p in case["parameters"]}["level"] == "MUST"  # not "'MUST'"
+    steps = [st["name"] for st in case["steps"]]  # the wire conversation, one step per exchange
+    assert any("JoinGroup" in st and "-> INVALID_SESSION_TIMEOUT (26)" in st for st in steps), steps
+    assert labels(results["CLASSIC-HB-ERR-01"], "parentSuite") == ["Golden transcripts"]
+    assert results["C848-REC-01"]["status"] == "skipped"  # NOT-APPLICABLE
+    # The Allure duration spans the case: it runs in the test body, not in a fixture's set-up.
+    run = {r["id"]: r for r in json.loads((fakebroker_reports / "results.json").read_text())["results"]}
+    for cid in ("CLS-JOIN-03", "CLS-JOIN-04", "CLASSIC-HB-ERR-01"):
+        allure_ms = results[cid]["stop"] - results[cid]["start"]
+        assert allure_ms >= int(run[cid]["duration_s"] * 1000) - 1, (cid, allure_ms, run[cid]["duration_s"])
+
+
+def test_no_unknown_teardowns(fakebroker_reports: Path) -> None:
+    stages = [s for p in (fakebroker_reports / "allure-results").glob("*-container.json")
+              for s in json.loads(p.read_text()).get("befores", []) + json.loads(p.read_text()).get("afters", [])]
+    assert stages and all(s.get("status") for s in stages), [s["name"] for s in stages if not s.get("status")]
+
+
+def test_verdict_and_counts_in_the_report(fakebroker_reports: Path) -> None:
+    cert = json.loads((fakebroker_reports / "certificate.json").read_text())
+    assert cert["verdict"] == "PARTIAL"
+    verdict = [r for r in allure_results(fakebroker_reports) if labels(r, "parentSuite") == ["Certificate"]]
+    assert len(verdict) == 1 and verdict[0]["status"] == "unknown"
+    assert verdict[0]["name"].startswith("Verdict: PARTIAL: MUST PASS=2")
+    assert "NOT-APPLICABLE=1" in verdict[0]["name"] and "left out" in verdict[0]["name"]
+    env = (fakebroker_reports / "allure-results" / "environment.properties").read_text()
+    assert env.startswith("verdict=PARTIAL: ")
+    executor = json.loads((fakebroker_reports / "allure-results" / "executor.json").read_text())
+    assert executor["reportName"].startswith("PARTIAL: conformance of fakebroker")
+
+
+def test_spec_links_resolve_inside_the_report(fakebroker_reports: Path) -> None:
+    report = fakebroker_reports / "allure-report"
+    links = [lk["url"] for r in allure_results(fakebroker_reports) for lk in r.get("links", [])]
+    assert links and all(not re.match(r"^[a-z]+:", u) for u in links), links  # relative, no file://
+    for url in links:
+        path = report / re.sub(r"%20", " ", url.split("#")[0])
+        assert path.is_file(), f"{url} does not resolve inside {report}"
+
+
+def test_history_is_kept_between_renders(fakebroker_reports: Path, tmp_path: Path) -> None:
+    """A second render into the same report folder carries the first one's history: the
+    trend has two points and the executor's buildOrder continues."""
+    results, report = tmp_path / "allure-results", tmp_path / "allure-report"
+    shutil.copytree(fakebroker_reports / "allure-results", results)
+    shutil.copytree(fakebroker_reports / "allure-report", report)
+    trend = json.loads((report / "history" / "history-trend.json").read_text())
+    assert len(trend) == 1 and trend[0]["buildOrder"] == 1
+    executor = json.loads((results / "executor.json").read_text())
+    del executor["buildOrder"]  # as a fresh run writes it
+    (results / "executor.json").write_text(json.dumps(executor))
+    index, why = render_allure(results, report)
+    assert index is not None, why
+    trend = json.loads((report / "history" / "history-trend.json").read_text())
+    assert [p["buildOrder"] for p in trend] == [2, 1]
+    assert json.loads((results / "executor.json").read_text())["buildOrder"] == 2
+    assert render_allure(results, report)[0] is not None  # the same run again (conformance report)
+    assert [p["buildOrder"] for p in json.loads((report / "history" / "history-trend.json").read_text())] == [2, 1]
+
+
+# ---------------------------------------------------------------- the rendered report
+
+def chromium() -> str:
+    binary = shutil.which("chromium") or shutil.which("chromium-browser")
+    if binary is None:
+        pytest.skip("chromium not found (Debian package chromium; .ci/setup.sh installs it)")
+    return binary
+
+
+def page_text(index: Path, route: str) -> str:
+    """The report's page at ``#route`` after its JavaScript ran, as visible text."""
+    dom = subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=20000",
+                          "--dump-dom", f"{index.as_uri()}#{route}"],
+                         capture_output=True, text=True, timeout=180).stdout
+    body = re.sub(r"<script.*?</script>", " ", dom[dom.find("<body"):], flags=re.S)
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body))
+
+
+def case_uid(index: Path, case_id: str) -> str:
+    """The report's uid of a case, from the data the single-file report embeds."""
+    html = index.read_text(encoding="utf-8")
+    for uid, data in re.findall(r"d\('data/test-cases/([0-9a-f]+)\.json','([^']*)'\)", html):
+        if json.loads(base64.b64decode(data))["name"].startswith(f"{case_id}:"):
+            return uid
+    raise AssertionError(f"{case_id} not in the report")
+
+
+
+def test_report_in_headless_chromium(tmp_path: Path) -> None:
+    """A worker case that waits (CLS-W-06: the worker runs, then shuts down) shows a duration
+    in seconds; the overview shows the verdict, the Suites tab the protocol tree."""
+    need_allure()
+    chromium()
+    reports = tmp_path / "reports"
+    r = conformance_run(reports, "fixtures/targets/kafka-python-worker.toml", "CLS-W-06")
+    assert r.returncode == 4, r.stdout[-3000:] + r.stderr[-2000:]
+    index = reports / "allure-report" / "index.html"
+    overview = page_text(index, "")
+    assert "PARTIAL: conformance of" in overview, overview[:1500]
+    assert "verdict PARTIAL: MUST PASS=1" in overview, overview[:1500]  # the environment widget
+    suites = page_text(index, "suites")
+    assert "Classic group protocol (JoinGroup/SyncGroup)" in suites and "Certificate" in suites, suites[:1500]
+    case = page_text(index, f"testresult/{case_uid(index, 'CLS-W-06')}")
+    m = re.search(r"Duration: (\d+)s", case)
+    assert m and int(m.group(1)) >= 1, case[:2000]
+    shot = tmp_path / "overview.png"
+    subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=20000",
+                    "--window-size=1400,1000", f"--screenshot={shot}", index.as_uri()],
+                   capture_output=True, timeout=180)
+    assert shot.is_file() and shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and shot.stat().st_size > 20_000
