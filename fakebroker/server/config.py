@@ -38,6 +38,9 @@ class Topic:
 class BrokerConfig:
     host: str = "127.0.0.1"
     port: int = 0
+    # The host Metadata and FindCoordinator name, when clients reach us by another address than
+    # the bound one (in a container: bound to 0.0.0.0, reached as localhost or a service name).
+    advertised_host: str | None = None
     node_id: int = 1
     cluster_id: str = "fakebroker-cluster"
     topics: list[Topic] = field(default_factory=list)

@@ -31,6 +31,9 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (loopback by default)")
     p.add_argument("--port", type=int, default=9092, help="port to bind; 0 picks a free one")
+    p.add_argument("--advertised-host", metavar="HOST",
+                   help="the host Metadata and FindCoordinator name (and the ready line prints) "
+                        "instead of the bound address: for a broker bound to 0.0.0.0 in a container")
     p.add_argument("--ready-file", type=Path, metavar="PATH",
                    help="write HOST:PORT to PATH once the broker accepts connections")
     p.add_argument("--topic", action="append", default=[], metavar="NAME:PARTITIONS",
@@ -85,7 +88,7 @@ def _parse_caps(values: list[str], registry: Registry) -> dict[int, int]:
 def build_broker(args: argparse.Namespace, registry: Registry, **extra: Any) -> FakeBroker:
     """The broker ``serve``'s options describe; ``extra`` goes to FakeBroker as is (upstream,
     strict_topics). A bad option raises ValueError, before any socket is bound."""
-    config = BrokerConfig(host=args.host, port=args.port,
+    config = BrokerConfig(host=args.host, port=args.port, advertised_host=args.advertised_host,
                           topics=[Topic.parse(t) for t in args.topic],
                           max_frame_bytes=args.max_frame_bytes,
                           api_max_versions=_parse_caps(args.api_max_version, registry))
