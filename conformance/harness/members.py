@@ -14,6 +14,7 @@ from typing import Any
 
 from fakebroker.client import ClientError, Exchange
 from fakebroker.protocol import Struct, default_registry
+from fakebroker.protocol.error_codes import error_text
 
 from .outcomes import Violation
 from .transcript import RecordedConnection
@@ -129,7 +130,7 @@ class ClassicMember:
         if r.error_code != 79 or not r.member_id:
             raise Violation(f"{self.name}: JoinGroup v{version} without a member id",
                             "MEMBER_ID_REQUIRED with a member id",
-                            f"error {r.error_code}, member id {r.member_id!r}")
+                            f"{error_text(r.error_code)}, member id {r.member_id!r}")
 
     # ---------------------------------------------------------------- SyncGroup
 

@@ -23,7 +23,7 @@ from typing import Any, Protocol
 
 from ..protocol import DecodeError, Registry
 from ..protocol.framing import decode_response
-from .matchers import Bindings, Divergence, Unbound, compare, play, render
+from .matchers import Bindings, Divergence, Unbound, compare, play, render_field
 from .transcript import Event, Transcript
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -209,8 +209,8 @@ class Report:
                  f"  {f.message}"]
         if f.divergence is not None:
             d = f.divergence
-            lines += [f"  field:    {d.path or '<body>'}", f"  expected: {render(d.expected)}",
-                      f"  actual:   {render(d.actual)}", f"  reason:   {d.reason}"]
+            lines += [f"  field:    {d.path or '<body>'}", f"  expected: {render_field(d.path, d.expected)}",
+                      f"  actual:   {render_field(d.path, d.actual)}", f"  reason:   {d.reason}"]
         return "\n".join(lines)
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fakebroker.protocol.error_codes import error_text
+
 from ...harness.cases import case
 from ...harness.context import CoordinatorContext
 from .common import leader_and_followers, stable_group
@@ -51,7 +53,7 @@ async def session_at_bounds(ctx: CoordinatorContext) -> None:
                              rebalance_timeout_ms=ctx.rebalance_ms)
         gen = await ctx.join_all([m])  # raises unless MEMBER_ID_REQUIRED, then NONE
         ctx.check(gen.generation >= 1, f"join with session timeout {session} ms", "admitted",
-                  gen.joins[m.name].error_code)
+                  error_text(gen.joins[m.name].error_code))
 
 
 @case("CLS-JOIN-06")
@@ -130,7 +132,7 @@ async def join_aborts_pending_sync(ctx: CoordinatorContext) -> None:
     if await ctx.until_answered([parked], 0):
         early = (await parked.response()).error_code
         ctx.check(False, "follower SyncGroup before the leader's", "held until the leader syncs",
-                  f"answered at once with error {early}")
+                  f"answered at once with {error_text(early)}")
     rejoin = leader.submit_join(protocols=[("sessioned", b"changed-metadata")])
     if not await ctx.until_answered([parked], 1000):
         ctx.check(False, "parked follower SyncGroup after the leader rejoined with new metadata",
