@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -160,3 +161,18 @@ def test_a_bad_signing_key_is_a_usage_error_before_anything_runs(tmp_path: Path)
     assert r.returncode == EXIT_USAGE
     assert r.stderr.startswith(f"conformance: --signing-key {not_a_key}: not an unencrypted PEM private key")
     assert not (tmp_path / "r").exists()
+
+
+def test_report_writes_it_again_and_never_leaves_a_stale_signature(signed_run, tmp_path: Path) -> None:
+    _, reports, _ = signed_run
+    copy = tmp_path / "reports"
+    shutil.copytree(reports, copy)
+    private, public = write_keypair(tmp_path, "release")
+    r = conformance("report", "--reports", str(copy), "--no-html", "--signing-key", str(private), timeout=300)
+    assert r.returncode == EXIT_PARTIAL, r.stdout + r.stderr
+    v = conformance("verify-attestation", str(copy / ENVELOPE_FILE), "--key", str(public))
+    assert v.returncode == EXIT_OK, v.stdout
+    # Unsigned this time: the statement is rewritten and the earlier envelope removed.
+    r = conformance("report", "--reports", str(copy), "--no-html", timeout=300)
+    assert r.returncode == EXIT_PARTIAL and f"attestation: {copy / STATEMENT_FILE}\n" in r.stdout
+    assert (copy / STATEMENT_FILE).is_file() and not (copy / ENVELOPE_FILE).exists()
