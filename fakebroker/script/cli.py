@@ -145,6 +145,11 @@ def _collect(paths: list[Path]) -> list[Path]:
     return out
 
 
+#: Coordinator settings of a transcript's header that ``fakebroker serve`` takes as a flag of
+#: the same name (``--initial-rebalance-delay-ms``...): what a failed replay tells to paste.
+SERVE_SETTINGS = ("initial_rebalance_delay_ms", "min_session_timeout_ms", "max_session_timeout_ms", "max_group_size")
+
+
 def cmd_replay(args: argparse.Namespace, registry: Registry) -> int:
     import asyncio
 
@@ -182,6 +187,9 @@ def cmd_replay(args: argparse.Namespace, registry: Registry) -> int:
                 if r.status == "FAIL" and unusual:
                     print("  recorded on a coordinator with "
                           + ", ".join(f"{k}={v}" for k, v in unusual.items()), flush=True)
+                    flags = [f"--{k.replace('_', '-')} {v}" for k, v in unusual.items() if k in SERVE_SETTINGS]
+                    if flags:
+                        print(f"  to serve it as recorded: fakebroker serve {' '.join(flags)}", flush=True)
                 if r.broken:  # the coordinator is unreachable: the rest would be too
                     return reports
         return reports

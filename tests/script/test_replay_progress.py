@@ -36,3 +36,15 @@ def test_each_result_is_printed_when_its_transcript_is_done() -> None:
                 proc.kill()
     assert proc.returncode == 0, err
     assert rest.strip() == "2 passed, 0 failed, 0 skipped"
+
+
+def test_a_failure_recorded_on_other_settings_prints_the_serve_flags_to_paste() -> None:
+    # A coordinator that allows 1 s sessions accepts what the transcript expects refused.
+    with serve("--min-session-timeout-ms", "1000") as addr:
+        r = subprocess.run([*CMD, "replay", str(GOLDEN / "CLASSIC-JOIN-ERR-02.jsonl"), "--against", addr],
+                           capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stdout + r.stderr
+    flags = "--initial-rebalance-delay-ms 0"
+    assert f"  to serve it as recorded: fakebroker serve {flags}\n" in r.stdout
+    from fakebroker.cli import build_parser
+    build_parser().parse_args(["serve", *flags.split()])  # the line is one serve accepts
