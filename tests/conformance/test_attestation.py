@@ -176,3 +176,20 @@ def test_report_writes_it_again_and_never_leaves_a_stale_signature(signed_run, t
     r = conformance("report", "--reports", str(copy), "--no-html", timeout=300)
     assert r.returncode == EXIT_PARTIAL and f"attestation: {copy / STATEMENT_FILE}\n" in r.stdout
     assert (copy / STATEMENT_FILE).is_file() and not (copy / ENVELOPE_FILE).exists()
+
+
+def test_openssl_verifies_the_signature_independently(signed_run, tmp_path: Path) -> None:
+    """The envelope is plain DSSE: OpenSSL, knowing nothing of this project, verifies the
+    signature over the PAE of the envelope's own type and payload."""
+    openssl = shutil.which("openssl")
+    if openssl is None:
+        pytest.skip("openssl not on PATH (Debian package openssl): the independent check cannot run")
+    _, reports, public = signed_run
+    envelope = json.loads((reports / ENVELOPE_FILE).read_text())
+    payload, kind = base64.b64decode(envelope["payload"]), envelope["payloadType"].encode()
+    (tmp_path / "pae").write_bytes(b"DSSEv1 %d %s %d %s" % (len(kind), kind, len(payload), payload))
+    (tmp_path / "sig").write_bytes(base64.b64decode(envelope["signatures"][0]["sig"]))
+    r = subprocess.run([openssl, "pkeyutl", "-verify", "-pubin", "-inkey", str(public), "-rawin",
+                        "-in", str(tmp_path / "pae"), "-sigfile", str(tmp_path / "sig")],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "Signature Verified Successfully" in r.stdout, r.stdout + r.stderr
