@@ -49,6 +49,15 @@ fi
 # into ~/.cache/connect-conformance/connect-4.2.0 (a no-op once the cache matches the POM).
 .venv/bin/python -m fakebroker.realconnect resolve
 
+# actionlint checks the copy-paste GitHub Actions workflow (examples/ci/) in the tests; built
+# from the Go module proxy into the venv's bin (its release binaries are not reachable here).
+if [ ! -x .venv/bin/actionlint ]; then
+  GO=$(command -v go || echo /usr/local/go/bin/go)
+  [ -x "$GO" ] || { log "need Go 1.25+ (https://go.dev/dl/) to build actionlint"; exit 1; }
+  log "installing actionlint 1.7.12 (Go module proxy)"
+  GOBIN="$PWD/.venv/bin" "$GO" install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
+fi
+
 # Allure's report generator (allure-commandline, npm; runs on the JDK above) renders the
 # certificate's HTML report as one self-contained file.
 if [ ! -x .venv/node/node_modules/.bin/allure ]; then

@@ -161,7 +161,7 @@ def attach_evidence(result: CaseResult) -> None:
 def exchange_title(e: dict[str, Any], t0: float | None) -> str:
     """``+0.012 s m1: JoinGroup v9 #1 -> UNKNOWN_MEMBER_ID (79)``: when it was sent (from the
     first exchange), who sent it, and the answer's error by name, or that none came."""
-    from .harness.context import error_name
+    from fakebroker.protocol.error_codes import error_text
     sent = e.get("sentWall")
     when = f"+{sent - t0:.3f} s " if sent is not None and t0 is not None else ""
     head = (f"{when}{e.get('connection', '?')}: {e.get('api', e.get('apiKey'))} v{e.get('version')} "
@@ -169,7 +169,7 @@ def exchange_title(e: dict[str, Any], t0: float | None) -> str:
     if not e.get("answered", e.get("response") is not None):
         return head + " -> no answer"
     code = (e.get("response") or {}).get("ErrorCode")
-    return head + (f" -> {error_name(code)} ({code})" if isinstance(code, int) else " -> answered")
+    return head + (f" -> {error_text(code)}" if isinstance(code, int) else " -> answered")
 
 
 def _exchange_steps(allure: Any, transcript: list[dict[str, Any]]) -> None:

@@ -5,6 +5,12 @@
     conformance report [--reports DIR] [--no-html]
     conformance list [--suite S] [--target FILE] [--json]
     conformance mutants [--dir fixtures/mutants] [--suite S] [--reports DIR]
+    conformance verify-attestation FILE --key PUB.pem
+
+``run`` and ``report`` write an in-toto attestation beside each certificate
+(attestation.intoto.json), signed in a DSSE envelope (attestation.intoto.dsse.json) with
+``--signing-key`` (an Ed25519 PEM private key); ``verify-attestation`` exits 0 when the
+envelope is signed by the key and its statement is sound, 1 with the reason otherwise.
 
 Exit codes (``fakebroker.exit_codes``, shared by every command): 0 certified, 1 not
 certified (a FAIL), 2 usage error (including an invalid target file), 3 BROKEN (a case that
@@ -27,6 +33,7 @@ from typing import Any
 from fakebroker import __version__
 from fakebroker.exit_codes import EXIT_BROKEN, EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
 
+from .attestation import AttestationError, Ed25519PrivateKey, load_private_key, verify_file, write_attestation
 from .catalogue import default_catalogue
 from .target import TargetError, load_target
 
@@ -57,11 +64,15 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--junitxml", metavar="FILE",
                      help="also write the outcomes as JUnit XML (one target: FILE; several: "
                           "FILE's name under each target's folder)")
+    run.add_argument("--signing-key", metavar="FILE", type=Path,
+                     help="Ed25519 PEM private key: also sign each attestation (DSSE envelope)")
 
     rep = sub.add_parser("report", help="write certificate.json/.md and the Allure HTML from a run")
     rep.add_argument("--reports", default="reports", metavar="DIR",
                      help="a run's folder, or a several-target run's (default %(default)s)")
     rep.add_argument("--no-html", action="store_true", help="skip the Allure HTML report")
+    rep.add_argument("--signing-key", metavar="FILE", type=Path,
+                     help="Ed25519 PEM private key: also sign each attestation (DSSE envelope)")
 
     lst = sub.add_parser("list", help="print the requirement catalogue with coverage")
     lst.add_argument("--suite", choices=("coordinator", "worker", "all"), default="all",
@@ -74,10 +85,19 @@ def main(argv: list[str] | None = None) -> int:
     mut.add_argument("--suite", choices=("coordinator", "worker", "all"), default="all")
     mut.add_argument("--reports", default="reports", metavar="DIR")
 
+    ver = sub.add_parser("verify-attestation", help="check a signed attestation: exit 0 valid, 1 invalid",
+                         description="Verify a DSSE envelope (attestation.intoto.dsse.json) against a public key, "
+                                     "then its in-toto statement: the schema, the certificate in it, the subject "
+                                     "digest. Exit 0 valid; 1 invalid, with a one-line reason.")
+    ver.add_argument("file", type=Path, help="the envelope (attestation.intoto.dsse.json)")
+    ver.add_argument("--key", required=True, type=Path, metavar="PUB.pem", help="the Ed25519 PEM public key")
+
     args = p.parse_args(argv)
+    commands = {"run": cmd_run, "report": cmd_report, "list": cmd_list, "mutants": cmd_mutants,
+                "verify-attestation": cmd_verify_attestation}
     try:
-        return {"run": cmd_run, "report": cmd_report, "list": cmd_list, "mutants": cmd_mutants}[args.command](args)
-    except TargetError as e:
+        return commands[args.command](args)
+    except (TargetError, AttestationError) as e:
         print(f"conformance: {e}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -86,6 +106,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     targets = [load_target(t) for t in args.target]  # refuses invalid files before anything runs
+    key = _signing_key(args)
     names = [t.name for t in targets]
     if len(set(names)) != len(names):
         print("conformance: two targets share a name; their reports would collide", file=sys.stderr)
@@ -104,7 +125,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(f"conformance: the run of {target.name} wrote no results (pytest exit {code})", file=sys.stderr)
             codes.append(EXIT_BROKEN)
             continue
-        cert_code, cert = _certify(out, html=not args.no_html)
+        cert_code, cert = _certify(out, html=not args.no_html, key=key)
         if args.junitxml:
             from .junit import write_junit
             junit = Path(args.junitxml) if len(targets) == 1 else out / Path(args.junitxml).name
@@ -145,7 +166,13 @@ def _run_pytest(target_path: str, out: Path, args: argparse.Namespace) -> int:
     return subprocess.call(cmd)
 
 
-def _certify(out: Path, *, html: bool) -> tuple[int, dict[str, Any]]:
+def _signing_key(args: argparse.Namespace) -> Ed25519PrivateKey | None:
+    """The private key of --signing-key, read before the run so that a bad key costs nothing
+    (AttestationError: a usage error)."""
+    return load_private_key(args.signing_key) if args.signing_key is not None else None
+
+
+def _certify(out: Path, *, html: bool, key: Ed25519PrivateKey | None = None) -> tuple[int, dict[str, Any]]:
     from .certificate import exit_code, render_allure, write_certificate
     if html:  # first, so that the certificate links the report
         index, why = render_allure(out / "allure-results", out / "allure-report")
@@ -165,6 +192,10 @@ def _certify(out: Path, *, html: bool) -> tuple[int, dict[str, Any]]:
         more = f" and {len(cert['left_out']) - 8} more" if len(cert["left_out"]) > 8 else ""
         print(f"   LEFT OUT {len(cert['left_out'])}: {shown}{more} ({cert['left_out'][0]['reason']})")
     print(f"   certificate: {out / 'certificate.md'}")
+    try:
+        print("   attestation: " + ", ".join(str(f) for f in write_attestation(out, cert, key)))
+    except AttestationError as e:
+        print(f"   no attestation: {e}")
     return exit_code(cert), cert
 
 
@@ -202,8 +233,9 @@ def cmd_report(args: argparse.Namespace) -> int:
     """One run's folder, or the folder of a several-target run (one sub-folder per target,
     as ``make certify`` writes): every certificate and the summary again."""
     out = Path(args.reports)
+    key = _signing_key(args)
     if (out / "results.json").exists():
-        return _certify(out, html=not args.no_html)[0]
+        return _certify(out, html=not args.no_html, key=key)[0]
     runs = sorted(d for d in out.glob("*") if (d / "results.json").is_file())
     if not runs:
         print(f"conformance: no {out / 'results.json'} nor */results.json: run the suite first", file=sys.stderr)
@@ -211,11 +243,25 @@ def cmd_report(args: argparse.Namespace) -> int:
     codes, summary = [], []
     for d in runs:
         print(f"== {d.name} -> {d}/", flush=True)
-        code, cert = _certify(d, html=not args.no_html)
+        code, cert = _certify(d, html=not args.no_html, key=key)
         codes.append(code)
         summary.append(_summary_entry(d, cert, cert["provenance"].get("duration_s", 0.0)))
     _write_index(out, summary)
     return worst(codes)
+
+
+# ---------------------------------------------------------------- verify-attestation
+
+def cmd_verify_attestation(args: argparse.Namespace) -> int:
+    try:
+        stmt = verify_file(args.file, args.key)
+    except AttestationError as e:
+        print(f"INVALID {args.file}: {e}")
+        return EXIT_FAILED
+    cert, subject = stmt["predicate"], stmt["subject"][0]
+    print(f"VALID {args.file}: {subject['name']} sha256:{subject['digest']['sha256']} "
+          f"{cert['verdict']} ({cert['provenance'].get('finished', 'undated')})")
+    return EXIT_OK
 
 
 # ---------------------------------------------------------------- list

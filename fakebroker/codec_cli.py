@@ -6,6 +6,16 @@ The JSON form of a frame::
      "header": {"CorrelationId": 7, "ClientId": "c"}, "body": {...spec field names...}}
 
 ``encode`` reads exactly what ``decode`` prints, so ``decode | encode`` gives the bytes back.
+
+A JoinGroup or SyncGroup of Connect's classic protocol (protocol type ``connect``, or a
+response naming ``default`` / ``compatible`` / ``sessioned``) carries Connect's own bytes in
+its Metadata / Assignment fields. ``decode`` adds them decoded under ``embedded``, by field
+path (``schemas/connect/``: the version prefix, the fields, and a metadata's Allocation as
+an assignment in turn); bytes that do not decode say why there instead. The body keeps
+the hex, so ``encode`` (which ignores ``embedded``) still gives the frame back::
+
+    "embedded": {"Protocols[0].Metadata": {"spec": "ConnectProtocolMetadata", "version": 2,
+                 "value": {"Url": "http://w1:8083/", "ConfigOffset": 7, "Allocation": null}}}
 """
 
 from __future__ import annotations
@@ -16,7 +26,7 @@ import sys
 from typing import Any, TextIO
 
 from .parse_guard import InputLimit, loads_json
-from .protocol import DecodeError, EncodeError, Registry
+from .protocol import DecodeError, EncodeError, Registry, Struct
 from .protocol.framing import (
     add_size_prefix, decode_request, decode_response, encode_request, encode_response,
     has_size_prefix, strip_size_prefix,
@@ -34,8 +44,10 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
         description="Decode one Kafka request or response frame, given as hex (argument or "
                     "stdin; whitespace and a 4-byte size prefix are allowed), and print it as "
                     "JSON. Requests describe themselves; a response needs --response --api "
-                    "--version. Exit 0 on success, 1 on malformed input (the line names the "
-                    "field path, byte offset and rule), 2 on usage errors.")
+                    "--version. In a JoinGroup / SyncGroup of Connect's protocol, Connect's "
+                    "metadata and assignments are also shown decoded, under 'embedded'. Exit 0 "
+                    "on success, 1 on malformed input (the line names the field path, byte "
+                    "offset and rule), 2 on usage errors.")
     d.add_argument("hex", nargs="?", help="the frame as hex; read from stdin when omitted")
     d.add_argument("--response", action="store_true", help="the frame is a response")
     d.add_argument("--api", help="API name or key of a response (JoinGroup, 11, ...)")
@@ -78,9 +90,50 @@ def decode_frame(registry: Registry, data: bytes, *, response: bool, api: str | 
     else:
         req = decode_request(registry, frame, base=base)
         key, version, header, body = req.api_key, req.version, req.header, req.body
-    return {"kind": "response" if response else "request", "api": registry.api_name(key),
-            "apiKey": key, "version": version, "sizePrefix": prefixed,
-            "header": header.to_json(), "body": body.to_json()}
+    api_name = registry.api_name(key)
+    out = {"kind": "response" if response else "request", "api": api_name,
+           "apiKey": key, "version": version, "sizePrefix": prefixed,
+           "header": header.to_json(), "body": body.to_json()}
+    inner = embedded(registry, api_name, out["kind"], body)
+    if inner:
+        out["embedded"] = inner
+    return out
+
+
+# ---------------------------------------------------------------- Connect's embedded bytes
+
+CONNECT_PROTOCOLS = ("default", "compatible", "sessioned")  # connect.protocol eager / compatible / sessioned
+METADATA, ASSIGNMENT = "ConnectProtocolMetadata", "ConnectProtocolAssignment"
+
+
+def embedded(registry: Registry, api: str, kind: str, body: Struct) -> dict[str, Any]:
+    """Connect's metadata and assignments inside a classic group frame, decoded by field path."""
+    ptype, pname = getattr(body, "protocol_type", None), getattr(body, "protocol_name", None)
+    if ptype != "connect" and not (ptype is None and pname in CONNECT_PROTOCOLS):
+        return {}
+    places: list[tuple[str, str, bytes | None]] = []
+    if (api, kind) == ("JoinGroup", "request"):
+        places = [(f"Protocols[{i}].Metadata", METADATA, p.metadata) for i, p in enumerate(body.protocols)]
+    elif (api, kind) == ("JoinGroup", "response"):
+        places = [(f"Members[{i}].Metadata", METADATA, m.metadata) for i, m in enumerate(body.members)]
+    elif (api, kind) == ("SyncGroup", "request"):
+        places = [(f"Assignments[{i}].Assignment", ASSIGNMENT, a.assignment) for i, a in enumerate(body.assignments)]
+    elif (api, kind) == ("SyncGroup", "response"):
+        places = [("Assignment", ASSIGNMENT, body.assignment)]
+    # An empty field is no payload (a follower's SyncGroup, an answer without an assignment).
+    return {path: _decode_embedded(registry, spec, data) for path, spec, data in places if data}
+
+
+def _decode_embedded(registry: Registry, spec: str, data: bytes) -> dict[str, Any]:
+    try:
+        version, value = registry[spec].decode_versioned(data)
+    except DecodeError as e:
+        return {"spec": spec, "error": str(e)}
+    out: dict[str, Any] = {"spec": spec, "version": version, "value": value.to_json()}
+    allocation = getattr(value, "allocation", None) if spec == METADATA else None
+    if allocation:
+        out["allocation"] = _decode_embedded(registry, ASSIGNMENT, allocation)
+    return out
 
 
 def encode_frame(registry: Registry, doc: Any, size_prefix: str = "auto") -> bytes:

@@ -91,6 +91,11 @@ def test_decode_request_from_argument() -> None:
         "kind": "request", "api": "JoinGroup", "apiKey": 11, "version": 9, "sizePrefix": False,
         "header": {"RequestApiKey": 11, "RequestApiVersion": 9, "CorrelationId": 7, "ClientId": "c"},
         "body": REQUEST_BODY,
+        # Protocol type connect, but 0x0102 is no Connect metadata: said, and the frame still decodes.
+        "embedded": {"Protocols[0].Metadata": {
+            "spec": "ConnectProtocolMetadata",
+            "error": "ConnectProtocolMetadata.<version> at offset 0: unsupported-version: version 258 is "
+                     "outside 0-2"}},
     }
 
 
@@ -135,6 +140,56 @@ def test_decode_response(api: str) -> None:
 def test_decode_response_with_size_prefix() -> None:
     doc = ok_json(run("decode", "--response", "--api", "11", "--version", "9", prefixed(RESPONSE_HEX)))
     assert doc["sizePrefix"] is True
+
+
+# ------------------------------------------------------------ Connect's embedded bytes
+# What Kafka Connect itself writes as a v0 worker's metadata (url leaderUrl:8083, config
+# offset 1; schemas/connect/README.md, tests/test_connect_vectors.py).
+CONNECT_V0_METADATA = "0000000e6c656164657255726c3a383038330000000000000001"
+
+
+def connect_join_hex(*protocols: tuple[str, str]) -> str:
+    """A JoinGroup v9 request of protocol type connect, assembled like REQUEST_HEX."""
+    body = "".join(f"{len(n) + 1:02x}{n.encode().hex()}{len(m) // 2 + 1:02x}{m}00" for n, m in protocols)
+    return ("000b0009" "00000007" "000163" "00" "0267" "00002710" "0000ea60" "01" "00" "08636f6e6e656374"
+            f"{len(protocols) + 1:02x}{body}" "00" "00")
+
+
+def test_decode_shows_connect_metadata_decoded_beside_the_hex() -> None:
+    frame = connect_join_hex(("default", CONNECT_V0_METADATA))
+    doc = ok_json(run("decode", frame))
+    assert doc["body"]["Protocols"] == [{"Name": "default", "Metadata": CONNECT_V0_METADATA}]
+    assert doc["embedded"] == {"Protocols[0].Metadata": {
+        "spec": "ConnectProtocolMetadata", "version": 0,
+        "value": {"Url": "leaderUrl:8083", "ConfigOffset": 1, "Allocation": None}}}
+    encoded = run("encode", stdin=json.dumps(doc))  # embedded is a view: encode ignores it
+    assert encoded.returncode == 0 and encoded.stdout == frame + "\n"
+
+
+def test_decode_shows_a_metadata_allocation_and_a_sync_assignment() -> None:
+    from conformance.harness.connect_bytes import assignment_bytes, metadata_bytes
+    owned = [("conn-a", -1), ("conn-a", 0)]
+    meta = metadata_bytes(2, "http://w1:8083/", 7, owned=owned, leader="w1-1").hex()
+    allocation = assignment_bytes(2, leader="w1-1", config_offset=7, assigned=owned).hex()
+    doc = ok_json(run("decode", connect_join_hex(("sessioned", meta))))
+    inner = doc["embedded"]["Protocols[0].Metadata"]
+    assert (inner["version"], inner["value"]["Url"], inner["value"]["Allocation"]) == (2, "http://w1:8083/", allocation)
+    assert inner["allocation"]["spec"] == "ConnectProtocolAssignment"
+    assert inner["allocation"]["value"]["Assignment"] == [{"Connector": "conn-a", "Tasks": [-1, 0]}]
+    # A SyncGroup v5 response naming the sessioned protocol: its assignment, revocations too.
+    asg = assignment_bytes(2, leader="w1-1", assigned=[("conn-a", 0)], revoked=[("conn-b", 1)], delay_ms=5000).hex()
+    response = ("00000004" "00" "00000000" "0000" "08636f6e6e656374" "0a73657373696f6e6564"
+                f"{len(asg) // 2 + 1:02x}{asg}" "00")
+    doc = ok_json(run("decode", "--response", "--api", "SyncGroup", "--version", "5", response))
+    value = doc["embedded"]["Assignment"]["value"]
+    assert (value["Leader"], value["Revoked"], value["ScheduledDelay"]) == (
+        "w1-1", [{"Connector": "conn-b", "Tasks": [1]}], 5000)
+
+
+def test_decode_leaves_other_protocol_types_alone() -> None:
+    frame = connect_join_hex(("default", CONNECT_V0_METADATA)).replace("08636f6e6e656374", "09636f6e73756d6572", 1)
+    doc = ok_json(run("decode", frame))
+    assert doc["body"]["ProtocolType"] == "consumer" and "embedded" not in doc
 
 
 # ------------------------------------------------------------ decode | encode

@@ -17,17 +17,20 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fakebroker.client import ClientError
-from fakebroker.protocol.error_codes import ErrorCode
+from fakebroker.protocol.error_codes import ErrorCode, error_text
 
 from ..catalogue import Requirement
 from ..target import Target
 from .clock import CaseClock
-from .members import ClassicMember, Pending, error_name
+from .members import ClassicMember, Pending
 from .outcomes import Broken, Violation
 from .transcript import RecordedConnection, Transcript
 
+<<<<<<< HEAD
 REBALANCE_IN_PROGRESS = ErrorCode.REBALANCE_IN_PROGRESS.value
 
+=======
+>>>>>>> attest
 
 @dataclass
 class Generation:
@@ -222,10 +225,11 @@ class CoordinatorContext:
         self.check(actual == expected, what, expected, actual)
 
     def expect_error(self, response: Any, expected: str | int, what: str) -> None:
-        want = expected if isinstance(expected, int) else ErrorCode[expected].value
+        codes = self.target.error_codes
+        want = expected if isinstance(expected, int) else codes[expected] if expected in codes else ErrorCode[expected].value
         got = response.error_code
         if got != want:
-            raise Violation(what, f"error {error_name(want)}", f"error {error_name(got)}")
+            raise Violation(what, error_text(want, codes), error_text(got, codes))
 
     def note(self, text: str) -> None:
         self.notes.append(text)

@@ -14,7 +14,7 @@ from typing import Any
 
 from fakebroker.client import ClientError, Exchange
 from fakebroker.protocol import Struct, default_registry
-from fakebroker.protocol.error_codes import ErrorCode
+from fakebroker.protocol.error_codes import ErrorCode, error_text
 
 from .outcomes import Violation
 from .transcript import RecordedConnection
@@ -22,16 +22,6 @@ from .transcript import RecordedConnection
 REG = default_registry()
 PROTOCOL_TYPE = "connect"
 UNSET: Any = object()
-
-
-def error_name(code: int, extra: dict[str, int] | None = None) -> str:
-    for name, value in (extra or {}).items():
-        if value == code:
-            return name
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error {code}"
 
 
 @dataclass
@@ -139,8 +129,8 @@ class ClassicMember:
         r = await self.join(version, member_id="", **kw)
         if r.error_code != ErrorCode.MEMBER_ID_REQUIRED or not r.member_id:
             raise Violation(f"{self.name}: JoinGroup v{version} without a member id",
-                            "error MEMBER_ID_REQUIRED with a member id",
-                            f"error {error_name(r.error_code)}, member id {r.member_id!r}")
+                            "MEMBER_ID_REQUIRED with a member id",
+                            f"{error_text(r.error_code)}, member id {r.member_id!r}")
 
     # ---------------------------------------------------------------- SyncGroup
 

@@ -7,6 +7,7 @@ the project assigns them where it assigns the draft's API keys.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from enum import IntEnum
 
 
@@ -42,4 +43,16 @@ class ErrorCode(IntEnum):
     STALE_MEMBER_EPOCH = 113
 
 
-__all__ = ["ErrorCode"]
+def error_text(code: int, more: Mapping[str, int] | None = None) -> str:
+    """How a person reads an error code: ``FENCED_MEMBER_EPOCH (110)``. ``more`` names codes
+    Kafka lacks (the draft's, numbered by the project or by a target), looked up first."""
+    for name, value in (more or {}).items():
+        if value == code:
+            return f"{name} ({code})"
+    try:
+        return f"{ErrorCode(code).name} ({code})"
+    except ValueError:
+        return f"unknown error code ({code})"
+
+
+__all__ = ["ErrorCode", "error_text"]

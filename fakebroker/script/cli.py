@@ -159,10 +159,15 @@ def _collect(paths: list[Path]) -> list[Path]:
     return out
 
 
+#: Coordinator settings of a transcript's header that ``fakebroker serve`` takes as a flag of
+#: the same name (``--initial-rebalance-delay-ms``...): what a failed replay tells to paste.
+SERVE_SETTINGS = ("initial_rebalance_delay_ms", "min_session_timeout_ms", "max_session_timeout_ms", "max_group_size")
+
+
 def cmd_replay(args: argparse.Namespace, registry: Registry) -> int:
     import asyncio
 
-    from .replay import replay_all
+    from .replay import Report, replay_all
     host, sep, port = args.against.rpartition(":")
     if not sep or not host or not port.isdigit():
         return _fail("replay", f"--against {args.against!r}: expected HOST:PORT", EXIT_USAGE)
@@ -179,18 +184,31 @@ def cmd_replay(args: argparse.Namespace, registry: Registry) -> int:
         except TranscriptError as e:
             return _fail("replay", str(e), EXIT_USAGE)
     from .golden.catalogue import KAFKA_DEFAULTS
-    reports = asyncio.run(replay_all(
-        transcripts, args.against, registry, timeout_s=args.timeout, max_step_s=args.max_step,
-        gap_s=args.gap_ms / 1000, unique=not args.keep_groups,
-        include_virtual_only=args.include_virtual_only))
-    by_source = {t.source: t for t in transcripts}
-    for r in reports:
-        print(r.render(registry), flush=True)
-        settings = ((by_source.get(r.source) or transcripts[0]).header or {}).get("coordinator") or {}
-        unusual = {k: v for k, v in settings.items() if KAFKA_DEFAULTS.get(k) != v}
-        if r.status == "FAIL" and unusual:
-            print("  recorded on a coordinator with "
-                  + ", ".join(f"{k}={v}" for k, v in unusual.items()), flush=True)
+    print(f"replaying {len(transcripts)} transcript(s) against {args.against}, one at a time", flush=True)
+
+    async def each() -> list[Report]:
+        """One transcript per replay_all call, so each result is printed as it finishes."""
+        reports: list[Report] = []
+        for i, t in enumerate(transcripts, 1):
+            for r in await replay_all([t], args.against, registry, timeout_s=args.timeout,
+                                      max_step_s=args.max_step, gap_s=args.gap_ms / 1000,
+                                      unique=not args.keep_groups,
+                                      include_virtual_only=args.include_virtual_only):
+                reports.append(r)
+                print(f"[{i}/{len(transcripts)}] {r.render(registry)}", flush=True)
+                settings = (t.header or {}).get("coordinator") or {}
+                unusual = {k: v for k, v in settings.items() if KAFKA_DEFAULTS.get(k) != v}
+                if r.status == "FAIL" and unusual:
+                    print("  recorded on a coordinator with "
+                          + ", ".join(f"{k}={v}" for k, v in unusual.items()), flush=True)
+                    flags = [f"--{k.replace('_', '-')} {v}" for k, v in unusual.items() if k in SERVE_SETTINGS]
+                    if flags:
+                        print(f"  to serve it as recorded: fakebroker serve {' '.join(flags)}", flush=True)
+                if r.broken:  # the coordinator is unreachable: the rest would be too
+                    return reports
+        return reports
+
+    reports = asyncio.run(each())
     counts = {s: sum(1 for r in reports if r.status == s) for s in ("PASS", "FAIL", "SKIP", "BROKEN")}
     untried = len(transcripts) - len(reports)
     print(f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped"

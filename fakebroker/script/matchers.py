@@ -52,8 +52,8 @@ class Divergence:
     reason: str
 
     def __str__(self) -> str:
-        return (f"{self.path or '<body>'}: {self.reason}: expected {render(self.expected)}, "
-                f"got {render(self.actual)}")
+        return (f"{self.path or '<body>'}: {self.reason}: expected {render_field(self.path, self.expected)}, "
+                f"got {render_field(self.path, self.actual)}")
 
 
 _MISSING = object()
@@ -65,6 +65,15 @@ def render(v: Any, limit: int = 200) -> str:
     import json
     text = json.dumps(v, ensure_ascii=False, sort_keys=False) if not isinstance(v, Pattern) else str(v)
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def render_field(path: str, v: Any) -> str:
+    """``render``, but an error code field's number is read by name: ``FENCED_MEMBER_EPOCH (110)``."""
+    if path.endswith("ErrorCode") and isinstance(v, int) and not isinstance(v, bool):
+        from ..coordinator.reconcile.errors import DraftErrorCode
+        from ..protocol.error_codes import error_text
+        return error_text(v, {e.name: e.value for e in DraftErrorCode})
+    return render(v)
 
 
 class Pattern(str):

@@ -26,7 +26,7 @@ from typing import Any, Protocol
 from ..protocol import DecodeError, Registry
 from ..protocol.framing import decode_response
 from .matchers import (Bindings, Divergence, Unbound, check_value, compare, get_path, play,
-                       render)
+                       render, render_field)
 from .transcript import Event, Transcript
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -239,8 +239,8 @@ class Report:
                       f"  {f.message}"]
             if f.divergence is not None:
                 d = f.divergence
-                lines += [f"  field:    {d.path or '<body>'}", f"  expected: {render(d.expected)}",
-                          f"  actual:   {render(d.actual)}", f"  reason:   {d.reason}"]
+                lines += [f"  field:    {d.path or '<body>'}", f"  expected: {render_field(d.path, d.expected)}",
+                          f"  actual:   {render_field(d.path, d.actual)}", f"  reason:   {d.reason}"]
         return "\n".join(lines)
 
 

@@ -166,8 +166,8 @@ class FakeBroker:
         # Bind first; the context (and so the advertised port) exists before any accept.
         self._server = await asyncio.start_server(self._serve, self.config.host, self.config.port,
                                                   start_serving=False)
-        host, port = self._server.sockets[0].getsockname()[:2]
-        host = self.config.advertised_host or host
+        bound, port = self._server.sockets[0].getsockname()[:2]
+        host = self.config.advertised_host or bound
         self.ctx = BrokerContext(self.registry, self.config, self.clock, host, port,
                                  self.supported_versions())
         loop = asyncio.get_running_loop()
@@ -183,7 +183,7 @@ class FakeBroker:
             log.info("loaded %d connect group(s): %s", len(loaded), ", ".join(loaded))
         self._timer_task = asyncio.create_task(self._timers())
         await self._server.start_serving()
-        log.info("listening on %s:%d", host, port)
+        log.info("listening on %s:%d%s", bound, port, f" (advertised as {host})" if host != bound else "")
 
     async def stop(self) -> None:
         """Stop accepting, close every connection, cancel parked requests."""

@@ -45,6 +45,9 @@ class Topic:
 class BrokerConfig:
     host: str = "127.0.0.1"
     port: int = 0
+    # The host Metadata and FindCoordinator name, when clients reach us by another address than
+    # the bound one (in a container: bound to 0.0.0.0, reached as localhost or a service name).
+    advertised_host: str | None = None
     node_id: int = 1
     cluster_id: str = "fakebroker-cluster"
     topics: list[Topic] = field(default_factory=list)
@@ -54,9 +57,6 @@ class BrokerConfig:
     idle_timeout_ms: int | None = DEFAULT_IDLE_TIMEOUT_MS
     # Open connections at most; one more is closed at once (Kafka's max.connections).
     max_connections: int = DEFAULT_MAX_CONNECTIONS
-    # The host Metadata / FindCoordinator report (None: the bound address), for a broker
-    # bound to 0.0.0.0 that clients reach under another name.
-    advertised_host: str | None = None
     # Per-API cap on the advertised max version (pins clients to old versions).
     api_max_versions: dict[int, int] = field(default_factory=dict)
 

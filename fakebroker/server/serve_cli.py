@@ -33,6 +33,9 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
         formatter_class=argparse.ArgumentDefaultsHelpFormatter)
     p.add_argument("--host", default="127.0.0.1", help="address to bind (loopback by default)")
     p.add_argument("--port", type=int, default=9092, help="port to bind; 0 picks a free one")
+    p.add_argument("--advertised-host", metavar="HOST",
+                   help="the host Metadata and FindCoordinator name (and the ready line prints) "
+                        "instead of the bound address: for a broker bound to 0.0.0.0 in a container")
     p.add_argument("--ready-file", type=Path, metavar="PATH",
                    help="write HOST:PORT to PATH once the broker accepts connections")
     p.add_argument("--topic", action="append", default=[], metavar="NAME:PARTITIONS",
@@ -59,9 +62,6 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     p.add_argument("--max-connections", type=int, default=DEFAULT_MAX_CONNECTIONS,
                    help="open connections at most; one more is closed at once (logged at "
                         "the 1st, 2nd, 4th, ... occurrence)")
-    p.add_argument("--advertised-host", metavar="HOST",
-                   help="the host Metadata and FindCoordinator report (default: the bound "
-                        "address; set it when binding 0.0.0.0)")
     p.add_argument("--api-max-version", action="append", default=[], metavar="API=N",
                    help="advertise at most version N of API (name or key), e.g. JoinGroup=5; "
                         "pins clients to old versions (repeatable)")
@@ -106,8 +106,7 @@ def build_broker(args: argparse.Namespace, registry: Registry, **extra: Any) -> 
                           max_frame_bytes=args.max_frame_bytes,
                           idle_timeout_ms=args.idle_timeout_ms or None,
                           max_connections=args.max_connections,
-                          advertised_host=args.advertised_host,
-                          api_max_versions=_parse_caps(args.api_max_version, registry))
+                          advertised_host=args.advertised_host, api_max_versions=_parse_caps(args.api_max_version, registry))
     coord = CoordinatorConfig(initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
                               min_session_timeout_ms=args.min_session_timeout_ms,
                               max_session_timeout_ms=args.max_session_timeout_ms,

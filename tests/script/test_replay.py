@@ -74,7 +74,8 @@ def test_a_wrong_answer_is_reported_with_step_field_expected_and_actual() -> Non
         f"FAIL CLASSIC-HB-ERR-04 ({GOLDEN / 'CLASSIC-HB-ERR-04.jsonl'})",
         f"  step {step} (line {step + 1}): Heartbeat v4 response on connection 1 (correlation id 4)",
         "  the response differs",
-        "  field:    ErrorCode", "  expected: 22", "  actual:   0", "  reason:   values differ"]
+        "  field:    ErrorCode", "  expected: ILLEGAL_GENERATION (22)", "  actual:   NONE (0)",
+        "  reason:   values differ"]
 
 
 @contextlib.contextmanager
@@ -114,7 +115,7 @@ def test_replay_cli_divergence_exits_1_and_names_the_settings(capsys: pytest.Cap
     out = capsys.readouterr().out
     assert status == 1
     assert "FAIL CLASSIC-JOIN-ERR-02" in out and "  field:    ErrorCode" in out
-    assert "  expected: 26" in out and "  actual:   79" in out
+    assert "  expected: INVALID_SESSION_TIMEOUT (26)" in out and "  actual:   MEMBER_ID_REQUIRED (79)" in out
     assert "recorded on a coordinator with initial_rebalance_delay_ms=0" in out
     assert out.strip().endswith("0 passed, 1 failed, 0 skipped")
 

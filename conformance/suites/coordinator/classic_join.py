@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fakebroker.protocol.error_codes import error_text
+
 from ...harness.cases import case
 from ...harness.context import CoordinatorContext
 from .common import leader_and_followers, stable_group
@@ -131,7 +133,7 @@ async def join_aborts_pending_sync(ctx: CoordinatorContext) -> None:
     if await ctx.until_answered([parked], 0):
         early = (await parked.response()).error_code
         ctx.check(False, "follower SyncGroup before the leader's", "held until the leader syncs",
-                  f"answered at once with error {early}")
+                  f"answered at once with {error_text(early)}")
     rejoin = leader.submit_join(protocols=[("sessioned", b"changed-metadata")])
     if not await ctx.until_answered([parked], 1000):
         ctx.check(False, "parked follower SyncGroup after the leader rejoined with new metadata",

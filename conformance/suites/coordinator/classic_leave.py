@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from fakebroker.protocol.error_codes import error_text
+
 from ...harness.cases import case
 from ...harness.context import CoordinatorContext
 from .common import leader_and_followers, stable_group
@@ -49,8 +51,9 @@ async def batch_answers_each(ctx: CoordinatorContext) -> None:
     who = [(followers[0].member_id, None), ("not-a-member", None), (followers[1].member_id, None)]
     r = await leader.leave(version=5, members=who)
     ctx.expect_error(r, "NONE", "LeaveGroup v5 batch (top level)")
-    got = [(x.member_id, x.error_code) for x in r.members]
-    ctx.expect_equal(got, [(followers[0].member_id, 0), ("not-a-member", 25), (followers[1].member_id, 0)],
+    got = [(x.member_id, error_text(x.error_code)) for x in r.members]
+    ctx.expect_equal(got, [(followers[0].member_id, error_text(0)), ("not-a-member", error_text(25)),
+                           (followers[1].member_id, error_text(0))],
                      "per-member answers (member id, error) of the batch")
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from fakebroker.protocol.error_codes import ErrorCode
+from fakebroker.protocol.error_codes import ErrorCode, error_text
 
 from ...harness.cases import case
 from ...harness.connect848 import Assignor, DraftWorker, Work, registry_for, work_of
@@ -46,7 +46,7 @@ def everything_to_first(p: Any) -> dict[str, Work]:
 
 def ok_or_compute(ctx: CoordinatorContext, r: Any, what: str) -> None:
     if r.error_code not in (0, code(ctx, "COMPUTE_ASSIGNMENT")):
-        raise Violation(what, "NONE or COMPUTE_ASSIGNMENT", f"error {r.error_code}")
+        raise Violation(what, "NONE or COMPUTE_ASSIGNMENT", error_text(r.error_code, ctx.target.error_codes))
 
 
 async def drive(ctx: CoordinatorContext, workers: list[DraftWorker], plan: Plan, *,
@@ -284,7 +284,7 @@ async def lost_transition_tolerated(ctx: CoordinatorContext) -> None:
         raise Violation("setup: a's transition", f"an epoch above {before}", r.member_epoch)
     again = await a.heartbeat(apply=False)  # as if the transition's response had been lost
     if again.error_code != 0 and again.error_code != code(ctx, "COMPUTE_ASSIGNMENT"):
-        raise Violation("a heartbeat repeating the epoch before a lost transition", "accepted", f"error {again.error_code}")
+        raise Violation("a heartbeat repeating the epoch before a lost transition", "accepted", error_text(again.error_code, ctx.target.error_codes))
     ctx.expect_equal(again.member_epoch, r.member_epoch, "epoch in the answer to the repeated heartbeat")
 
 
@@ -323,7 +323,7 @@ async def session_expiry(ctx: CoordinatorContext) -> None:
     r = await b.heartbeat(apply=False)
     if r.error_code not in (code(ctx, "UNKNOWN_MEMBER_ID"), code(ctx, "FENCED_MEMBER_EPOCH")):
         raise Violation("a heartbeat after the session timeout passed in silence",
-                        "UNKNOWN_MEMBER_ID (or FENCED_MEMBER_EPOCH)", f"error {r.error_code}")
+                        "UNKNOWN_MEMBER_ID (or FENCED_MEMBER_EPOCH)", error_text(r.error_code, ctx.target.error_codes))
 
 
 # ---------------------------------------------------------------- epochs and targets
@@ -391,7 +391,7 @@ async def no_change_no_bump(ctx: CoordinatorContext) -> None:
         for w in ws:
             r = await w.heartbeat()
             ctx.check(r.error_code == 0, "heartbeats that change nothing", "answered NONE (no new assignment asked)",
-                      f"error {r.error_code}")
+                      error_text(r.error_code, ctx.target.error_codes))
 
 
 @case("C848-TGT-01")
@@ -408,7 +408,7 @@ async def compute_in_heartbeat(ctx: CoordinatorContext) -> None:
     ok_or_compute(ctx, await b.join(), "b's first heartbeat")
     chosen, p = await next_compute(ctx, [a, b])
     ctx.check(chosen.last.error_code == code(ctx, "COMPUTE_ASSIGNMENT"), "the selected worker's heartbeat answer",
-              "COMPUTE_ASSIGNMENT", chosen.last.error_code)
+              "COMPUTE_ASSIGNMENT", error_text(chosen.last.error_code, ctx.target.error_codes))
 
 
 @case("C848-ASSIGN-02")
@@ -753,5 +753,5 @@ async def classic_members_told_to_rejoin(ctx: CoordinatorContext) -> None:
         await w.heartbeat()
         await ctx.advance(500)
     ctx.check(int(ErrorCode.REBALANCE_IN_PROGRESS) in errors, "classic members' heartbeats after the conversion",
-              "REBALANCE_IN_PROGRESS (rejoin to get a new assignment)", sorted(errors))
+              "REBALANCE_IN_PROGRESS (rejoin to get a new assignment)", [error_text(e, ctx.target.error_codes) for e in sorted(errors)])
 

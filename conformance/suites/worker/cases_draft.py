@@ -9,7 +9,7 @@ import asyncio
 import time
 from typing import Any
 
-from fakebroker.protocol.error_codes import ErrorCode
+from fakebroker.protocol.error_codes import ErrorCode, error_text
 
 from ...harness.cases import case
 from ...harness.connect848 import DraftWorker, Work, registry_for, work_of
@@ -262,7 +262,8 @@ async def prepare_errors(ctx: WorkerContext) -> None:
         ctx.check(not nxt or nxt[0].api == PREP, "what the worker sent after a PrepareAssignment answered UNKNOWN_MEMBER_ID",
                   "no InstallAssignment (the assignment abandoned)", [s.api for s in nxt[:3]])
         if prep2.response.error_code != code(ctx, "UNKNOWN_MEMBER_ID"):
-            raise Violation("the forged answer (harness)", "UNKNOWN_MEMBER_ID", prep2.response.error_code)
+            raise Violation("the forged answer (harness)", "UNKNOWN_MEMBER_ID",
+                            error_text(prep2.response.error_code, ctx.target.error_codes))
     finally:
         task.cancel()
 

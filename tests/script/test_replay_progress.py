@@ -1,0 +1,50 @@
+"""`fakebroker replay` streams: a line for each transcript as soon as it is replayed, not
+all of them at the end (a run of the 155 goldens on real time takes minutes)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from fakebroker.script.golden.generate import default_dir
+
+from .test_replay import serve
+
+GOLDEN = default_dir()
+CMD = [sys.executable, "-m", "fakebroker.cli"]
+
+
+def test_each_result_is_printed_when_its_transcript_is_done() -> None:
+    quick = GOLDEN / "CLASSIC-JOIN-ERR-01.jsonl"
+    timed = GOLDEN / "CLASSIC-TIMER-06.jsonl"  # waits the recorded 6.5 s for a member id to expire
+    with serve("--initial-rebalance-delay-ms", "0") as addr:
+        proc = subprocess.Popen([*CMD, "replay", str(quick), str(timed), "--against", addr],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stdout is not None
+            assert proc.stdout.readline().strip() == f"replaying 2 transcript(s) against {addr}, one at a time"
+            first = proc.stdout.readline()
+            # The first result is out while the second transcript still waits its 6.5 s (the
+            # margin: this reader would have to lag 6.5 s behind the print to miss it).
+            assert first.startswith("[1/2] PASS CLASSIC-JOIN-ERR-01 "), first
+            assert proc.poll() is None
+            second = proc.stdout.readline()
+            assert second.startswith("[2/2] PASS CLASSIC-TIMER-06 "), second
+            rest, err = proc.communicate(timeout=120)
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+    assert proc.returncode == 0, err
+    assert rest.strip() == "2 passed, 0 failed, 0 skipped"
+
+
+def test_a_failure_recorded_on_other_settings_prints_the_serve_flags_to_paste() -> None:
+    # A coordinator that allows 1 s sessions accepts what the transcript expects refused.
+    with serve("--min-session-timeout-ms", "1000") as addr:
+        r = subprocess.run([*CMD, "replay", str(GOLDEN / "CLASSIC-JOIN-ERR-02.jsonl"), "--against", addr],
+                           capture_output=True, text=True, timeout=120)
+    assert r.returncode == 1, r.stdout + r.stderr
+    flags = "--initial-rebalance-delay-ms 0"
+    assert f"  to serve it as recorded: fakebroker serve {flags}\n" in r.stdout
+    from fakebroker.cli import build_parser
+    build_parser().parse_args(["serve", *flags.split()])  # the line is one serve accepts
