@@ -26,11 +26,8 @@ from .members import ClassicMember, Pending
 from .outcomes import Broken, Violation
 from .transcript import RecordedConnection, Transcript
 
-<<<<<<< HEAD
 REBALANCE_IN_PROGRESS = ErrorCode.REBALANCE_IN_PROGRESS.value
 
-=======
->>>>>>> attest
 
 @dataclass
 class Generation:
