@@ -145,8 +145,8 @@ def case_uid(index: Path, case_id: str) -> str:
 
 
 def test_report_in_headless_chromium(tmp_path: Path) -> None:
-    """A worker case that waits (CLS-W-06: the worker runs, then shuts down) shows a duration
-    in seconds; the overview shows the verdict, the Suites tab the protocol tree."""
+    """A worker case (CLS-W-06: the worker starts, joins, then shuts down) shows its own
+    duration; the overview shows the verdict, the Suites tab the protocol tree."""
     need_allure()
     chromium()
     reports = tmp_path / "reports"
@@ -159,8 +159,14 @@ def test_report_in_headless_chromium(tmp_path: Path) -> None:
     suites = page_text(index, "suites")
     assert "Classic group protocol (JoinGroup/SyncGroup)" in suites and "Certificate" in suites, suites[:1500]
     case = page_text(index, f"testresult/{case_uid(index, 'CLS-W-06')}")
-    m = re.search(r"Duration: (\d+)s", case)
-    assert m and int(m.group(1)) >= 1, case[:2000]
+    # The duration shown is the case's own (the worker started, joined, shut down), not the
+    # sliver of a test body that only reported an outcome computed during set-up.
+    m = re.search(r"Duration: (?:(\d+)m )?(?:(\d+)s )?(\d+)ms", case)
+    assert m, case[:2000]
+    shown_ms = int(m.group(1) or 0) * 60_000 + int(m.group(2) or 0) * 1000 + int(m.group(3))
+    [res] = [x for x in json.loads((reports / "results.json").read_text())["results"] if x["id"] == "CLS-W-06"]
+    case_ms = res["duration_s"] * 1000
+    assert case_ms >= 200 and shown_ms >= 0.9 * case_ms, (shown_ms, case_ms, case[:2000])
     shot = tmp_path / "overview.png"
     subprocess.run([chromium(), "--headless", "--no-sandbox", "--disable-gpu", "--virtual-time-budget=20000",
                     "--window-size=1400,1000", f"--screenshot={shot}", index.as_uri()],
