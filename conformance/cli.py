@@ -51,7 +51,11 @@ def main(argv: list[str] | None = None) -> int:
     mut.add_argument("--dir", default="fixtures/mutants")
     mut.add_argument("--reports", default="reports", metavar="DIR")
 
+    from .pipeline.cli import register as register_pipeline  # ingest, audit, history (Spark)
+    register_pipeline(sub)
     args = p.parse_args(argv)
+    if getattr(args, "pipeline", None):
+        return args.pipeline(args)
     try:
         return {"run": cmd_run, "report": cmd_report, "list": cmd_list, "mutants": cmd_mutants}[args.command](args)
     except TargetError as e:

@@ -66,8 +66,34 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
          .config("spark.sql.session.timeZone", "UTC")
          .config("spark.sql.execution.arrow.pyspark.enabled", "true")
          .config("spark.sql.sources.partitionOverwriteMode", "dynamic"))
+    if (master or "local[*]").startswith("local"):
+        # One machine: a few shuffle partitions, not Spark's cluster-sized 200 (each one a
+        # Python worker round trip for the per-group steps).
+        b = b.config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 2))))
     for k, v in (conf or {}).items():
         b = b.config(k, v)
-    spark = b.getOrCreate()
+    spark = _quietly(b.getOrCreate)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def jvm_log() -> str:
+    return os.path.join(os.path.expanduser("~/.cache/connect-conformance"), "spark-jvm.log")
+
+
+def _quietly(start):  # noqa: ANN001, ANN202
+    """Start the JVM with its stderr in a log file: the JVM and the Python workers it forks
+    keep that stderr for life, so no Java stack trace or launcher warning reaches the screen.
+    Our own process's stderr is restored at once."""
+    if SparkSession.getActiveSession() is not None:
+        return start()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    fd = os.open(jvm_log(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(fd, 2)
+        return start()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)
