@@ -10,10 +10,10 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
-from ..decode import Frame
+from ..decode import Frame, pair
 from ..tables import DECODED
 from ..tcp import ACK, SYN, Problem, Segment, reassemble, segments, split_frames
-from .frames import COLUMNS, decode_frames
+from .frames import decoded_frame
 
 PACKET = ("source string, source_hash string, conn string, frame long, time double, src string, "
           "sport int, dst string, dport int, seq long, flags int, payload binary, problem string")
@@ -67,13 +67,9 @@ def _stream(pdf: pd.DataFrame) -> pd.DataFrame:
         frames += [Frame(kind=kind, ref=p.frame, raw=p.data, time=p.time) for p in pieces]
         rejects += [{"ref": p.frame, "reject": f"{kind} stream of {first.conn}: {p.reason}"}
                     for p in (gap, cut) if p is not None]
-    out = decode_frames(frames, first.source, "pcap", first.source_hash, client_label(client))
-    if rejects:
-        extra = pd.DataFrame([{**r, "source": first.source, "source_kind": "pcap",
-                               "source_hash": first.source_hash, "conn": client_label(client)}
-                              for r in rejects], columns=COLUMNS)
-        out = pd.concat([out, extra], ignore_index=True) if len(out) else extra
-    return out
+    frames.sort(key=lambda f: f.ref)
+    return decoded_frame([*pair(frames), *rejects], first.source, "pcap", first.source_hash,
+                         client_label(client))
 
 
 def client_label(client: tuple[str, int]) -> str:
