@@ -9,6 +9,8 @@ import pytest
 
 from .scenario import Script
 
+pytestmark = pytest.mark.xdist_group("spark")  # one worker, one JVM
+
 
 def incremental(plant: str | None = None) -> Script:
     """KIP-415: w2 joins a group where w1 runs c1, c1-0, c1-1; c1-1 moves to w2 in two rounds."""

@@ -23,6 +23,8 @@ KEY = ("api", "version", "correlation_id", "group_id", "member_id", "generation"
        "resp_generation", "leader", "assigned", "revoked", "owned", "member_epoch")
 ROOT = Path(__file__).resolve().parents[2]
 
+pytestmark = pytest.mark.xdist_group("spark")  # one worker, one JVM
+
 
 def _exchanges_of(path: Path):
     return list(export_exchanges(load(path, default_registry()), default_registry()))

@@ -84,6 +84,11 @@ def ingest(wh: Warehouse, inputs: Inputs) -> IngestSummary:
         counts = decoded.groupBy(F.col("reject").isNull().alias("ok")).count().collect()
         summary.exchanges = sum(r["count"] for r in counts if r["ok"])
         decoded.unpersist()
+    empty = [(p, kind, d, 0, "file", "empty file: nothing to read")
+             for kind, files in (("transcript", tx), ("pcap", px)) for p, d in files.items()
+             if _size(p) == 0]
+    if empty:
+        line_rejects.append(spark.createDataFrame(empty, REJECT))
     if line_rejects:
         rej = line_rejects[0]
         for r in line_rejects[1:]:
