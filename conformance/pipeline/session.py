@@ -53,12 +53,17 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
                   app: str = "connect-conformance pipeline", progress: bool | None = None) -> SparkSession:
     """Get (or create) the session. ``progress``: Spark's console progress bar; on by
     default only when stderr is a terminal (a bar in a log file is noise)."""
-    # Executors must run the same interpreter as the driver (pandas, pyarrow, the codec).
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     log4j = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
-    b = (SparkSession.builder.appName(app)
-         .master(master or os.environ.get("SPARK_MASTER") or "local[*]")
+    # Under spark-submit (a gateway already started) the master is spark-submit's.
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    master = master or os.environ.get("SPARK_MASTER") or (None if submitted else "local[*]")
+    if not submitted:  # executors here run the driver's interpreter (pandas, pyarrow, the codec)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    b = SparkSession.builder.appName(app)
+    if master:
+        b = b.master(master)
+    b = (b
          .config("spark.driver.extraJavaOptions", log4j)
          .config("spark.executor.extraJavaOptions", log4j)
          .config("spark.ui.showConsoleProgress",
@@ -66,7 +71,7 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
          .config("spark.sql.session.timeZone", "UTC")
          .config("spark.sql.execution.arrow.pyspark.enabled", "true")
          .config("spark.sql.sources.partitionOverwriteMode", "dynamic"))
-    if (master or "local[*]").startswith("local"):
+    if (master or "").startswith("local"):
         # One machine: a few shuffle partitions, not Spark's cluster-sized 200 (each one a
         # Python worker round trip for the per-group steps).
         b = b.config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 2))))
@@ -85,7 +90,7 @@ def _quietly(start):  # noqa: ANN001, ANN202
     """Start the JVM with its stderr in a log file: the JVM and the Python workers it forks
     keep that stderr for life, so no Java stack trace or launcher warning reaches the screen.
     Our own process's stderr is restored at once."""
-    if SparkSession.getActiveSession() is not None:
+    if SparkSession.getActiveSession() is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
         return start()
     sys.stderr.flush()
     saved = os.dup(2)
