@@ -85,7 +85,8 @@ def corpus(spark, tmp_path_factory):
 def _rows(wh, name: str):
     from conformance.pipeline.tables import EXCHANGE
     rows = wh.read("exchanges", EXCHANGE).where(f"source like '%/{name}'").collect()
-    return sorted(tuple(r[k] if not isinstance(r[k], list) else tuple(r[k]) for k in KEY) for r in rows)
+    return sorted((tuple(r[k] if not isinstance(r[k], list) else tuple(r[k]) for k in KEY) for r in rows),
+                  key=repr)
 
 
 @pytest.mark.parametrize("capture", ["split.pcap", "mangled.pcap", "coalesced.pcap"])

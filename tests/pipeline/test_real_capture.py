@@ -84,8 +84,8 @@ def test_capture_and_record_ingest_to_the_same_exchanges(spark, recorded):
     ex = wh.read("exchanges", EXCHANGE).cache()
 
     def rows(kind: str):  # connections are numbered by the broker, by port in the capture
-        return sorted(tuple(tuple(r[k]) if isinstance(r[k], list) else r[k] for k in KEY)
-                      for r in ex.where(f"source_kind = '{kind}'").collect())
+        return sorted((tuple(tuple(r[k]) if isinstance(r[k], list) else r[k] for k in KEY)
+                       for r in ex.where(f"source_kind = '{kind}'").collect()), key=repr)
     pcap, record = rows("pcap"), rows("transcript")
     assert len(record) > 10 and {r[0] for r in record} >= {"JoinGroup", "SyncGroup", "Heartbeat"}
     assert pcap == record
