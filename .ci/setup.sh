@@ -17,6 +17,13 @@ if ! command -v tshark >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq tshark >/dev/null
 fi
 
+# Chromium renders the pipeline's HTML report headless in tests/pipeline/test_report_browser.py.
+if ! command -v chromium >/dev/null 2>&1; then
+  log "installing chromium (Debian package)"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null
+fi
+
 # Python: a project venv with the package (editable) and its test extras.
 PY=${PYTHON:-python3}
 if [ ! -x .venv/bin/python ]; then

@@ -68,6 +68,14 @@ def timeline(rows: list[tuple[str, str, str]]) -> str:
     return "".join(out) + "</svg>"
 
 
+# After layout the page records how many plots and bars the browser drew with a size, so a
+# headless browser's DOM dump shows the plots rendered (tests/pipeline/test_report_browser.py).
+_LAID_OUT = ("<script>addEventListener('load',()=>{const v=e=>{const r=e.getBoundingClientRect();"
+             "return r.width>0&&r.height>0};const b=document.body.dataset;"
+             "b.plotsDrawn=[...document.querySelectorAll('svg.plot')].filter(v).length;"
+             "b.barsDrawn=[...document.querySelectorAll('svg.plot rect.bar')].filter(v).length})</script>")
+
+
 def write_report(wh: Warehouse, baseline: str | None = None, candidate: str | None = None) -> tuple[Path, Path]:
     out = wh.root / "report"
     out.mkdir(exist_ok=True)
@@ -117,7 +125,7 @@ def write_report(wh: Warehouse, baseline: str | None = None, candidate: str | No
     page = ("<!doctype html><html><head><meta charset='utf-8'><title>connect-conformance pipeline report"
             "</title><style>body{font-family:sans-serif;max-width:70em;margin:1em auto}svg{display:block;"
             "margin:1em 0;border:1px solid #ddd}pre{white-space:pre-wrap}</style></head><body>"
-            + "".join(plots) + "<pre>" + html.escape(md_text) + "</pre></body></html>")
+            + "".join(plots) + "<pre>" + html.escape(md_text) + "</pre>" + _LAID_OUT + "</body></html>")
     (out / "index.html").write_text(page, encoding="utf-8")
     (out / "report.md").write_text(md_text, encoding="utf-8")
     return out / "index.html", out / "report.md"
