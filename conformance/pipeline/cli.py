@@ -61,11 +61,14 @@ def _start(args: argparse.Namespace, name: str):  # noqa: ANN202
     return spark_session(args.master, conf)
 
 
-def _ingest(args: argparse.Namespace, name: str, warehouse: str):  # noqa: ANN202
+def _ingest(args: argparse.Namespace, name: str, warehouse: str, reports_only: bool = False):  # noqa: ANN202
     from .ingest import ingest
     from .inputs import resolve
     from .warehouse import Warehouse
     inputs = resolve(args.paths)
+    if reports_only:  # a report folder's attached transcripts and captures are audit's business
+        inputs.transcripts.clear()
+        inputs.pcaps.clear()
     for problem in inputs.problems:
         print(f"conformance {name}: {problem}", file=sys.stderr)
     if inputs.empty:
@@ -142,7 +145,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     from .report import write_report
     from .tables import OUTCOME
     warehouse = args.warehouse or tempfile.mkdtemp(prefix="conformance-warehouse-")
-    inputs, wh, s = _ingest(args, "history", warehouse)
+    inputs, wh, s = _ingest(args, "history", warehouse, reports_only=True)
     if wh is None or not inputs.reports:
         print("conformance history: no report folder (with results.json) given", file=sys.stderr)
         return EXIT_NOTHING

@@ -10,6 +10,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from .audit.group import Ex, exchanges, rounds
+from .ingest.frames import in_groups
 
 REBALANCE = ("source string, group_id string, generation int, mode string, members int, "
              "start_ms double, duration_ms double, units_moved int, units_paused int, "
@@ -76,5 +77,5 @@ def _group(pdf: pd.DataFrame) -> pd.DataFrame:
 
 
 def rebalances(ex: DataFrame) -> DataFrame:
-    return (ex.where(F.col("group_id").isNotNull())
-            .groupBy("source", "group_id").applyInPandas(_group, REBALANCE))
+    return in_groups(ex.where(F.col("group_id").isNotNull()), ["source", "group_id"], "ref",
+                     _group, REBALANCE)

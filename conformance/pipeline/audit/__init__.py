@@ -10,6 +10,7 @@ import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from ..ingest.frames import in_groups
 from ..tables import VIOLATION
 from . import (double_ownership, draft_revocation, generations_monotonic, revoke_before_reassign,
                scheduled_delay, session_timeout, stale_generation)
@@ -35,5 +36,5 @@ def _audit(pdf: pd.DataFrame) -> pd.DataFrame:
 
 def audit(exchanges_df: DataFrame) -> DataFrame:
     """Violations of every group in the exchanges."""
-    return (exchanges_df.where(F.col("group_id").isNotNull())
-            .groupBy("source", "group_id").applyInPandas(_audit, VIOLATION))
+    return in_groups(exchanges_df.where(F.col("group_id").isNotNull()), ["source", "group_id"],
+                     "ref", _audit, VIOLATION)

@@ -11,9 +11,9 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from ..decode import Frame
-from ..tables import DECODED, REJECT, transcript_line_schema
-from .frames import decode_frames
+from ..decode import Frame, pair
+from ..tables import REJECT, transcript_line_schema
+from .frames import per_connection
 
 KINDS = ("header", "request", "response", "close")
 
@@ -51,7 +51,7 @@ def lines(spark: SparkSession, files: dict[str, str]) -> DataFrame:
             .withColumn("j", F.from_json("value", transcript_line_schema())))
 
 
-def _decode_connection(pdf: pd.DataFrame) -> pd.DataFrame:
+def _connection_rows(pdf: pd.DataFrame) -> list[dict[str, Any]]:
     first = pdf.iloc[0]
     frames = [Frame(kind=r.kind, ref=int(r.line),
                     raw=bytes.fromhex(r.raw) if isinstance(r.raw, str) else None,
@@ -60,7 +60,10 @@ def _decode_connection(pdf: pd.DataFrame) -> pd.DataFrame:
                     correlation_id=_int(r.correlation_id), client_id=r.client_id,
                     time=_float(r.time), vtime_ms=_int(r.vtime_ms))
               for r in pdf.itertuples(index=False)]
-    return decode_frames(frames, first.source, "transcript", first.source_hash, str(first.conn))
+    frames.sort(key=lambda f: f.ref)
+    extra = {"source": first.source, "source_kind": "transcript", "source_hash": first.source_hash,
+             "conn": str(first.conn)}
+    return [{**row, **extra} for row in pair(frames)]
 
 
 def _int(v: Any) -> int | None:
@@ -84,5 +87,5 @@ def ingest(spark: SparkSession, files: dict[str, str]) -> tuple[DataFrame, DataF
     frames = (parsed.where(ok & F.col("j.kind").isin("request", "response"))
               .select("source", "source_hash", "line", "j.kind", "j.conn", "j.raw", "j.body",
                       "j.api_key", "j.version", "j.correlation_id", "j.client_id", "j.time", "j.vtime_ms"))
-    decoded = frames.groupBy("source", "conn").applyInPandas(_decode_connection, DECODED)
+    decoded = per_connection(frames, _connection_rows, "line")
     return decoded, bad.select(*REJECT.fieldNames()), headers
