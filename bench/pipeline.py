@@ -133,7 +133,8 @@ def spark_run(folder: Path, master: str) -> tuple[int, int]:
     from conformance.pipeline.session import spark_session
     from conformance.pipeline.tables import EXCHANGE
     from conformance.pipeline.warehouse import Warehouse
-    spark = spark_session(master, {"spark.ui.enabled": "false"}, progress=False)
+    # local mode: the executors live in the driver JVM, whose default 1 GiB is too small at 1M
+    spark = spark_session(master, {"spark.ui.enabled": "false", "spark.driver.memory": "6g"}, progress=False)
     wh_dir = Path(tempfile.mkdtemp(prefix="bench-wh-"))
     try:
         wh = Warehouse(spark, wh_dir)
