@@ -17,8 +17,13 @@ if ! command -v tshark >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq tshark >/dev/null
 fi
 
-# Headless Chromium opens the rendered Allure report in tests/conformance/test_allure_report.py.
-command -v chromium >/dev/null 2>&1 || { as_root apt-get update -qq; DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null; }
+# Headless Chromium opens the rendered Allure report (tests/conformance/test_allure_report.py)
+# and the pipeline's HTML report (tests/pipeline/test_report_browser.py).
+if ! command -v chromium >/dev/null 2>&1; then
+  log "installing chromium (Debian package)"
+  as_root apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq chromium >/dev/null
+fi
 
 # Python: a project venv with the package (editable) and its test extras.
 PY=${PYTHON:-python3}
@@ -30,7 +35,7 @@ stamp=.venv/.installed-$(sha1sum pyproject.toml | cut -c1-12)
 if [ ! -f "$stamp" ]; then
   log "installing Python dependencies"
   .venv/bin/python -m pip install -q --upgrade pip
-  .venv/bin/python -m pip install -q -e '.[test]'
+  .venv/bin/python -m pip install -q -e '.[test,spark]'
   rm -f .venv/.installed-*
   touch "$stamp"
 fi

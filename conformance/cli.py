@@ -92,7 +92,11 @@ def main(argv: list[str] | None = None) -> int:
     ver.add_argument("file", type=Path, help="the envelope (attestation.intoto.dsse.json)")
     ver.add_argument("--key", required=True, type=Path, metavar="PUB.pem", help="the Ed25519 PEM public key")
 
+    from .pipeline.cli import register as register_pipeline  # ingest, audit, history (Spark)
+    register_pipeline(sub)
     args = p.parse_args(argv)
+    if getattr(args, "pipeline", None):
+        return args.pipeline(args)
     commands = {"run": cmd_run, "report": cmd_report, "list": cmd_list, "mutants": cmd_mutants,
                 "verify-attestation": cmd_verify_attestation}
     try:

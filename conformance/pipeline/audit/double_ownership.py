@@ -1,0 +1,22 @@
+"""No unit (connector or task) is owned by two members of one group at one generation."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .group import Ex, rounds, violation
+
+NAME = "double-ownership"
+
+
+def check(exs: list[Ex]) -> Iterator[dict[str, Any]]:
+    for r in rounds(exs):
+        owner: dict[str, str] = {}
+        for m in sorted(r.syncs, key=lambda m: r.syncs[m].ex.at):
+            for unit in sorted(r.after.get(m, ())):
+                other = owner.setdefault(unit, m)
+                if other != m:
+                    yield violation(NAME, r.syncs[m].ex,
+                                    f"{unit} owned by {other} and {m} at generation {r.generation}",
+                                    generation=r.generation, members=(other, m), unit=unit)

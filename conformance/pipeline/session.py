@@ -1,0 +1,104 @@
+"""The SparkSession every pipeline command runs in: embedded ``local[*]`` by default, any
+cluster by ``--master``; Spark's own logging kept off the user's screen."""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterable
+
+from pyspark.sql import SparkSession
+
+# Spark prints INFO/WARN lines (and Java stack traces on bad input) through log4j2; the
+# pipeline reports problems itself, so only Spark's errors that reach us as exceptions count.
+_LOG4J = """
+rootLogger.level = error
+rootLogger.appenderRef.stdout.ref = console
+appender.console.type = Console
+appender.console.name = console
+appender.console.target = SYSTEM_ERR
+appender.console.layout.type = PatternLayout
+appender.console.layout.pattern = spark: %p %c{1}: %m%n%ex{0}
+logger.jetty.name = org.sparkproject.jetty
+logger.jetty.level = off
+logger.hadoop.name = org.apache.hadoop
+logger.hadoop.level = off
+"""
+
+
+class ConfError(ValueError):
+    """A ``--conf`` argument that is not ``key=value``."""
+
+
+def parse_conf(items: Iterable[str]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise ConfError(f"--conf {item!r}: expected key=value")
+        out[key.strip()] = value
+    return out
+
+
+def _log4j_file() -> str:
+    path = os.path.join(os.path.expanduser("~/.cache/connect-conformance"), "spark-log4j2.properties")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    if not os.path.exists(path) or open(path).read() != _LOG4J:
+        with open(path, "w") as f:
+            f.write(_LOG4J)
+    return path
+
+
+def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
+                  app: str = "connect-conformance pipeline", progress: bool | None = None) -> SparkSession:
+    """Get (or create) the session. ``progress``: Spark's console progress bar; on by
+    default only when stderr is a terminal (a bar in a log file is noise)."""
+    log4j = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
+    # Under spark-submit (a gateway already started) the master is spark-submit's.
+    submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    master = master or os.environ.get("SPARK_MASTER") or (None if submitted else "local[*]")
+    if not submitted:  # executors here run the driver's interpreter (pandas, pyarrow, the codec)
+        os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+        os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    b = SparkSession.builder.appName(app)
+    if master:
+        b = b.master(master)
+    b = (b
+         .config("spark.driver.extraJavaOptions", log4j)
+         .config("spark.executor.extraJavaOptions", log4j)
+         .config("spark.ui.showConsoleProgress",
+                 str(sys.stderr.isatty() if progress is None else progress).lower())
+         .config("spark.sql.session.timeZone", "UTC")
+         .config("spark.sql.execution.arrow.pyspark.enabled", "true")
+         .config("spark.sql.sources.partitionOverwriteMode", "dynamic"))
+    if (master or "").startswith("local"):
+        # One machine: a few shuffle partitions, not Spark's cluster-sized 200 (each one a
+        # Python worker round trip for the per-group steps).
+        b = b.config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 2))))
+    for k, v in (conf or {}).items():
+        b = b.config(k, v)
+    spark = _quietly(b.getOrCreate)
+    spark.sparkContext.setLogLevel("ERROR")
+    return spark
+
+
+def jvm_log() -> str:
+    return os.path.join(os.path.expanduser("~/.cache/connect-conformance"), "spark-jvm.log")
+
+
+def _quietly(start):  # noqa: ANN001, ANN202
+    """Start the JVM with its stderr in a log file: the JVM and the Python workers it forks
+    keep that stderr for life, so no Java stack trace or launcher warning reaches the screen.
+    Our own process's stderr is restored at once."""
+    if SparkSession.getActiveSession() is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return start()
+    sys.stderr.flush()
+    saved = os.dup(2)
+    fd = os.open(jvm_log(), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    try:
+        os.dup2(fd, 2)
+        return start()
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(fd)

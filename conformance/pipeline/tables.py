@@ -1,0 +1,104 @@
+"""The warehouse's tables: their Spark schemas, where they live, and the transcript line
+schema derived from ``schemas/transcript.schema.json`` (the one contract, not a copy)."""
+
+from __future__ import annotations
+
+import functools
+import json
+from typing import Any
+
+from pyspark.sql.types import (ArrayType, BooleanType, DataType, DoubleType, IntegerType,
+                               LongType, StringType, StructField, StructType)
+
+from fakebroker.protocol import default_schema_dir
+
+S, I, L, D = StringType(), IntegerType(), LongType(), DoubleType()
+UNITS = ArrayType(S)
+
+
+def _fields(*cols: tuple[str, DataType]) -> StructType:
+    return StructType([StructField(n, t, True) for n, t in cols])
+
+
+# ---------------------------------------------------------------- transcript lines
+
+_JSON_TYPES: dict[str, DataType] = {"integer": L, "number": D, "string": S, "boolean": BooleanType()}
+
+
+def _spark_type(prop: dict[str, Any], defs: dict[str, Any]) -> DataType:
+    if "$ref" in prop:
+        prop = defs[prop["$ref"].rsplit("/", 1)[-1]]
+    types = prop.get("type")
+    types = [t for t in ([types] if isinstance(types, str) else types or []) if t != "null"]
+    if len(types) == 1 and types[0] in _JSON_TYPES:
+        return _JSON_TYPES[types[0]]
+    if types == ["array"] and prop.get("items", {}).get("type") == "string":
+        return ArrayType(S)
+    # Objects (bodies, matchers) and mixed types (conn: integer or string) stay JSON text:
+    # Spark's reader keeps a value's raw text for a string column.
+    return S
+
+
+@functools.cache
+def transcript_line_schema() -> StructType:
+    """Every property any line kind may have, typed from the JSON Schema."""
+    schema = json.loads((default_schema_dir() / "transcript.schema.json").read_text(encoding="utf-8"))
+    defs = schema["$defs"]
+    cols: dict[str, DataType] = {}
+    for kind in ("time", "request", "response", "close"):
+        for name, prop in defs[kind].get("properties", {}).items():
+            if prop == {}:  # re-listed for additionalProperties; typed in "time"
+                continue
+            t = _spark_type(prop, defs)
+            cols[name] = t if name not in cols or cols[name] == t else S
+    return StructType([StructField(n, t, True) for n, t in cols.items()])
+
+
+# ---------------------------------------------------------------- warehouse tables
+
+# One row per request/response pair. ``ref``: the transcript line or pcap frame number of
+# the request (``resp_ref`` of the response), so a person can open the evidence.
+EXCHANGE = _fields(
+    ("source", S), ("source_kind", S), ("source_hash", S), ("conn", S),
+    ("ref", L), ("resp_ref", L), ("req_time", D), ("resp_time", D),
+    ("req_vtime_ms", L), ("resp_vtime_ms", L),
+    ("api_key", I), ("api", S), ("version", I), ("correlation_id", I), ("client_id", S),
+    ("group_id", S), ("member_id", S), ("generation", I), ("error_code", I),
+    ("protocol_type", S), ("protocol_name", S), ("protocols", ArrayType(S)),
+    ("session_timeout_ms", I), ("rebalance_timeout_ms", I),
+    ("resp_generation", I), ("resp_member_id", S), ("leader", S),
+    ("member_epoch", I), ("resp_member_epoch", I),
+    ("meta_version", I), ("owned", UNITS),
+    ("members", ArrayType(_fields(("member", S), ("owned", UNITS)))),
+    ("plan", ArrayType(_fields(("member", S), ("assigned", UNITS), ("revoked", UNITS)))),
+    ("assignment_version", I), ("assignment_error", I),
+    ("assigned", UNITS), ("revoked", UNITS), ("scheduled_delay_ms", I),
+    ("embedded_error", S), ("day", S),
+)
+
+REJECT = _fields(("source", S), ("source_kind", S), ("source_hash", S), ("ref", L),
+                 ("ref_kind", S), ("reason", S))
+
+# The decode step emits exchanges and rejects in one frame; ``reject`` set means a reject.
+DECODED = StructType(EXCHANGE.fields + [StructField("reject", S, True)])
+
+SOURCE = _fields(("source", S), ("source_kind", S), ("source_hash", S), ("bytes", L),
+                 ("ingested_at", D), ("title", S))
+
+OUTCOME = _fields(("run_id", S), ("report", S), ("target", S), ("implementation", S),
+                  ("impl_version", S), ("suite", S), ("started", D), ("requirement", S),
+                  ("level", S), ("outcome", S), ("duration_s", D), ("message", S))
+
+RUN = _fields(("run_id", S), ("report", S), ("target", S), ("implementation", S),
+              ("impl_version", S), ("suite", S), ("started", D), ("finished", D),
+              ("verdict", S), ("cases", L), ("source_hash", S))
+
+VIOLATION = _fields(("invariant", S), ("source", S), ("source_kind", S), ("ref", L),
+                    ("ref_kind", S), ("group_id", S), ("generation", I), ("members", ArrayType(S)),
+                    ("unit", S), ("detail", S))
+
+# table name -> partition columns
+PARTITIONS: dict[str, list[str]] = {
+    "exchanges": ["source_kind", "day"], "rejects": ["source_kind"], "sources": [],
+    "outcomes": [], "runs": [], "rounds": [], "violations": [], "rebalances": [],
+}

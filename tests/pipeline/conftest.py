@@ -1,0 +1,16 @@
+"""One local SparkSession for every pipeline test, with small-test settings."""
+
+from __future__ import annotations
+
+import pytest
+
+pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from conformance.pipeline.session import spark_session
+    s = spark_session("local[2]", {"spark.sql.shuffle.partitions": "2", "spark.ui.enabled": "false",
+                                   "spark.default.parallelism": "2"}, progress=False)
+    yield s
+    s.stop()

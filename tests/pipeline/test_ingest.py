@@ -1,0 +1,137 @@
+"""Ingest: transcripts and captures of the same traffic give the same exchanges (TCP
+reassembly through split, reordered, retransmitted and coalesced segments); bad input
+becomes rejects naming where; re-ingesting adds nothing; the goldens audit clean."""
+
+from __future__ import annotations
+
+import random
+from dataclasses import replace
+from pathlib import Path
+
+import pytest
+from scapy.utils import PcapWriter, rdpcap
+
+from fakebroker.protocol import default_registry
+from fakebroker.script.export import exchanges as export_exchanges
+from fakebroker.script.pcap import pcap_bytes
+from fakebroker.script.transcript import load
+
+from .scenario import Script
+from .test_audit import incremental
+
+KEY = ("api", "version", "correlation_id", "group_id", "member_id", "generation", "error_code",
+       "resp_generation", "leader", "assigned", "revoked", "owned", "member_epoch")
+ROOT = Path(__file__).resolve().parents[2]
+
+pytestmark = pytest.mark.xdist_group("spark")  # one worker, one JVM
+
+
+def _exchanges_of(path: Path):
+    return list(export_exchanges(load(path, default_registry()), default_registry()))
+
+
+def _mangle(pcap: Path, out: Path) -> None:
+    """Swap neighbouring data segments and retransmit some (same bytes again, later)."""
+    pkts = list(rdpcap(str(pcap)))
+    rng = random.Random(7)
+    data = [i for i, p in enumerate(pkts) if len(bytes(p["TCP"].payload))]
+    for i in data[1:-1:3]:
+        pkts[i], pkts[i + 1] = pkts[i + 1], pkts[i]
+    for i in rng.sample(data, 4):
+        pkts.insert(i + 2, pkts[i].copy())
+    w = PcapWriter(str(out), linktype=1, sync=True)
+    for p in pkts:
+        w.write(p)
+    w.close()
+
+
+def _coalesced(ex):
+    """Each connection's consecutive requests sent in one segment (two frames, one write)."""
+    out, prev = [], None
+    for e in ex:
+        if prev is not None and prev.direction == e.direction == "request" and prev.connection == e.connection:
+            out[-1] = replace(prev, frame=prev.frame + e.frame)
+            prev = None
+            continue
+        out.append(e)
+        prev = e
+    return out
+
+
+@pytest.fixture(scope="module")
+def corpus(spark, tmp_path_factory):
+    from conformance.pipeline.ingest import ingest
+    from conformance.pipeline.inputs import resolve
+    from conformance.pipeline.warehouse import Warehouse
+    d = tmp_path_factory.mktemp("ingest")
+    tx = incremental().save(d / "traffic.jsonl")
+    ex = _exchanges_of(tx)
+    (d / "split.pcap").write_bytes(pcap_bytes(ex, 9092, mss=23))  # every frame over many segments
+    _mangle(d / "split.pcap", d / "mangled.pcap")
+    (d / "coalesced.pcap").write_bytes(pcap_bytes(_coalesced(ex), 9092))
+    good = (d / "split.pcap").read_bytes()
+    (d / "truncated.pcap").write_bytes(good[: len(good) * 2 // 3])
+    http = [replace(e, frame=b"GET / HTTP/1.1\r\nHost: x\r\n\r\n") for e in ex[:1]]
+    (d / "http.pcap").write_bytes(pcap_bytes(http, 8080))
+    lines = tx.read_text().splitlines(keepends=True)
+    (d / "bad.jsonl").write_text(lines[0] + lines[1] + "{not json\n" + '["a list"]\n' + lines[2]
+                                 + lines[3][:40] + "\n", encoding="utf-8")
+    wh = Warehouse(spark, d / "wh")
+    first = ingest(wh, resolve([str(d)]))
+    again = ingest(wh, resolve([str(d)]))
+    return d, wh, first, again
+
+
+def _rows(wh, name: str):
+    from conformance.pipeline.tables import EXCHANGE
+    rows = wh.read("exchanges", EXCHANGE).where(f"source like '%/{name}'").collect()
+    return sorted((tuple(r[k] if not isinstance(r[k], list) else tuple(r[k]) for k in KEY) for r in rows),
+                  key=repr)
+
+
+@pytest.mark.parametrize("capture", ["split.pcap", "mangled.pcap", "coalesced.pcap"])
+def test_capture_gives_the_transcripts_exchanges(corpus, capture):
+    d, wh, _, _ = corpus
+    expected = _rows(wh, "traffic.jsonl")
+    assert len(expected) == 13
+    assert _rows(wh, capture) == expected
+
+
+def test_bad_input_becomes_rejects_naming_where(corpus):
+    from conformance.pipeline.tables import REJECT
+    d, wh, first, _ = corpus
+    rej = {(Path(r.source).name, r.ref_kind, r.ref, r.reason.split(":")[0])
+           for r in wh.read("rejects", REJECT).collect()}
+    assert ("bad.jsonl", "line", 3, "invalid JSON") in rej
+    assert ("bad.jsonl", "line", 4, "expected a JSON object, got list") in rej
+    assert ("bad.jsonl", "line", 6, "truncated line") in rej
+    reasons = {n: r.reason for r in wh.read("rejects", REJECT).collect()
+               for n in [Path(r.source).name] if n.endswith(".pcap")}
+    assert reasons["truncated.pcap"].startswith("capture: truncated capture: record at byte")
+    assert "not Kafka: size prefix" in reasons["http.pcap"]
+    # the good lines of the bad file still count: its first exchange (lines 2 and 5)
+    assert len(_rows(wh, "bad.jsonl")) == 1
+    assert first.rejects == len(rej)
+
+
+def test_reingest_adds_nothing(corpus):
+    d, wh, first, again = corpus
+    assert first.skipped == 0 and first.exchanges > 0
+    assert again.skipped == again.files == first.files
+    assert again.exchanges == again.rejects == 0
+
+
+def test_goldens_audit_clean(spark, tmp_path):
+    """Every golden transcript ingests without a reject and audits clean."""
+    from conformance.pipeline.audit import audit
+    from conformance.pipeline.ingest import ingest
+    from conformance.pipeline.inputs import resolve
+    from conformance.pipeline.tables import EXCHANGE
+    from conformance.pipeline.warehouse import Warehouse
+    wh = Warehouse(spark, tmp_path / "wh")
+    s = ingest(wh, resolve([str(ROOT / "fixtures" / "golden")]))
+    assert s.files == len(list((ROOT / "fixtures" / "golden").glob("*.jsonl")))
+    assert s.rejects == 0, s.reject_samples
+    assert s.exchanges > 600
+    found = audit(wh.read("exchanges", EXCHANGE)).collect()
+    assert found == [], [(v.source, v.ref, v.detail) for v in found[:5]]
