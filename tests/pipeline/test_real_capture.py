@@ -9,6 +9,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -40,6 +41,19 @@ def _start_capture(port: int, out: Path) -> subprocess.Popen:
     pytest.fail(f"tshark could not capture on lo (privileges?): {''.join(seen)[-400:]}")
 
 
+def _drain(pcap: Path, quiet_s: float = 1.0, bound_s: float = 15.0) -> None:
+    """Stop the capture only once dumpcap has written what the kernel handed it: the file has
+    not grown for ``quiet_s`` (bounded). Stopping at once lost the last exchanges under load."""
+    last, still_since, start = -1, time.monotonic(), time.monotonic()
+    while time.monotonic() - start < bound_s:
+        size = pcap.stat().st_size if pcap.exists() else 0
+        if size != last:
+            last, still_since = size, time.monotonic()
+        elif time.monotonic() - still_since >= quiet_s:
+            return
+        time.sleep(0.1)
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):
     if shutil.which("tshark") is None:
@@ -64,6 +78,7 @@ def recorded(tmp_path_factory):
     finally:
         broker.send_signal(signal.SIGTERM)
         broker.wait(30)
+        _drain(d / "lo.pcap")
         cap.send_signal(signal.SIGINT)
         cap.wait(30)
     transcripts = sorted((d / "rec").rglob("*.jsonl"))
@@ -88,7 +103,8 @@ def test_capture_and_record_ingest_to_the_same_exchanges(spark, recorded):
         return sorted((tuple(tuple(r[k]) if isinstance(r[k], list) else r[k] for k in KEY)
                        for r in ex.where(where).collect()), key=repr)
     record = rows("transcript", True)
-    assert len(record) > 10 and {r[0] for r in record} >= {"JoinGroup", "SyncGroup", "Heartbeat"}
+    # A heartbeat is not certain: the members may leave before their first interval ends.
+    assert len(record) > 10 and {r[0] for r in record} >= {"JoinGroup", "SyncGroup"}
     assert rows("pcap", True) == record
     # Requests still on the wire when the broker stopped (e.g. a SyncGroup parked until the
     # leader's, or bytes it never read) are in the capture, unanswered; the record has any
