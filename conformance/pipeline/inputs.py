@@ -5,10 +5,11 @@ messages, never exceptions."""
 from __future__ import annotations
 
 import glob
-import hashlib
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from ..provenance import sha256_file
 
 TRANSCRIPT_EXT = (".jsonl",)
 PCAP_EXT = (".pcap", ".pcapng")
@@ -30,27 +31,19 @@ class Inputs:
         return {*self.transcripts.values(), *self.pcaps.values(), *self.reports.values()}
 
 
-def file_hash(path: str) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for block in iter(lambda: f.read(1 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
 def _add(out: Inputs, path: Path, named: bool) -> None:
     name = path.name.lower()
     try:
         if path.is_dir():
             if (path / "results.json").is_file():
-                out.reports[str(path.resolve())] = file_hash(str(path / "results.json"))
+                out.reports[str(path.resolve())] = sha256_file(path / "results.json")
             for child in sorted(path.iterdir()):
                 if child.is_dir() or child.name.lower().endswith(TRANSCRIPT_EXT + PCAP_EXT):
                     _add(out, child, False)
         elif name.endswith(TRANSCRIPT_EXT):
-            out.transcripts[str(path.resolve())] = file_hash(str(path))
+            out.transcripts[str(path.resolve())] = sha256_file(path)
         elif name.endswith(PCAP_EXT):
-            out.pcaps[str(path.resolve())] = file_hash(str(path))
+            out.pcaps[str(path.resolve())] = sha256_file(path)
         elif name in REPORT_FILES:
             _add(out, path.parent, named)
         elif named:

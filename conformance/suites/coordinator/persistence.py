@@ -203,20 +203,21 @@ async def _leave_and_read(ctx: CoordinatorContext) -> tuple[DraftWorker, list[De
     return gone, records
 
 
+async def _last_is_tombstone(ctx: CoordinatorContext, record_type: int, what: str) -> None:
+    gone, records = await _leave_and_read(ctx)
+    last = latest(records)[(record_type, gone.member_id)]
+    ctx.check(last.value is None, f"the last {what} record of {gone.name} (it left)", "a tombstone",
+              str(last.value))
+
+
 @case("C848-REC-02")
 async def member_tombstone(ctx: CoordinatorContext) -> None:
-    gone, records = await _leave_and_read(ctx)
-    last = latest(records)[(MEMBER, gone.member_id)]
-    ctx.check(last.value is None, f"the last member metadata record of {gone.name} (it left)", "a tombstone",
-              str(last.value))
+    await _last_is_tombstone(ctx, MEMBER, "member metadata")
 
 
 @case("C848-REC-03")
 async def current_assignment_tombstone(ctx: CoordinatorContext) -> None:
-    gone, records = await _leave_and_read(ctx)
-    last = latest(records)[(CURRENT, gone.member_id)]
-    ctx.check(last.value is None, f"the last current assignment record of {gone.name} (it left)", "a tombstone",
-              str(last.value))
+    await _last_is_tombstone(ctx, CURRENT, "current assignment")
 
 
 @case("C848-REC-05")
