@@ -89,9 +89,11 @@ def test_consumer_protocol_lifecycle(assignor: str | None, broker, members) -> N
                    timeout=SESSION_MS / 1000 + 20)
         # Its last heartbeat was at most one interval before it froze.
         assert time.monotonic() - frozen_at >= (SESSION_MS - INTERVAL_MS) / 1000
+        # Read the group before the kill: kill() resumes the process first (SIGCONT), and a
+        # resumed client may rejoin under a new member id before SIGKILL lands.
+        state = group_state(broker, group)
     finally:
         frozen.kill()
-    state = group_state(broker, group)
     assert len(state["members"]) == 1 and state["state"] in ("Stable", "Reconciling")
 
 
