@@ -52,7 +52,7 @@ from ..coordinator.reconcile.records import Record as EngineRecord
 from ..coordinator.reconcile.units import ConnectUnit
 from ..coordinator.reconcile.wire_records import decode_record, encode_record
 from ..protocol import Registry, default_registry
-from ..protocol.error_codes import ErrorCode
+from ..protocol.error_codes import error_text
 from .records import Record, fetch_all
 
 DEFAULT_TOPIC = "__worker_offsets"
@@ -123,13 +123,8 @@ COMPACTED = {"cleanup.policy": "compact"}
 
 
 def error_name(code: int) -> str:
-    name = CREATE_TOPICS_ERRORS.get(code)
-    if name is None:
-        try:
-            name = ErrorCode(code).name
-        except ValueError:
-            name = "UNKNOWN"
-    return f"{name} ({code})"
+    """A CreateTopics error as a person reads it (names our ErrorCode enum lacks come first)."""
+    return error_text(code, {name: c for c, name in CREATE_TOPICS_ERRORS.items()})
 
 
 @dataclass(frozen=True)
