@@ -93,6 +93,14 @@ class Target:
     def virtual_clock(self) -> bool:
         return self.timing.clock == "virtual"
 
+    def error_code(self, name: str) -> int:
+        """The number of an error by name: the target's own ([error_codes], the draft's
+        project-chosen codes included) before Kafka's."""
+        if name in self.error_codes:
+            return self.error_codes[name]
+        from fakebroker.protocol.error_codes import ErrorCode
+        return int(ErrorCode[name])
+
     def claims(self, protocols: tuple[str, ...] | frozenset[str]) -> frozenset[str]:
         """The claimed protocols among ``protocols``."""
         return self.protocols & frozenset(protocols)

@@ -21,21 +21,15 @@ SPLIT_B = Work.of(["B"], [("B", 0)])
 Plan = Callable[[Any], dict[str, Work]]
 
 
-def code(ctx: CoordinatorContext, name: str) -> int:
-    if name in ctx.target.error_codes:
-        return ctx.target.error_codes[name]
-    return int(ErrorCode[name])
-
-
 def expect(ctx: CoordinatorContext, r: Any, name: str, what: str) -> None:
-    ctx.expect_error(r, code(ctx, name), what)
+    ctx.expect_error(r, ctx.target.error_code(name), what)
 
 
 async def worker(ctx: CoordinatorContext, name: str, **kw: Any) -> DraftWorker:
     kw.setdefault("rebalance_timeout_ms", ctx.rebalance_ms)
     w = DraftWorker(name, await ctx.connect(name), kw.pop("group_id", ctx.group_id),
                     registry_for(ctx.target.api_keys), **kw)
-    w._compute_code = code(ctx, "COMPUTE_ASSIGNMENT")
+    w._compute_code = ctx.target.error_code("COMPUTE_ASSIGNMENT")
     return w
 
 
@@ -45,7 +39,7 @@ def everything_to_first(p: Any) -> dict[str, Work]:
 
 
 def ok_or_compute(ctx: CoordinatorContext, r: Any, what: str) -> None:
-    if r.error_code not in (0, code(ctx, "COMPUTE_ASSIGNMENT")):
+    if r.error_code not in (0, ctx.target.error_code("COMPUTE_ASSIGNMENT")):
         raise Violation(what, "NONE or COMPUTE_ASSIGNMENT", error_text(r.error_code, ctx.target.error_codes))
 
 
@@ -59,7 +53,7 @@ async def drive(ctx: CoordinatorContext, workers: list[DraftWorker], plan: Plan,
         for w in workers:
             r = await w.heartbeat()
             ok_or_compute(ctx, r, f"{w.name}'s heartbeat")
-            if r.error_code == code(ctx, "COMPUTE_ASSIGNMENT"):
+            if r.error_code == ctx.target.error_code("COMPUTE_ASSIGNMENT"):
                 p = await w.prepare()
                 expect(ctx, p, "NONE", f"{w.name}'s PrepareAssignment after COMPUTE_ASSIGNMENT")
                 targets = plan(p)
@@ -88,7 +82,7 @@ async def next_compute(ctx: CoordinatorContext, workers: list[DraftWorker], roun
     for _ in range(rounds):
         for w in workers:
             r = await w.heartbeat()
-            if r.error_code == code(ctx, "COMPUTE_ASSIGNMENT"):
+            if r.error_code == ctx.target.error_code("COMPUTE_ASSIGNMENT"):
                 p = await w.prepare()
                 expect(ctx, p, "NONE", f"{w.name}'s PrepareAssignment")
                 return w, p
@@ -283,7 +277,7 @@ async def lost_transition_tolerated(ctx: CoordinatorContext) -> None:
     if r.member_epoch == before:
         raise Violation("setup: a's transition", f"an epoch above {before}", r.member_epoch)
     again = await a.heartbeat(apply=False)  # as if the transition's response had been lost
-    if again.error_code != 0 and again.error_code != code(ctx, "COMPUTE_ASSIGNMENT"):
+    if again.error_code != 0 and again.error_code != ctx.target.error_code("COMPUTE_ASSIGNMENT"):
         raise Violation("a heartbeat repeating the epoch before a lost transition", "accepted", error_text(again.error_code, ctx.target.error_codes))
     ctx.expect_equal(again.member_epoch, r.member_epoch, "epoch in the answer to the repeated heartbeat")
 
@@ -321,7 +315,7 @@ async def session_expiry(ctx: CoordinatorContext) -> None:
         waited += 1000
         await a.heartbeat()
     r = await b.heartbeat(apply=False)
-    if r.error_code not in (code(ctx, "UNKNOWN_MEMBER_ID"), code(ctx, "FENCED_MEMBER_EPOCH")):
+    if r.error_code not in (ctx.target.error_code("UNKNOWN_MEMBER_ID"), ctx.target.error_code("FENCED_MEMBER_EPOCH")):
         raise Violation("a heartbeat after the session timeout passed in silence",
                         "UNKNOWN_MEMBER_ID (or FENCED_MEMBER_EPOCH)", error_text(r.error_code, ctx.target.error_codes))
 
@@ -407,7 +401,7 @@ async def compute_in_heartbeat(ctx: CoordinatorContext) -> None:
     b = await worker(ctx, "b")
     ok_or_compute(ctx, await b.join(), "b's first heartbeat")
     chosen, p = await next_compute(ctx, [a, b])
-    ctx.check(chosen.last.error_code == code(ctx, "COMPUTE_ASSIGNMENT"), "the selected worker's heartbeat answer",
+    ctx.check(chosen.last.error_code == ctx.target.error_code("COMPUTE_ASSIGNMENT"), "the selected worker's heartbeat answer",
               "COMPUTE_ASSIGNMENT", error_text(chosen.last.error_code, ctx.target.error_codes))
 
 
@@ -506,7 +500,7 @@ async def revocation_timeout(ctx: CoordinatorContext) -> None:
     waited = 0
     while waited <= ctx.rebalance_ms + 1000:  # w1 heartbeats but keeps reporting all the work
         r = await w1.heartbeat(apply=False, owned=ALL)
-        if r.error_code not in (0, code(ctx, "COMPUTE_ASSIGNMENT")):
+        if r.error_code not in (0, ctx.target.error_code("COMPUTE_ASSIGNMENT")):
             return
         await w2.heartbeat()
         await ctx.advance(1000)

@@ -9,7 +9,7 @@ import asyncio
 import time
 from typing import Any
 
-from fakebroker.protocol.error_codes import ErrorCode, error_text
+from fakebroker.protocol.error_codes import error_text
 
 from ...harness.cases import case
 from ...harness.connect848 import DraftWorker, Work, registry_for, work_of
@@ -19,10 +19,6 @@ from .framework import Seen, WorkerContext, WorkerProcess
 
 W = "worker"
 HB, PREP, INST = "ConnectGroupHeartbeat", "ConnectGroupPrepareAssignment", "ConnectGroupInstallAssignment"
-
-
-def code(ctx: WorkerContext, name: str) -> int:
-    return ctx.target.error_codes[name] if name in ctx.target.error_codes else int(ErrorCode[name])
 
 
 def forged(ctx: WorkerContext, api: str, error: int) -> Any:
@@ -66,7 +62,7 @@ async def established(ctx: WorkerContext, **kw: Any) -> tuple[WorkerProcess, See
 async def peer(ctx: WorkerContext, name: str = "peer") -> DraftWorker:
     p = DraftWorker(name, await ctx.connect(name), ctx.group_id, registry_for(ctx.target.api_keys),
                     rebalance_timeout_ms=ctx.target.timing.rebalance_timeout_ms)
-    p._compute_code = code(ctx, "COMPUTE_ASSIGNMENT")
+    p._compute_code = ctx.target.error_code("COMPUTE_ASSIGNMENT")
     return p
 
 
@@ -87,7 +83,7 @@ def interval_ms(ctx: WorkerContext) -> int:
 @case("C848-W-06", suite=W, timeout_s=60)
 async def member_id_kept(ctx: WorkerContext) -> None:
     w, run = await established(ctx)
-    forge(ctx, w, HB, code(ctx, "FENCED_MEMBER_EPOCH"))
+    forge(ctx, w, HB, ctx.target.error_code("FENCED_MEMBER_EPOCH"))
     await ctx.next_request(w, HB, after=run, where=lambda s: s.request.member_epoch == 0 and s.index > run.index,
                            what="the worker's rejoin after FENCED_MEMBER_EPOCH")
     await ctx.advance(1000)
@@ -111,8 +107,8 @@ async def first_heartbeat_full(ctx: WorkerContext) -> None:
     ctx.expect_equal(first.request.member_epoch, 0, "MemberEpoch of the first heartbeat")
     full(first, "the worker's first heartbeat")
     run = await running(ctx, w, after=await installed(ctx, w))
-    forge(ctx, w, HB, code(ctx, "UNKNOWN_MEMBER_ID"), where=lambda b: b.member_epoch > 0)
-    err = await ctx.next_request(w, HB, after=run, where=lambda s: s.response.error_code == code(ctx, "UNKNOWN_MEMBER_ID"),
+    forge(ctx, w, HB, ctx.target.error_code("UNKNOWN_MEMBER_ID"), where=lambda b: b.member_epoch > 0)
+    err = await ctx.next_request(w, HB, after=run, where=lambda s: s.response.error_code == ctx.target.error_code("UNKNOWN_MEMBER_ID"),
                                  what="the heartbeat answered UNKNOWN_MEMBER_ID (forged)")
     nxt = await ctx.next_request(w, HB, after=err, what="the heartbeat after the error")
     full(nxt, "the worker's first heartbeat after an error")
@@ -150,7 +146,7 @@ async def adopts_epoch(ctx: WorkerContext) -> None:
     await beat(p, 3.0)   # the group moves to new epochs; the worker must follow each
     hbs = [s for s in ctx.seen(w, HB) if s.answered]
     pairs = [(a, b) for a, b in zip(hbs, hbs[1:])
-             if a.response.error_code in (0, code(ctx, "COMPUTE_ASSIGNMENT")) and b.request.member_epoch != -1]
+             if a.response.error_code in (0, ctx.target.error_code("COMPUTE_ASSIGNMENT")) and b.request.member_epoch != -1]
     ctx.check(len({a.response.member_epoch for a, _ in pairs}) >= 2, "epochs the worker was given",
               "at least two", sorted({a.response.member_epoch for a, _ in pairs}))
     bad = [(a.response.member_epoch, b.request.member_epoch) for a, b in pairs
@@ -165,8 +161,8 @@ async def fenced_or_unknown_rejoins(ctx: WorkerContext) -> None:
     mid = run.request.member_id
     after = run
     for name in ("FENCED_MEMBER_EPOCH", "UNKNOWN_MEMBER_ID"):
-        forge(ctx, w, HB, code(ctx, name), where=lambda b: b.member_epoch > 0)
-        err = await ctx.next_request(w, HB, after=after, where=lambda s: s.response.error_code == code(ctx, name),
+        forge(ctx, w, HB, ctx.target.error_code(name), where=lambda b: b.member_epoch > 0)
+        err = await ctx.next_request(w, HB, after=after, where=lambda s: s.response.error_code == ctx.target.error_code(name),
                                      what=f"the heartbeat answered {name} (forged)")
         nxt = await ctx.next_request(w, HB, after=err, what=f"the heartbeat after {name}")
         ctx.expect_equal(nxt.request.member_id, mid, f"MemberId of the rejoin after {name}")
@@ -206,7 +202,7 @@ async def acknowledges_revocation(ctx: WorkerContext) -> None:
 
 async def computed(ctx: WorkerContext, w: WorkerProcess, after: Seen | None = None) -> Seen:
     return await ctx.next_request(w, HB, after=after, within_ms=15_000,
-                                  where=lambda s: s.response.error_code == code(ctx, "COMPUTE_ASSIGNMENT"),
+                                  where=lambda s: s.response.error_code == ctx.target.error_code("COMPUTE_ASSIGNMENT"),
                                   what="a heartbeat answered COMPUTE_ASSIGNMENT")
 
 
@@ -241,7 +237,7 @@ async def assignment_in_time(ctx: WorkerContext) -> None:
 @case("C848-W-09", suite=W, timeout_s=90)
 async def prepare_errors(ctx: WorkerContext) -> None:
     w = await ctx.start_worker()
-    forge(ctx, w, PREP, code(ctx, "FENCED_MEMBER_EPOCH"))
+    forge(ctx, w, PREP, ctx.target.error_code("FENCED_MEMBER_EPOCH"))
     c = await computed(ctx, w)
     prep = await ctx.next_request(w, PREP, after=c, what="the PrepareAssignment (answered FENCED_MEMBER_EPOCH, forged)")
     retry = await ctx.next_request(w, PREP, after=prep, within_ms=10_000, what="the retried PrepareAssignment")
@@ -251,7 +247,7 @@ async def prepare_errors(ctx: WorkerContext) -> None:
     done = await installed(ctx, w, after=retry)
 
     w2 = w   # the same worker, selected again when a peer joins
-    forge(ctx, w2, PREP, code(ctx, "UNKNOWN_MEMBER_ID"))
+    forge(ctx, w2, PREP, ctx.target.error_code("UNKNOWN_MEMBER_ID"))
     p = await peer(ctx)
     await p.join()
     task = asyncio.ensure_future(beat(p, 20.0))
@@ -261,7 +257,7 @@ async def prepare_errors(ctx: WorkerContext) -> None:
         nxt = after_of(ctx, w2, prep2, (PREP, INST))
         ctx.check(not nxt or nxt[0].api == PREP, "what the worker sent after a PrepareAssignment answered UNKNOWN_MEMBER_ID",
                   "no InstallAssignment (the assignment abandoned)", [s.api for s in nxt[:3]])
-        if prep2.response.error_code != code(ctx, "UNKNOWN_MEMBER_ID"):
+        if prep2.response.error_code != ctx.target.error_code("UNKNOWN_MEMBER_ID"):
             raise Violation("the forged answer (harness)", "UNKNOWN_MEMBER_ID",
                             error_text(prep2.response.error_code, ctx.target.error_codes))
     finally:
@@ -271,7 +267,7 @@ async def prepare_errors(ctx: WorkerContext) -> None:
 @case("C848-W-10", suite=W, timeout_s=90)
 async def install_errors(ctx: WorkerContext) -> None:
     w = await ctx.start_worker()
-    forge(ctx, w, INST, code(ctx, "FENCED_MEMBER_EPOCH"))
+    forge(ctx, w, INST, ctx.target.error_code("FENCED_MEMBER_EPOCH"))
     inst = await ctx.next_request(w, INST, what="the InstallAssignment (answered FENCED_MEMBER_EPOCH, forged)")
     retry = await ctx.next_request(w, INST, after=inst, within_ms=10_000, what="the retried InstallAssignment")
     sent = [s.api for s in after_of(ctx, w, inst, (HB, PREP, INST)) if s.index <= retry.index]
@@ -280,14 +276,14 @@ async def install_errors(ctx: WorkerContext) -> None:
     done = await installed(ctx, w, after=inst)
 
     w2 = w   # the same worker, selected again when a peer joins
-    forge(ctx, w2, INST, code(ctx, "INVALID_ASSIGNMENT"))
+    forge(ctx, w2, INST, ctx.target.error_code("INVALID_ASSIGNMENT"))
     p = await peer(ctx)
     await p.join()
     task = asyncio.ensure_future(beat(p, 20.0))
     try:
         bad = await ctx.next_request(w2, INST, after=done, what="the InstallAssignment after a peer joined (answered INVALID_ASSIGNMENT, forged)")
         await ctx.advance(2 * interval_ms(ctx))
-        compute = code(ctx, "COMPUTE_ASSIGNMENT")
+        compute = ctx.target.error_code("COMPUTE_ASSIGNMENT")
         later = after_of(ctx, w2, bad, (HB, PREP, INST))
         # a new attempt is legitimate only after a new COMPUTE_ASSIGNMENT
         first_new = next((i for i, s in enumerate(later) if s.api == HB and s.answered
