@@ -107,7 +107,11 @@ def test_an_idle_or_half_sent_connection_is_closed_but_a_parked_one_is_not() -> 
                 await asyncio.sleep(0.4)  # twice the idle timeout (wall time): still open
                 clock.advance(3000)
                 assert (await c.wait(parked)).response.error_code == 0
-            reasons = sorted(e.reason or "" for e in rec.events if e.kind == "close" and e.by == "broker")
+            # Only the two silent connections count: under load the client's own connection can
+            # also sit idle for 200 ms of wall time after its last answer, which is correct too.
+            talking = {e.conn for e in rec.events if e.kind == "request" and e.error is None}
+            reasons = sorted(e.reason or "" for e in rec.events
+                             if e.kind == "close" and e.by == "broker" and e.conn not in talking)
             assert reasons == ["idle: a partly sent frame for 200 ms (connections.max.idle.ms)",
                                "idle: nothing for 200 ms (connections.max.idle.ms)"]
     asyncio.run(go())
