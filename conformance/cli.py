@@ -4,7 +4,7 @@
                     [-k EXPR] [-m EXPR] [--junitxml FILE]
     conformance report [--reports DIR] [--no-html]
     conformance list [--suite S] [--target FILE] [--json]
-    conformance mutants [--dir fixtures/mutants] [--suite S] [--reports DIR]
+    conformance mutants [--dir fixtures/mutants] [--suite S] [--group-log] [--reports DIR]
     conformance verify-attestation FILE --key PUB.pem
 
 ``run`` and ``report`` write an in-toto attestation beside each certificate
@@ -84,6 +84,9 @@ def main(argv: list[str] | None = None) -> int:
     mut.add_argument("--dir", default="fixtures/mutants", help="coordinator mutants; worker mutants in DIR/workers")
     mut.add_argument("--suite", choices=("coordinator", "worker", "all"), default="all")
     mut.add_argument("--reports", default="reports", metavar="DIR")
+    mut.add_argument("--group-log", action="store_true",
+                     help="also the group-log mutants (DIR/group-log), judged by the coordinator suite on a "
+                          "real Kafka the harness starts for each (about a minute each; off by default)")
 
     ver = sub.add_parser("verify-attestation", help="check a signed attestation: exit 0 valid, 1 invalid",
                          description="Verify a DSSE envelope (attestation.intoto.dsse.json) against a public key, "
@@ -307,11 +310,14 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_mutants(args: argparse.Namespace) -> int:
     from .suite_power import judge_mutant, mutant_files
     from .worker_power import judge_worker_mutant, worker_mutant_files
-    judges = {"coordinator": (judge_mutant, mutant_files(Path(args.dir))),
-              "worker": (judge_worker_mutant, worker_mutant_files(Path(args.dir) / "workers"))}
+    # suite -> (the suite the mutants are judged by, judge, mutant files)
+    judges = {"coordinator": ("coordinator", judge_mutant, mutant_files(Path(args.dir))),
+              "worker": ("worker", judge_worker_mutant, worker_mutant_files(Path(args.dir) / "workers"))}
+    if args.group_log:
+        judges["group-log"] = ("coordinator", judge_mutant, mutant_files(Path(args.dir) / "group-log"))
     report, ok = {}, True
-    for suite, (judge, files) in judges.items():
-        if args.suite not in (suite, "all"):
+    for suite, (judged_by, judge, files) in judges.items():
+        if args.suite not in (judged_by, "all"):
             continue
         print(f"== {suite} suite: {len(files)} mutants", flush=True)
         verdicts = []

@@ -52,12 +52,12 @@ class MutantVerdict:
 
 
 def judge_mutant(path: Path, *, first_only: bool = False) -> MutantVerdict:
-    from .mutants import MUTANTS
+    from .mutants import describe_mutants  # the in-process and the group-log mutants
     target = load_target(path)
     assert target.mutant is not None, f"{path} names no mutant"
     results = run_suite(target, stop_at_must_fail=first_only)
     return MutantVerdict(
-        target.mutant, str(path), MUTANTS[target.mutant].defect,
+        target.mutant, str(path), describe_mutants()[target.mutant],
         [r.requirement_id for r in results if r.outcome is Outcome.FAIL and r.level == "MUST"],
         [r.requirement_id for r in results if r.outcome is Outcome.BROKEN])
 

@@ -10,6 +10,7 @@ reason (JSON Schema ``schemas/target.schema.json`` first, then the named rules b
 from __future__ import annotations
 
 import json
+import re
 import string
 import tomllib
 from dataclasses import dataclass, field
@@ -29,6 +30,9 @@ PLACEHOLDERS = frozenset({
     "bootstrap", "group", "worker_id", "rest_port", "python", "connect_protocol",
     "session_timeout_ms", "rebalance_timeout_ms", "heartbeat_interval_ms",
     "scheduled_rebalance_delay_ms"})
+# ``[...]`` in a command template: an optional part, left out when the suite leaves a
+# placeholder in it unset (to observe the implementation's own default for that setting).
+OPTIONAL_PART = re.compile(r"\[([^\[\]]*)\]")
 # The draft leaves these open; the project's numbers (schemas/ERRATA.md, "Numbers chosen").
 DEFAULT_API_KEYS = {"ConnectGroupHeartbeat": 1000, "ConnectGroupPrepareAssignment": 1001,
                     "ConnectGroupInstallAssignment": 1002}
@@ -105,9 +109,27 @@ class Target:
         """The claimed protocols among ``protocols``."""
         return self.protocols & frozenset(protocols)
 
-    def render_command(self, **values: Any) -> str:
+    def can_leave_unset(self, placeholder: str) -> bool:
+        """Whether the command template can start the implementation without setting
+        ``placeholder``: it stands only inside optional parts ``[...]``."""
+        if self.command is None:
+            return False
+        outside = OPTIONAL_PART.sub("", self.command)
+        return placeholder in _placeholders(self.command) and placeholder not in _placeholders(outside)
+
+    def render_command(self, *, unset: frozenset[str] = frozenset(), **values: Any) -> str:
+        """The command with ``values``; an optional part ``[...]`` holding a placeholder of
+        ``unset`` is left out, every other one kept without its brackets."""
         assert self.command is not None
-        return self.command.format(**{k: values.get(k, "") for k in PLACEHOLDERS})
+        if not all(self.can_leave_unset(n) for n in unset):
+            raise ValueError(f"{self.path}: the command always sets {', '.join(sorted(unset))}")
+        text = OPTIONAL_PART.sub(lambda m: "" if _placeholders(m.group(1)) & unset else m.group(1),
+                                 self.command)
+        return text.format(**{k: values.get(k, "") for k in PLACEHOLDERS})
+
+
+def _placeholders(template: str) -> set[str]:
+    return {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
 
 
 # ---------------------------------------------------------------- rules
@@ -179,6 +201,20 @@ def rule_placeholders_known(data: dict[str, Any]) -> list[str]:
     return []
 
 
+def rule_optional_parts(data: dict[str, Any]) -> list[str]:
+    """Optional parts ``[...]`` of the command are balanced and not nested."""
+    depth = 0
+    for at, ch in enumerate(data["start"].get("command") or ""):
+        if ch in "[]":
+            depth += 1 if ch == "[" else -1
+            if depth not in (0, 1):
+                return [f"start.command: {'nested' if depth > 1 else 'unopened'} {ch!r} at character {at}; "
+                        f"[...] marks one optional part (rule optional-parts)"]
+    if depth:
+        return ["start.command: a '[' is never closed; [...] marks one optional part (rule optional-parts)"]
+    return []
+
+
 def rule_virtual_clock_builtin_only(data: dict[str, Any]) -> list[str]:
     """Only an in-process implementation can run on the harness's virtual clock."""
     if data.get("timing", {}).get("clock") == "virtual" and "builtin" not in data["start"]:
@@ -229,7 +265,7 @@ def validate_target_data(data: Any, schema: dict[str, Any]) -> list[str]:
         return problems
     out: list[str] = []
     for rule in (rule_start_one_way, rule_kind_start_match, rule_upstream_needs_command,
-                 rule_launch_version, rule_placeholders_known,
+                 rule_launch_version, rule_placeholders_known, rule_optional_parts,
                  rule_virtual_clock_builtin_only, rule_session_bounds_ordered,
                  rule_mutant_builtin_only, rule_group_log_declared):
         out += rule(data)

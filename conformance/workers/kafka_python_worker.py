@@ -98,10 +98,17 @@ MUTANTS: dict[str, WorkerMutant] = {
         "as the first leader of a group, sets a ScheduledDelay on its own assignment", "CONN-ASSIGN-05"),
     "relists-owned-work": WorkerMutant(
         "as a v1/v2 leader, lists work a member already owns again as newly assigned", "CONN-ASSIGN-04"),
+    "default-protocol-compatible": WorkerMutant(
+        "with connect.protocol unset, offers compatible and default only (KIP-415's old default)", "CONN-CFG-02"),
+    "default-delay-too-long": WorkerMutant(
+        "with scheduled.rebalance.max.delay.ms unset, holds lost work back for 600000 ms", "CONN-CFG-01"),
 }
 
 PROTOCOLS_BY_MODE = {"eager": ("default",), "compatible": ("compatible", "default"),
                      "sessioned": ("sessioned", "compatible", "default")}
+# Connect's defaults, for settings the command leaves unset.
+DEFAULT_CONNECT_PROTOCOL = "sessioned"     # connect.protocol (KIP-507; compatible in KIP-415)
+DEFAULT_MAX_DELAY_MS = 300_000             # scheduled.rebalance.max.delay.ms (KIP-415)
 
 
 def all_units(spec: str) -> list[Unit]:
@@ -338,14 +345,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--group", required=True)
     p.add_argument("--worker-id", required=True)
     p.add_argument("--rest-port", type=int, default=8083)
-    p.add_argument("--connect-protocol", choices=sorted(PROTOCOLS_BY_MODE), default="sessioned")
+    p.add_argument("--connect-protocol", choices=sorted(PROTOCOLS_BY_MODE), default=None,
+                   help=f"connect.protocol (default {DEFAULT_CONNECT_PROTOCOL})")
     p.add_argument("--connectors", default="conn-a:2,conn-b:1")
     p.add_argument("--session-timeout-ms", type=int, default=10000)
     p.add_argument("--rebalance-timeout-ms", type=int, default=60000)
     p.add_argument("--heartbeat-interval-ms", type=int, default=3000)
-    p.add_argument("--scheduled-rebalance-delay-ms", type=int, default=300000)
+    p.add_argument("--scheduled-rebalance-delay-ms", type=int, default=None,
+                   help=f"scheduled.rebalance.max.delay.ms (default {DEFAULT_MAX_DELAY_MS})")
     p.add_argument("--mutant", choices=sorted(MUTANTS), help="run with this one deliberate defect")
     args = p.parse_args(argv)
+    if args.connect_protocol is None:
+        args.connect_protocol = "compatible" if args.mutant == "default-protocol-compatible" else DEFAULT_CONNECT_PROTOCOL
+    if args.scheduled_rebalance_delay_ms is None:
+        args.scheduled_rebalance_delay_ms = 2 * DEFAULT_MAX_DELAY_MS if args.mutant == "default-delay-too-long" \
+            else DEFAULT_MAX_DELAY_MS
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
     stop = stop_on_signals()

@@ -67,7 +67,8 @@ def main(argv: list[str] | None = None) -> int:
     st = sub.add_parser("start", help="run one distributed worker until interrupted")
     st.add_argument("--bootstrap", required=True, help="bootstrap.servers (a fake broker in proxy mode)")
     st.add_argument("--group", default="connect-cluster", help="group.id")
-    st.add_argument("--protocol", choices=PROTOCOLS, default="sessioned", help="connect.protocol")
+    st.add_argument("--protocol", choices=PROTOCOLS, default=None,
+                    help="connect.protocol (default: not set, Connect's own default: sessioned)")
     st.add_argument("--rest-port", type=int, default=0, help="REST port on 127.0.0.1 (0: a free one)")
     st.add_argument("--topic-prefix", default=None,
                     help="internal topics PREFIX-configs/-offsets/-status instead of the group's "
@@ -76,8 +77,8 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("--session-timeout-ms", type=int, default=6000)
     st.add_argument("--rebalance-timeout-ms", type=int, default=20000)
     st.add_argument("--heartbeat-interval-ms", type=int, default=1000)
-    st.add_argument("--scheduled-rebalance-delay-ms", type=int, default=3000,
-                    help="scheduled.rebalance.max.delay.ms")
+    st.add_argument("--scheduled-rebalance-delay-ms", type=int, default=None,
+                    help="scheduled.rebalance.max.delay.ms (default: not set, Connect's own default: 300000)")
     st.add_argument("--connectors", default="", metavar="NAME:TASKS,...",
                     help="connectors to create through REST once the worker answers")
     st.add_argument("--connectors-deadline-s", type=float, default=120.0,

@@ -11,7 +11,8 @@
 fake broker coordinates the worker's group, the real Kafka behind it holds the internal
 topics (replication factor 1). The worker gets a generated ``worker.properties`` in its own
 temporary directory (kept when it fails, for its ``worker.log``), short session/heartbeat
-timeouts and a scheduled rebalance delay of a few seconds. ``start()`` returns once the REST
+timeouts and a scheduled rebalance delay of a few seconds (``protocol`` or
+``scheduled_rebalance_max_delay_ms`` None: not written, Connect's own default). ``start()`` returns once the REST
 server answers; ``stop()`` sends SIGTERM, then SIGKILL, to the JVM's process group.
 """
 
@@ -53,10 +54,10 @@ class WorkerFailed(RealKafkaError):
 class WorkerSettings:
     bootstrap: str
     group: str = "connect-cluster"
-    protocol: str = "sessioned"  # connect.protocol: eager | compatible | sessioned
+    protocol: str | None = "sessioned"  # connect.protocol: eager | compatible | sessioned (None: Connect's default)
     rest_port: int = 0  # 0: a free one
     topic_prefix: str | None = None  # internal topics: <prefix>-configs/-offsets/-status
-    scheduled_rebalance_max_delay_ms: int = 3000
+    scheduled_rebalance_max_delay_ms: int | None = 3000  # None: Connect's default (300000)
     session_timeout_ms: int = 6000
     heartbeat_interval_ms: int = 1000
     rebalance_timeout_ms: int = 20000
@@ -68,14 +69,12 @@ class WorkerSettings:
     properties: dict[str, Any] = field(default_factory=dict)  # win over everything above
 
     def worker_properties(self, rest_port: int) -> dict[str, str]:
-        if self.protocol not in PROTOCOLS:
+        if self.protocol is not None and self.protocol not in PROTOCOLS:
             raise ValueError(f"connect.protocol {self.protocol!r}: expected one of {PROTOCOLS}")
         prefix = self.topic_prefix or self.group
         props: dict[str, Any] = {
             "bootstrap.servers": self.bootstrap,
             "group.id": self.group,
-            "connect.protocol": self.protocol,
-            "scheduled.rebalance.max.delay.ms": self.scheduled_rebalance_max_delay_ms,
             "session.timeout.ms": self.session_timeout_ms,
             "heartbeat.interval.ms": self.heartbeat_interval_ms,
             "rebalance.timeout.ms": self.rebalance_timeout_ms,
@@ -98,6 +97,11 @@ class WorkerSettings:
             "rest.advertised.listener": "http",
             "plugin.discovery": "only_scan",
         }
+        # A setting left None is not written: the worker runs with Connect's own default.
+        for key, value in (("connect.protocol", self.protocol),
+                           ("scheduled.rebalance.max.delay.ms", self.scheduled_rebalance_max_delay_ms)):
+            if value is not None:
+                props[key] = value
         if self.client_id:
             props["client.id"] = self.client_id
         props.update(self.properties)

@@ -53,6 +53,12 @@ def test_minimal_coordinator(tmp_path: Path) -> None:
      "start.command", "unknown placeholder(s) {broker}"),
     (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
         'bootstrap = "127.0.0.1:9092"', 'command = "run --group {group}"'), "start.command", "must contain {bootstrap}"),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"', 'command = "run {bootstrap} [--a [{group}]]"'),
+     "start.command", "nested '[' at character 21; [...] marks one optional part (rule optional-parts)"),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"', 'command = "run {bootstrap} [--g {group}"'),
+     "start.command", "a '[' is never closed"),
     ("colour = 1\n" + GOOD, "(top level)", "Additional properties are not allowed ('colour'"),
     (GOOD + "[api_keys]\nConnectGroupHeartbeat = 70000\n", "api_keys.ConnectGroupHeartbeat", "is greater than the maximum"),
     ("name = [", "(file)", "not valid TOML"),
@@ -74,3 +80,17 @@ def test_command_rendering(tmp_path: Path) -> None:
         'bootstrap = "127.0.0.1:9092"', 'command = "w --b {bootstrap} --g {group} --id {worker_id} --rest {rest_port}"')))
     assert t.render_command(bootstrap="h:1", group="g", worker_id="w1", rest_port=8083) == \
         "w --b h:1 --g g --id w1 --rest 8083"
+
+
+def test_optional_parts_are_left_out_only_for_unset_settings(tmp_path: Path) -> None:
+    """``[...]`` lets the suite leave a setting to the worker's own default (CONN-CFG-*)."""
+    t = load_target(write(tmp_path, GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"',
+        'command = "w {bootstrap} [--p {connect_protocol}] --s {session_timeout_ms} [--fixed x]"')))
+    assert t.can_leave_unset("connect_protocol")
+    assert not t.can_leave_unset("session_timeout_ms") and not t.can_leave_unset("group")
+    values = dict(bootstrap="h:1", connect_protocol="eager", session_timeout_ms=6000)
+    assert t.render_command(**values) == "w h:1 --p eager --s 6000 --fixed x"
+    assert t.render_command(unset=frozenset({"connect_protocol"}), **values) == "w h:1  --s 6000 --fixed x"
+    with pytest.raises(ValueError, match="always sets session_timeout_ms"):
+        t.render_command(unset=frozenset({"session_timeout_ms"}), **values)

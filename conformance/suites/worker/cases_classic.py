@@ -20,6 +20,10 @@ from .framework import Seen, WorkerContext, WorkerProcess
 
 EXPECTED_PROTOCOLS = {"eager": ["default"], "compatible": ["compatible", "default"],
                       "sessioned": ["sessioned", "compatible", "default"]}
+# Connect's defaults for settings a worker's command leaves unset (CONN-CFG-*): KIP-415's
+# scheduled.rebalance.max.delay.ms; connect.protocol as KIP-507 changed it (KIP-415: compatible).
+CONNECT_DEFAULT_PROTOCOL = "sessioned"
+CONNECT_DEFAULT_MAX_DELAY_MS = 300_000
 W = "worker"
 PEER_SESSION_MS = 30_000  # scripted peers outlive any scenario without heartbeating
 
@@ -59,10 +63,12 @@ async def alone(ctx: WorkerContext, **kw: Any) -> tuple[WorkerProcess, Seen, See
     return w, join, sync
 
 
-async def worker_leads_with_peer(ctx: WorkerContext, *, peer_protocols: list[tuple[str, bytes]] | None = None):  # type: ignore[no-untyped-def]
-    """The worker leads; a scripted peer joins; returns (worker, peer, the worker's next
-    JoinGroup and SyncGroup as leader of the two-member generation, the peer's SyncGroup)."""
-    w, _, first_sync = await alone(ctx)
+async def worker_leads_with_peer(ctx: WorkerContext, *, peer_protocols: list[tuple[str, bytes]] | None = None,
+                                 **start: Any):  # type: ignore[no-untyped-def]
+    """The worker (started with ``start``, see ``start_worker``) leads; a scripted peer joins;
+    returns (worker, peer, the worker's next JoinGroup and SyncGroup as leader of the
+    two-member generation, the peer's SyncGroup)."""
+    w, _, first_sync = await alone(ctx, **start)
     peer = await ctx.member("peer", session_timeout_ms=PEER_SESSION_MS, protocols=peer_protocols or [
         ("sessioned", METADATA.encode_versioned(METADATA.new(url="http://peer/", config_offset=1, allocation=None), 2)),
         ("compatible", METADATA.encode_versioned(METADATA.new(url="http://peer/", config_offset=1, allocation=None), 1)),
@@ -316,6 +322,14 @@ async def protocol_list_by_mode(ctx: WorkerContext) -> None:
     join = await ctx.next_request(w, "JoinGroup")
     ctx.expect_equal([p.name for p in join.request.protocols], EXPECTED_PROTOCOLS[mode],
                      f"JoinGroup protocols with connect.protocol={mode}")
+
+
+@case("CONN-CFG-02", suite=W, timeout_s=60)
+async def default_protocol_list(ctx: WorkerContext) -> None:
+    w = await ctx.start_worker(unset=frozenset({"connect_protocol"}))
+    join = await ctx.next_request(w, "JoinGroup")
+    ctx.expect_equal([p.name for p in join.request.protocols], EXPECTED_PROTOCOLS[CONNECT_DEFAULT_PROTOCOL],
+                     "JoinGroup protocols with connect.protocol unset")
 
 
 @case("CONN-PROT-03", suite=W, timeout_s=60)
@@ -667,6 +681,15 @@ async def delay_not_above_max(ctx: WorkerContext) -> None:
                   f"<= {ctx.target.timing.scheduled_rebalance_delay_ms}", d)
 
 
+@case("CONN-CFG-01", suite=W, timeout_s=150)
+async def default_max_delay(ctx: WorkerContext) -> None:
+    verdict = await _peer_leaves(ctx, unset=frozenset({"scheduled_rebalance_delay_ms"}))
+    first = verdict["delays"][0]
+    ctx.check(0 < first <= CONNECT_DEFAULT_MAX_DELAY_MS,
+              "the first ScheduledDelay after a peer left, scheduled.rebalance.max.delay.ms unset",
+              f"a delay in (0, {CONNECT_DEFAULT_MAX_DELAY_MS}] ms", first)
+
+
 @case("CONN-INC-05", suite=W, timeout_s=150)
 async def lost_work_held_back(ctx: WorkerContext) -> None:
     verdict = await _peer_leaves(ctx)
@@ -692,9 +715,10 @@ async def bounce_within_delay(ctx: WorkerContext) -> None:
               sorted(verdict["lost"]), sorted(verdict["returned_owns"]))
 
 
-async def _peer_leaves(ctx: WorkerContext, *, follow_delay: bool = False, bounce: bool = False) -> dict[str, Any]:
+async def _peer_leaves(ctx: WorkerContext, *, follow_delay: bool = False, bounce: bool = False,
+                       **start: Any) -> dict[str, Any]:
     """The worker leads, a peer gets work over two rounds, then leaves."""
-    w, peer, join, sync, psync = await worker_leads_with_peer(ctx)
+    w, peer, join, sync, psync = await worker_leads_with_peer(ctx, **start)
     # The worker revoked work for the peer; in the next round the peer receives it.
     r = await peer_follows_round(ctx, w, peer, sync)
     sync2 = await ctx.worker_synced(w, after=sync)

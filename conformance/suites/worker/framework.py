@@ -41,7 +41,7 @@ from ...catalogue import Requirement
 from ...harness.clock import RealCaseClock
 from ...harness.connect_bytes import connect_protocols
 from ...harness.context import CoordinatorContext
-from ...harness.outcomes import Broken, Violation
+from ...harness.outcomes import Broken, NotApplicable, Violation
 from ...harness.transcript import Transcript
 from ...target import Target
 
@@ -176,8 +176,10 @@ class WorkerProcess:
 
 def spawn_worker(target: Target, bootstrap: str, group: str, worker_id: str | None = None, *,
                  connect_protocol: str | None = None,
-                 scheduled_rebalance_delay_ms: int | None = None) -> WorkerProcess:
-    """One worker process from the target's command template, its output in a log file."""
+                 scheduled_rebalance_delay_ms: int | None = None,
+                 unset: frozenset[str] = frozenset()) -> WorkerProcess:
+    """One worker process from the target's command template, its output in a log file;
+    the settings of the placeholders in ``unset`` are left to the worker's own default."""
     t = target.timing
     wid = worker_id or f"w-{uuid.uuid4().hex[:6]}"
     rest_port = free_port()
@@ -189,7 +191,7 @@ def spawn_worker(target: Target, bootstrap: str, group: str, worker_id: str | No
                   scheduled_rebalance_delay_ms=(t.scheduled_rebalance_delay_ms
                                                 if scheduled_rebalance_delay_ms is None
                                                 else scheduled_rebalance_delay_ms))
-    command = target.render_command(**values)
+    command = target.render_command(unset=unset, **values)
     fd, log_path = tempfile.mkstemp(prefix=f"conformance-{wid}-", suffix=".log")
     os.close(fd)
     try:
@@ -324,10 +326,17 @@ class WorkerContext(CoordinatorContext):
         return self.target.connect_protocol
 
     async def start_worker(self, worker_id: str | None = None, *, connect_protocol: str | None = None,
-                           scheduled_rebalance_delay_ms: int | None = None) -> WorkerProcess:
+                           scheduled_rebalance_delay_ms: int | None = None,
+                           unset: frozenset[str] = frozenset()) -> WorkerProcess:
+        """A worker from the target's command; ``unset``: placeholders whose settings it
+        leaves at the worker's default (NOT-APPLICABLE when the command always sets one)."""
+        fixed = sorted(n for n in unset if not self.target.can_leave_unset(n))
+        if fixed:
+            raise NotApplicable(f"the target's command always sets {', '.join('{' + n + '}' for n in fixed)} "
+                                f"(an optional part [...] around it lets the suite leave it unset)")
         w = spawn_worker(self.target, self.bootstrap, self.group_id, worker_id,
                          connect_protocol=connect_protocol or self.connect_protocol,
-                         scheduled_rebalance_delay_ms=scheduled_rebalance_delay_ms)
+                         scheduled_rebalance_delay_ms=scheduled_rebalance_delay_ms, unset=unset)
         self.workers.append(w)
         self.note(f"worker {w.worker_id}: {w.command}")
         return w
