@@ -13,6 +13,9 @@ LeaveGroup); this program adds what a Connect worker puts inside it, as KIP-415 
 - as member: revoked work is released and the worker rejoins at once; an assignment with
   a ScheduledDelay makes it rejoin when the delay has passed; an assignment with an error
   (CONFIG_MISMATCH) is not run and the worker rejoins;
+- under ``default`` (v0) it stops all its work before every rejoin (eager rebalancing);
+- its REST API on ``--rest-port`` says what it runs (``rest_status``: Connect's
+  ``/connectors`` and ``/connectors/NAME/status``);
 - SIGTERM: leave the group (LeaveGroup) and exit.
 
 ``--mutant NAME`` turns on one deliberate defect of ``MUTANTS`` (a worker mutant for
@@ -43,6 +46,7 @@ from kafka.net.compat import KafkaNetClient
 
 from conformance.workers.kp_runtime import emit, serve, start_client, stop_on_signals
 from conformance.workers.mutant import WorkerMutant
+from conformance.workers.rest_status import serve_status
 
 from conformance.harness.connect_bytes import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, Unit,
                                                connector_list, units_of)
@@ -100,6 +104,9 @@ MUTANTS: dict[str, WorkerMutant] = {
         "as a v1/v2 leader, lists work a member already owns again as newly assigned", "CONN-ASSIGN-04"),
     "default-protocol-compatible": WorkerMutant(
         "with connect.protocol unset, offers compatible and default only (KIP-415's old default)", "CONN-CFG-02"),
+    "eager-keeps-work-while-rejoining": WorkerMutant(
+        "under default (v0), keeps running its work while it rejoins instead of stopping all of it first",
+        "CONN-EAGER-03"),
     "default-delay-too-long": WorkerMutant(
         "with scheduled.rebalance.max.delay.ms unset, holds lost work back for 600000 ms", "CONN-CFG-01"),
 }
@@ -134,6 +141,7 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
         self.mutant: str | None = args.mutant
         self.config_offset = 1
         self.owned: set[Unit] = set()
+        self.version: int | None = None  # the Connect protocol version of its last assignment
         self.lock = threading.Lock()
         self.rejoin_at: float | None = None
         # Leader state (KIP-415): what it handed out last time, and a delay in progress.
@@ -168,6 +176,11 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
             out.reverse()
         emit("join", protocols=[p for p, _ in out], owned=sorted(owned))
         return out
+
+    def running(self) -> set[Unit]:
+        """What it runs now: its REST status (``rest_status``)."""
+        with self.lock:
+            return set(self.owned)
 
     def defect(self, name: str) -> bool:
         """Whether the worker runs as mutant ``name`` (one deliberate defect)."""
@@ -288,6 +301,7 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
             revoked |= {u for u in self.owned if u[0] in {c for c, _ in revoked}}
         delay = getattr(a, "scheduled_delay", 0) or 0
         with self.lock:
+            self.version = version
             self.last_leader = (a.leader, a.leader_url)
             if version == 0:
                 self.owned = assigned
@@ -306,6 +320,13 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
                 self.delay_deadline = self.rejoin_at
         elif delay > 0:
             self.request_rejoin()
+
+    async def _on_join_prepare_async(self, generation: int, member_id: str, timeout_ms: int | None = None) -> None:
+        # Eager (v0): every rebalance starts from nothing, so all work stops before the rejoin.
+        if self.version == 0 and not self.defect("eager-keeps-work-while-rejoining"):
+            with self.lock:
+                released, self.owned = sorted(self.owned), set()
+            emit("released", generation=generation, units=released)
 
     def coordinator_dead(self, error: Any) -> None:
         super().coordinator_dead(error)
@@ -368,8 +389,16 @@ def main(argv: list[str] | None = None) -> int:
                     session_timeout_ms=args.session_timeout_ms,
                     heartbeat_interval_ms=args.heartbeat_interval_ms,
                     max_poll_interval_ms=args.rebalance_timeout_ms, retry_backoff_ms=100)
-    emit("started", worker=args.worker_id, protocols=list(worker.protocols))
-    return serve(worker, client, stop)
+    try:
+        rest = serve_status(args.rest_port, worker.units, worker.running)
+    except OSError as e:
+        print(f"kafka_python_worker: cannot serve REST on 127.0.0.1:{args.rest_port}: {e}", file=sys.stderr)
+        return 2
+    emit("started", worker=args.worker_id, protocols=list(worker.protocols), rest_port=args.rest_port)
+    try:
+        return serve(worker, client, stop)
+    finally:
+        rest.shutdown()
 
 
 if __name__ == "__main__":

@@ -551,6 +551,35 @@ async def eager_full_assignments_for_two(ctx: WorkerContext) -> None:
         ctx.note(f"round {rnd}: {shares}; peer got {r.error_code}")
 
 
+@case("CONN-EAGER-03", suite=W, timeout_s=180)
+async def eager_stops_all_before_rejoining(ctx: WorkerContext) -> None:
+    """A scripted leader ("peer") gives the worker work; a newcomer joins, so the worker
+    rejoins while the peer holds the round open; before the round ends the worker runs
+    none of its connectors (REST status; a Connect task's status may lag its stop, see
+    fixtures/targets/apache-connect.md, so connector instances are the evidence)."""
+    w, peer, gen = await peer_leads(ctx, mode="eager")
+    ctx.expect_equal(gen.protocol, "default", "protocol of the group with the eager worker (harness)")
+    wid, offer = scripted_leader(gen, peer)
+    give = {("conn-a", -1), ("conn-a", 0), ("conn-b", -1)}
+    connectors = {u for u in give if u[1] == -1}
+    await peer.sync(assignments={peer.member_id: offer(), wid: offer(assigned=give)})
+    sync = await ctx.worker_synced(w, keep_alive=[peer])
+    ok, before = await ctx.running_when(w, lambda r: connectors <= r, 30_000, keep_alive=[peer])
+    ctx.check(ok, "the worker running the connectors it was given (REST status, harness)",
+              f"{sorted(connectors)} RUNNING on it", sorted(before))
+    fresh = await ctx.member("fresh", session_timeout_ms=PEER_SESSION_MS)
+    await fresh.obtain_member_id()
+    fresh.submit_join()
+    rejoin = await ctx.next_request(w, "JoinGroup", after=sync, answered=False,
+                                    within_ms=2 * ctx.target.timing.session_timeout_ms,
+                                    what="the worker's JoinGroup once a member joined")
+    ok, now = await ctx.running_when(w, lambda r: not (r & connectors), 10_000)
+    ctx.check(ok, "connectors the eager worker runs while it rejoins (REST status)", "none", sorted(now & connectors))
+    answered = next(s for s in ctx.seen(w, "JoinGroup") if s.index == rejoin.index).answered
+    ctx.check(not answered, "the round held open by the scripted leader (harness)", "the worker's JoinGroup parked",
+              "answered already")
+
+
 @case("CONN-DOWN-01", suite=W, timeout_s=120)
 async def downgrade_to_v0(ctx: WorkerContext) -> None:
     eager_only = [("default", METADATA.encode_versioned(METADATA.new(url="http://peer/", config_offset=1), 0))]
