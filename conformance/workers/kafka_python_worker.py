@@ -107,6 +107,8 @@ MUTANTS: dict[str, WorkerMutant] = {
     "eager-keeps-work-while-rejoining": WorkerMutant(
         "under default (v0), keeps running its work while it rejoins instead of stopping all of it first",
         "CONN-EAGER-03"),
+    "stays-eager-after-downgrade": WorkerMutant(
+        "once a group it was in fell back to default (v0), offers only default from then on", "CONN-UP-01"),
     "default-delay-too-long": WorkerMutant(
         "with scheduled.rebalance.max.delay.ms unset, holds lost work back for 600000 ms", "CONN-CFG-01"),
 }
@@ -174,6 +176,8 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
             out.append((p, METADATA.encode_versioned(md, 1 if v == 2 and self.defect("metadata-one-version-low") else v)))
         if self.defect("protocols-out-of-order"):
             out.reverse()
+        if self.defect("stays-eager-after-downgrade") and self.version == 0:
+            out = [(p, md) for p, md in out if p == "default"]
         emit("join", protocols=[p for p, _ in out], owned=sorted(owned))
         return out
 

@@ -580,14 +580,40 @@ async def eager_stops_all_before_rejoining(ctx: WorkerContext) -> None:
               "answered already")
 
 
+EAGER_ONLY = [("default", METADATA.encode_versioned(METADATA.new(url="http://peer/", config_offset=1), 0))]
+
+
 @case("CONN-DOWN-01", suite=W, timeout_s=120)
 async def downgrade_to_v0(ctx: WorkerContext) -> None:
-    eager_only = [("default", METADATA.encode_versioned(METADATA.new(url="http://peer/", config_offset=1), 0))]
-    w, peer, join, sync, psync = await worker_leads_with_peer(ctx, peer_protocols=eager_only)
+    w, peer, join, sync, psync = await worker_leads_with_peer(ctx, peer_protocols=EAGER_ONLY)
     ctx.expect_equal(join.response.protocol_name, "default", "protocol once an eager peer joined (harness)")
     for a in sync.request.assignments:
         v, _ = decode_assignment(bytes(a.assignment), f"assignment for {a.member_id}")
         ctx.expect_equal(v, 0, f"version of the assignment for {a.member_id} after the downgrade")
+
+
+@case("CONN-UP-01", suite=W, timeout_s=150)
+async def upgrade_after_eager_member_left(ctx: WorkerContext) -> None:
+    """The worker leads a group that fell back to `default` (an eager-only peer); the peer
+    leaves; the worker, alone, offers its full list again and leads at its preferred
+    protocol with assignments of that version."""
+    w, peer, join, last, psync = await worker_leads_with_peer(ctx, peer_protocols=EAGER_ONLY)
+    ctx.expect_equal(join.response.protocol_name, "default", "protocol once an eager peer joined (harness)")
+    ctx.expect_error(await peer.leave(), "NONE", "the eager peer's LeaveGroup (harness)")
+    for _ in range(3):  # the first round the worker leads alone
+        last = await ctx.worker_synced(w, after=last)
+        lead = [s for s in ctx.seen(w, "JoinGroup") if s.ok and s.index < last.index][-1]
+        if len(lead.response.members) == 1:
+            break
+    else:
+        raise Violation("a round of the worker alone after the eager peer left", "within 3 rounds", "none")
+    offered = [p.name for p in lead.request.protocols]
+    ctx.expect_equal(offered, EXPECTED_PROTOCOLS[ctx.connect_protocol], "protocols the worker offers once the eager peer left")
+    selected = lead.response.protocol_name
+    ctx.expect_equal(selected, offered[0], "protocol of the group once the eager peer left (harness)")
+    for a in last.request.assignments:
+        v, _ = decode_assignment(bytes(a.assignment), f"assignment for {a.member_id}")
+        ctx.expect_equal(v, PROTOCOL_VERSIONS[selected], f"version of the assignment for {a.member_id} after the upgrade")
 
 
 async def peer_leads(ctx: WorkerContext, *, mode: str | None = None):  # type: ignore[no-untyped-def]
