@@ -40,6 +40,8 @@ from .apis.context import BrokerContext
 from .clock import Clock, RealClock, VirtualClock
 from .config import BrokerConfig
 from .proxy import NO_REPLY, Proxy
+from .acl import ANONYMOUS
+from .authorize import PASS, Authorizer
 from .sasl import SaslGate
 from .sasl.gate import ADVERTISED as SASL_VERSIONS
 from .throttle import Throttled
@@ -141,6 +143,8 @@ class FakeBroker:
         self.accept_failures = Throttled(log, "cannot accept connections")
         self.ctx: BrokerContext | None = None
         self.proxy: Proxy | None = None
+        self.authorizer = (Authorizer(self.config.acls, self.registry, self.config)
+                           if self.config.acls is not None else None)
         if self.upstream is not None:
             self.proxy = Proxy(self, self.upstream)
 
@@ -618,7 +622,24 @@ class FakeBroker:
         return None
 
     async def dispatch(self, conn: Connection, req: Request) -> Struct | None:
-        """Route a decoded request to a broker-side handler or to the group coordinator."""
+        """Route a decoded request to a broker-side handler or to the group coordinator,
+        once the ACLs (if any) allow it."""
+        assert self.ctx is not None
+        verdict = PASS
+        if self.authorizer is not None:
+            user = conn.sasl.user if conn.sasl is not None else None
+            verdict = self.authorizer.check(f"User:{user}" if user else ANONYMOUS,
+                                            req.api_key, req.version, req.body)
+        if verdict.refusal is not None:
+            return verdict.refusal
+        if verdict.request is not None:
+            req.body = verdict.request
+        body = await self._route(conn, req)
+        if verdict.after is not None and body is not None and body is not NO_REPLY:
+            verdict.after(body)
+        return body
+
+    async def _route(self, conn: Connection, req: Request) -> Struct | None:
         assert self.ctx is not None
         if self.proxy is not None and self.proxy.forwards(req.api_key):
             return await self.proxy.forward(conn, req)

@@ -7,6 +7,7 @@ import uuid
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .acl import Acls
 from .sasl import SaslConfig
 
 # The largest request frame accepted. Kafka's socket.request.max.bytes is 100 MB, but it
@@ -84,6 +85,8 @@ class BrokerConfig:
     # The listener's security: TLS and/or SASL (both None: PLAINTEXT).
     tls: TlsConfig | None = None
     sasl: SaslConfig | None = None
+    # Who may do what (``acl.py``); None: everyone may do everything.
+    acls: Acls | None = None
 
     @property
     def security_protocol(self) -> str:

@@ -18,6 +18,7 @@ from .broker import FakeBroker
 from .config import (DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FRAME_BYTES,
                      MIN_FRAME_BYTES, BrokerConfig, TlsConfig, Topic)
 from .proxy import UpstreamError
+from .acl import parse_acl_file
 from .sasl import SaslConfig, parse_users_file
 from .sasl.credentials import MECHANISMS
 
@@ -92,6 +93,12 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
     sec.add_argument("--sasl-users", type=Path, metavar="FILE",
                      help="who may authenticate: NAME=PASSWORD per line, # comments "
                           "(SCRAM credentials are derived from them at start, 4096 iterations)")
+    sec.add_argument("--acls", type=Path, metavar="FILE",
+                     help="authorize with these ACLs, one 'ALLOW|DENY PRINCIPAL OPERATION "
+                          "TYPE:PATTERN' per line (e.g. 'allow User:alice Read Group:connect-*'; "
+                          "types Group, Topic, Cluster; operations Read, Write, Describe, All); "
+                          "a request nothing allows gets GROUP_/TOPIC_AUTHORIZATION_FAILED as "
+                          "Kafka answers it. Without SASL every client is User:ANONYMOUS")
     p.add_argument("--log-level", default="INFO",
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log verbosity")
     p.set_defaults(func=cmd_serve)
@@ -122,7 +129,8 @@ def build_broker(args: argparse.Namespace, registry: Registry, **extra: Any) -> 
                           idle_timeout_ms=args.idle_timeout_ms or None,
                           max_connections=args.max_connections,
                           advertised_host=args.advertised_host, api_max_versions=_parse_caps(args.api_max_version, registry),
-                          tls=_tls(args), sasl=_sasl(args))
+                          tls=_tls(args), sasl=_sasl(args),
+                          acls=parse_acl_file(args.acls) if getattr(args, "acls", None) else None)
     coord = CoordinatorConfig(initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
                               min_session_timeout_ms=args.min_session_timeout_ms,
                               max_session_timeout_ms=args.max_session_timeout_ms,

@@ -28,7 +28,7 @@ from fakebroker.server.thread import BrokerThread
 
 TOPIC, PARTITIONS = "events", 3
 USERS = {"alice": "alice-secret"}
-WAIT_S = 30.0
+WAIT_S = 60.0  # real time, bounded: a loaded machine is slow, a broken broker still fails
 _groups = itertools.count()
 
 
@@ -192,3 +192,65 @@ def test_a_plaintext_client_on_a_sasl_listener_gets_no_group_service(pem: Pem,
         admin.list_topics(timeout=3)
     closes = [e.reason for e in rec.events if e.kind == "close" and e.by == "broker"]
     assert any("(rule sasl-handshake-first)" in (r or "") for r in closes), closes
+
+
+ACL_RULES = """
+allow User:alice Read Group:granted-*
+allow User:alice Read Topic:events
+"""
+
+
+def serve_with_acls(pem: Pem, tmp_path: Path) -> BrokerThread:
+    from fakebroker.server.acl import parse_acl_file
+    f = tmp_path / "acls"
+    f.write_text(ACL_RULES)
+    cfg = BrokerConfig(topics=[Topic(TOPIC, PARTITIONS), Topic("secret", 1)],
+                       sasl=SaslConfig(("PLAIN",), USERS), acls=parse_acl_file(f))
+    return BrokerThread(FakeBroker(cfg, CoordinatorConfig(initial_rebalance_delay_ms=0))).start()
+
+
+def librdkafka_error(conf: dict[str, Any], group: str, topic: str) -> Any:
+    """The first error a librdkafka consumer reports (None: it got an assignment)."""
+    from confluent_kafka import Consumer
+    c = Consumer({**conf, "group.id": group, "session.timeout.ms": 6000})
+    try:
+        c.subscribe([topic])
+        deadline = time.monotonic() + WAIT_S
+        while time.monotonic() < deadline:
+            msg = c.poll(0.2)
+            if msg is not None and msg.error() is not None:
+                return msg.error()
+            if c.assignment():
+                return None
+        raise AssertionError("librdkafka reported neither an error nor an assignment")
+    finally:
+        c.close()
+
+
+def test_librdkafka_reports_kafkas_authorization_errors(pem: Pem, tmp_path: Path,
+                                                        brokers: list[BrokerThread]) -> None:
+    from confluent_kafka import KafkaError
+    b = serve_with_acls(pem, tmp_path)
+    brokers.append(b)
+    conf = librdkafka_conf(b, "SASL_PLAINTEXT", pem, "PLAIN", USERS["alice"])
+    assert librdkafka_error(conf, "granted-1", TOPIC) is None  # allowed: assigned
+    assert librdkafka_error(conf, "other", TOPIC).code() == KafkaError.GROUP_AUTHORIZATION_FAILED
+    assert librdkafka_error(conf, "granted-2", "secret").code() == KafkaError.TOPIC_AUTHORIZATION_FAILED
+
+
+def test_kafka_python_raises_group_authorization_failed(pem: Pem, tmp_path: Path,
+                                                        brokers: list[BrokerThread]) -> None:
+    from kafka import KafkaConsumer
+    from kafka.errors import GroupAuthorizationFailedError
+    b = serve_with_acls(pem, tmp_path)
+    brokers.append(b)
+    conf = kafka_python_conf(b, "SASL_PLAINTEXT", pem, "PLAIN", USERS["alice"])
+    c = KafkaConsumer(TOPIC, **conf, group_id="other", session_timeout_ms=6000)
+    try:
+        with pytest.raises(GroupAuthorizationFailedError):
+            deadline = time.monotonic() + WAIT_S
+            while time.monotonic() < deadline:
+                c.poll(200)
+        assert not c.assignment()
+    finally:
+        c.close()
