@@ -1,6 +1,7 @@
 """Kafka error codes the project uses, with Apache Kafka's numbers (``Errors.java``).
 
-DESIGN.md's list, plus the codes the classic coordinator and the offset APIs return.
+DESIGN.md's list, plus the codes the classic coordinator, the offset APIs and the SASL
+authentication of a listener return.
 The draft's COMPUTE_ASSIGNMENT / INVALID_ASSIGNMENT have no Kafka number and are not here:
 the project assigns them where it assigns the draft's API keys.
 """
@@ -28,8 +29,11 @@ class ErrorCode(IntEnum):
     INVALID_COMMIT_OFFSET_SIZE = 28
     TOPIC_AUTHORIZATION_FAILED = 29
     GROUP_AUTHORIZATION_FAILED = 30
+    UNSUPPORTED_SASL_MECHANISM = 33
+    ILLEGAL_SASL_STATE = 34
     UNSUPPORTED_VERSION = 35
     INVALID_REQUEST = 42
+    SASL_AUTHENTICATION_FAILED = 58
     NON_EMPTY_GROUP = 68
     GROUP_ID_NOT_FOUND = 69
     MEMBER_ID_REQUIRED = 79

@@ -40,6 +40,10 @@ from .apis.context import BrokerContext
 from .clock import Clock, RealClock, VirtualClock
 from .config import BrokerConfig
 from .proxy import NO_REPLY, Proxy
+from .acl import ANONYMOUS
+from .authorize import PASS, Authorizer
+from .sasl import SaslGate
+from .sasl.gate import ADVERTISED as SASL_VERSIONS
 from .throttle import Throttled
 
 log = logging.getLogger("fakebroker")
@@ -70,6 +74,8 @@ class Connection:
     in_flight: int = 0  # frames read and not yet answered: an idle timeout does not apply
     buffered: int = 0  # bytes of frames read ahead and not yet served
     room: asyncio.Event = field(default_factory=asyncio.Event)  # set when buffered drops
+    sasl: SaslGate | None = None  # the listener's SASL: this connection's authentication
+    close_after_reply: str | None = None  # answer, then close (a refused SASL exchange)
 
 
 class _Idle(Exception):
@@ -137,6 +143,8 @@ class FakeBroker:
         self.accept_failures = Throttled(log, "cannot accept connections")
         self.ctx: BrokerContext | None = None
         self.proxy: Proxy | None = None
+        self.authorizer = (Authorizer(self.config.acls, self.registry, self.config)
+                           if self.config.acls is not None else None)
         if self.upstream is not None:
             self.proxy = Proxy(self, self.upstream)
 
@@ -149,8 +157,9 @@ class FakeBroker:
 
     def supported_versions(self) -> dict[int, tuple[int, int]]:
         """The APIs this broker implements, capped by the configured per-API maximum."""
+        sasl = SASL_VERSIONS if self.config.sasl is not None else {}
         if self.proxy is not None:
-            return self.proxy.supported_versions()
+            return {**self.proxy.supported_versions(), **sasl}
         keys = set(HANDLERS) | set(self.coordinator.api_keys())
         out = {}
         for key in sorted(keys):
@@ -158,14 +167,15 @@ class FakeBroker:
             hi = min(mt.highest, self.config.api_max_versions.get(key, mt.highest))
             if hi >= mt.lowest:
                 out[key] = (mt.lowest, hi)
-        return out
+        return {**out, **sasl}
 
     async def start(self) -> None:
         if self.proxy is not None:
             await self.proxy.start()  # the upstream's versions, before we advertise ours
         # Bind first; the context (and so the advertised port) exists before any accept.
+        tls = self.config.tls.server_context() if self.config.tls is not None else None
         self._server = await asyncio.start_server(self._serve, self.config.host, self.config.port,
-                                                  start_serving=False)
+                                                  ssl=tls, start_serving=False)
         bound, port = self._server.sockets[0].getsockname()[:2]
         host = self.config.advertised_host or bound
         self.ctx = BrokerContext(self.registry, self.config, self.clock, host, port,
@@ -300,6 +310,8 @@ class FakeBroker:
             self._tasks.discard(task)
             return
         conn = Connection(next(self._conn_ids), f"{peer[0]}:{peer[1]}" if peer else "?", writer)
+        if self.config.sasl is not None:
+            conn.sasl = SaslGate(self.config.sasl, self.registry)
         self._connections[conn.id] = conn
         log.debug("connection %d from %s", conn.id, conn.peer)
         frames: asyncio.Queue[bytes | None] = asyncio.Queue(_READ_AHEAD)
@@ -325,6 +337,9 @@ class FakeBroker:
                 if out:  # empty: a hook dropped the reply
                     writer.write(out)
                     await writer.drain()
+                if conn.close_after_reply is not None:
+                    conn.closed_by, conn.close_reason = "broker", conn.close_after_reply
+                    break
         except (ConnectionError, asyncio.IncompleteReadError) as e:
             conn.close_reason = conn.close_reason or f"connection error: {e}"
         except asyncio.CancelledError:
@@ -383,17 +398,21 @@ class FakeBroker:
         if limit is None:
             return await reader.readexactly(n)
         read = asyncio.ensure_future(reader.readexactly(n))
-        while True:
-            done, _ = await asyncio.wait({read}, timeout=limit / 1000)
-            if done:
-                return read.result()
-            if partial or not conn.in_flight:
-                read.cancel()
-                what = "a partly sent frame" if partial else "nothing"
-                conn.closed_by = "broker"
-                conn.close_reason = f"idle: {what} for {limit} ms (connections.max.idle.ms)"
-                log.info("connection %d: %s; closing", conn.id, conn.close_reason)
-                raise _Idle
+        try:
+            while True:
+                done, _ = await asyncio.wait({read}, timeout=limit / 1000)
+                if done:
+                    return read.result()
+                if partial or not conn.in_flight:
+                    what = "a partly sent frame" if partial else "nothing"
+                    conn.closed_by = "broker"
+                    conn.close_reason = f"idle: {what} for {limit} ms (connections.max.idle.ms)"
+                    log.info("connection %d: %s; closing", conn.id, conn.close_reason)
+                    raise _Idle
+        finally:
+            # Also when the pump is cancelled (the broker closed the connection): a read
+            # left running would fail later with nobody to retrieve its exception.
+            read.cancel()
 
     async def _read_frame(self, reader: asyncio.StreamReader, conn: Connection) -> bytes | None:
         try:
@@ -443,6 +462,17 @@ class FakeBroker:
             self._record_request(conn, frame, req)
             conn.close_reason = "version not advertised"
             return None
+        if conn.sasl is not None:
+            verdict = conn.sasl.receive(req.api_key, req.body)
+            if not verdict.admit:
+                # Authentication is the listener's, before any hook or route sees a request.
+                self._record_request(conn, frame, req)
+                if verdict.answer is None:
+                    log.error("connection %d: %s; closing", conn.id, verdict.close)
+                    conn.close_reason = verdict.close
+                    return None
+                conn.close_after_reply = verdict.close
+                return self._encode_reply(conn, req, verdict.answer, [])
         call = Call(self.registry, conn.id, req.api_key, req.version, req.correlation_id,
                     req.header.client_id, req.body, self.clock.now_ms(), peer=conn.peer)  # type: ignore[attr-defined]
         received = req.body.to_json() if self.recorders else None  # before a hook edits it
@@ -468,6 +498,11 @@ class FakeBroker:
                 return self._no_reply(conn, outcome, notes)
             body = replaced if outcome == "respond" else call.response
         assert body is not None
+        return self._encode_reply(conn, req, body, notes)
+
+    def _encode_reply(self, conn: Connection, req: Request, body: Struct,
+                      notes: list[str]) -> bytes | None:
+        """The response frame, recorded; None closes the connection (it cannot be sent)."""
         if getattr(type(body), "_message_type", None) is not self.registry.response(req.api_key):
             log.error("connection %d: a hook answered %s with %s; closing", conn.id,
                       self.registry.api_name(req.api_key), type(body).__name__)
@@ -587,7 +622,24 @@ class FakeBroker:
         return None
 
     async def dispatch(self, conn: Connection, req: Request) -> Struct | None:
-        """Route a decoded request to a broker-side handler or to the group coordinator."""
+        """Route a decoded request to a broker-side handler or to the group coordinator,
+        once the ACLs (if any) allow it."""
+        assert self.ctx is not None
+        verdict = PASS
+        if self.authorizer is not None:
+            user = conn.sasl.user if conn.sasl is not None else None
+            verdict = self.authorizer.check(f"User:{user}" if user else ANONYMOUS,
+                                            req.api_key, req.version, req.body)
+        if verdict.refusal is not None:
+            return verdict.refusal
+        if verdict.request is not None:
+            req.body = verdict.request
+        body = await self._route(conn, req)
+        if verdict.after is not None and body is not None and body is not NO_REPLY:
+            verdict.after(body)
+        return body
+
+    async def _route(self, conn: Connection, req: Request) -> Struct | None:
         assert self.ctx is not None
         if self.proxy is not None and self.proxy.forwards(req.api_key):
             return await self.proxy.forward(conn, req)

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import ssl
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
+
+from .acl import Acls
+from .sasl import SaslConfig
 
 # The largest request frame accepted. Kafka's socket.request.max.bytes is 100 MB, but it
 # decodes on many threads; here one event loop decodes for every client, and the group
@@ -41,6 +46,24 @@ class Topic:
         return Topic(name, n)
 
 
+@dataclass(frozen=True)
+class TlsConfig:
+    """The listener's certificate chain and private key (PEM files)."""
+
+    certfile: Path
+    keyfile: Path
+
+    def server_context(self) -> ssl.SSLContext:
+        ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        try:
+            ctx.load_cert_chain(self.certfile, self.keyfile)
+        except (OSError, ssl.SSLError) as e:
+            raise ValueError(f"TLS: cannot load certificate {self.certfile} with key "
+                             f"{self.keyfile}: {e}") from None
+        return ctx
+
+
 @dataclass
 class BrokerConfig:
     host: str = "127.0.0.1"
@@ -59,6 +82,18 @@ class BrokerConfig:
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     # Per-API cap on the advertised max version (pins clients to old versions).
     api_max_versions: dict[int, int] = field(default_factory=dict)
+    # The listener's security: TLS and/or SASL (both None: PLAINTEXT).
+    tls: TlsConfig | None = None
+    sasl: SaslConfig | None = None
+    # Who may do what (``acl.py``); None: everyone may do everything.
+    acls: Acls | None = None
+
+    @property
+    def security_protocol(self) -> str:
+        """Kafka's name for the listener: PLAINTEXT, SSL, SASL_PLAINTEXT or SASL_SSL."""
+        if self.sasl is None:
+            return "SSL" if self.tls else "PLAINTEXT"
+        return "SASL_SSL" if self.tls else "SASL_PLAINTEXT"
 
     def topic(self, name: str) -> Topic | None:
         return next((t for t in self.topics if t.name == name), None)

@@ -16,8 +16,11 @@ from ..coordinator.config import CoordinatorConfig
 from ..protocol import Registry
 from .broker import FakeBroker
 from .config import (DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FRAME_BYTES,
-                     MIN_FRAME_BYTES, BrokerConfig, Topic)
+                     MIN_FRAME_BYTES, BrokerConfig, TlsConfig, Topic)
 from .proxy import UpstreamError
+from .acl import parse_acl_file
+from .sasl import SaslConfig, parse_users_file
+from .sasl.credentials import MECHANISMS
 
 log = logging.getLogger(__name__)
 
@@ -77,6 +80,25 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
                         "and at start every connect group found on that topic is loaded "
                         "(fresh session timeouts, pending revocations' rebalance timeouts "
                         "re-armed). A write that fails fails the request (nothing is retried)")
+    sec = p.add_argument_group(
+        "security", "The listener's security protocol follows from these: PLAINTEXT (none), SSL "
+                    "(--tls-cert/--tls-key), SASL_PLAINTEXT (--sasl-mechanism/--sasl-users) or "
+                    "SASL_SSL (both).")
+    sec.add_argument("--tls-cert", type=Path, metavar="PEM",
+                     help="serve TLS with this certificate chain (needs --tls-key)")
+    sec.add_argument("--tls-key", type=Path, metavar="PEM", help="the certificate's private key")
+    sec.add_argument("--sasl-mechanism", action="append", default=[], choices=MECHANISMS,
+                     help="require SASL authentication with this mechanism (repeatable; "
+                          "SaslHandshake lists them in this order; needs --sasl-users)")
+    sec.add_argument("--sasl-users", type=Path, metavar="FILE",
+                     help="who may authenticate: NAME=PASSWORD per line, # comments "
+                          "(SCRAM credentials are derived from them at start, 4096 iterations)")
+    sec.add_argument("--acls", type=Path, metavar="FILE",
+                     help="authorize with these ACLs, one 'ALLOW|DENY PRINCIPAL OPERATION "
+                          "TYPE:PATTERN' per line (e.g. 'allow User:alice Read Group:connect-*'; "
+                          "types Group, Topic, Cluster; operations Read, Write, Describe, All); "
+                          "a request nothing allows gets GROUP_/TOPIC_AUTHORIZATION_FAILED as "
+                          "Kafka answers it. Without SASL every client is User:ANONYMOUS")
     p.add_argument("--log-level", default="INFO",
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log verbosity")
     p.set_defaults(func=cmd_serve)
@@ -106,7 +128,9 @@ def build_broker(args: argparse.Namespace, registry: Registry, **extra: Any) -> 
                           max_frame_bytes=args.max_frame_bytes,
                           idle_timeout_ms=args.idle_timeout_ms or None,
                           max_connections=args.max_connections,
-                          advertised_host=args.advertised_host, api_max_versions=_parse_caps(args.api_max_version, registry))
+                          advertised_host=args.advertised_host, api_max_versions=_parse_caps(args.api_max_version, registry),
+                          tls=_tls(args), sasl=_sasl(args),
+                          acls=parse_acl_file(args.acls) if getattr(args, "acls", None) else None)
     coord = CoordinatorConfig(initial_rebalance_delay_ms=args.initial_rebalance_delay_ms,
                               min_session_timeout_ms=args.min_session_timeout_ms,
                               max_session_timeout_ms=args.max_session_timeout_ms,
@@ -127,6 +151,26 @@ def build_broker(args: argparse.Namespace, registry: Registry, **extra: Any) -> 
             store.close()
             raise
     return FakeBroker(config, coord, registry=registry, **extra)
+
+
+def _tls(args: argparse.Namespace) -> TlsConfig | None:
+    cert, key = getattr(args, "tls_cert", None), getattr(args, "tls_key", None)
+    if cert is None and key is None:
+        return None
+    if cert is None or key is None:
+        raise ValueError("--tls-cert and --tls-key go together")
+    tls = TlsConfig(cert, key)
+    tls.server_context()  # unreadable or mismatched files are refused before binding
+    return tls
+
+
+def _sasl(args: argparse.Namespace) -> SaslConfig | None:
+    mechanisms, users = getattr(args, "sasl_mechanism", []), getattr(args, "sasl_users", None)
+    if not mechanisms and users is None:
+        return None
+    if not mechanisms or users is None:
+        raise ValueError("--sasl-mechanism and --sasl-users go together")
+    return SaslConfig(tuple(mechanisms), parse_users_file(users))
 
 
 def check_options(args: argparse.Namespace) -> None:
@@ -192,5 +236,6 @@ async def _serve(broker: FakeBroker, ready_file: Path | None) -> None:
     async with broker:
         if ready_file is not None:
             write_ready_file(ready_file, broker.bootstrap)
+        log.info("security protocol %s", broker.config.security_protocol)
         print(broker.bootstrap, flush=True)  # last: whoever reads it may rely on the file
         await stop.wait()

@@ -11,6 +11,7 @@ from pathlib import Path
 from fakebroker import __version__
 from fakebroker.client import KafkaConnection
 from fakebroker.protocol import default_registry
+from fakebroker.protocol.framing import encode_request
 
 CMD = [sys.executable, "-m", "fakebroker.cli"]
 
@@ -43,7 +44,8 @@ def test_serve_help_explains_every_option() -> None:
     out = subprocess.run([*CMD, "serve", "--help"], capture_output=True, text=True, check=True).stdout
     for option in ("--host", "--port", "--ready-file", "--topic", "--initial-rebalance-delay-ms",
                    "--min-session-timeout-ms", "--max-session-timeout-ms", "--max-group-size",
-                   "--max-frame-bytes", "--api-max-version", "--log-level"):
+                   "--max-frame-bytes", "--api-max-version", "--log-level", "--tls-cert",
+                   "--tls-key", "--sasl-mechanism", "--sasl-users"):
         assert option in out
 
 
@@ -70,3 +72,57 @@ def test_serve_reports_a_port_in_use() -> None:
 def test_version() -> None:
     r = subprocess.run([*CMD, "--version"], capture_output=True, text=True, check=True)
     assert r.stdout.strip() == f"fakebroker {__version__}"
+
+
+def test_serve_with_sasl_advertises_the_sasl_apis_and_refuses_unauthenticated_groups(tmp_path: Path) -> None:
+    users = tmp_path / "users"
+    users.write_text("alice=alice-secret\n")
+    proc = subprocess.Popen([*CMD, "serve", "--port", "0", "--sasl-mechanism", "SCRAM-SHA-256",
+                             "--sasl-mechanism", "PLAIN", "--sasl-users", str(users)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    reg = default_registry()
+    try:
+        assert proc.stdout is not None
+        line = proc.stdout.readline().strip()
+
+        async def talk() -> tuple[dict[int, tuple[int, int]], list[str], int, bool]:
+            async with await KafkaConnection.open(line) as c:
+                av = await c.send(reg["ApiVersionsRequest"].new(), 3)
+                hs = await c.send(reg["SaslHandshakeRequest"].new(mechanism="PLAIN"), 1)
+                auth = await c.send(reg["SaslAuthenticateRequest"].new(
+                    auth_bytes=b"\x00alice\x00alice-secret"), 2)
+                lg = await c.send(reg["ListGroupsRequest"].new(), 4)  # now served
+                versions = {k.api_key: (k.min_version, k.max_version) for k in av.response.api_keys}
+                return versions, hs.response.mechanisms, auth.response.error_code, lg.response.error_code == 0
+
+        versions, mechanisms, auth_code, listed = asyncio.run(talk())
+        assert versions[17] == (1, 1) and versions[36] == (0, 2)
+        assert mechanisms == ["SCRAM-SHA-256", "PLAIN"] and auth_code == 0 and listed
+
+        async def unauthenticated() -> bytes:
+            host, port = line.rsplit(":", 1)
+            r, w = await asyncio.open_connection(host, int(port))
+            lg = reg["ListGroupsRequest"].new()
+            w.write(encode_request(reg, lg, 4, 7, "x", size_prefix=True))
+            return await asyncio.wait_for(r.read(), 20)
+        assert asyncio.run(unauthenticated()) == b""  # closed, nothing answered
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=20)
+    assert "security protocol SASL_PLAINTEXT" in err
+    assert "ListGroups request during the SASL handshake (rule sasl-handshake-first)" in err
+
+
+def test_serve_refuses_bad_security_options(tmp_path: Path) -> None:
+    users = tmp_path / "users"
+    users.write_text("alice\n")
+    junk = tmp_path / "junk.pem"
+    junk.write_text("not a certificate\n")
+    for args, says in ((["--tls-cert", str(junk)], "--tls-cert and --tls-key go together"),
+                       (["--tls-cert", str(junk), "--tls-key", str(junk)], "TLS: cannot load certificate"),
+                       (["--sasl-mechanism", "PLAIN"], "--sasl-mechanism and --sasl-users go together"),
+                       (["--sasl-mechanism", "PLAIN", "--sasl-users", str(users)], "users:1: expected NAME=PASSWORD")):
+        r = subprocess.run([*CMD, "serve", "--port", "0", *args], capture_output=True, text=True,
+                           timeout=30)
+        assert r.returncode == 2, (args, r.stderr)
+        assert says in r.stderr and "Traceback" not in r.stderr
