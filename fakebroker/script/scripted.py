@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol import Registry
-from .hooks import Action, Call, Close, Defer, Drop, Respond
-from .matchers import Bindings, Divergence, compare, join_path, play
+from ..intercept.hooks import Action, Call, Close, Defer, Drop, Respond
+from ..intercept.matchers import Bindings, Divergence, compare, join_path, play
 from .replay import Failure, Report, describe_event
 from .transcript import Event, Transcript, TranscriptError
 

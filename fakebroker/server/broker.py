@@ -31,7 +31,7 @@ from ..coordinator.topics import FixedTopics
 from ..protocol import DecodeError, EncodeError, Registry, Struct, default_registry
 from ..protocol.error_codes import ErrorCode
 from ..protocol.framing import Request, add_size_prefix, decode_request, encode_response
-from ..script.hooks import (Action, Call, Close, Continue, Defer, Delay, Drop, ErrorResponse,
+from ..intercept.hooks import (Action, Call, Close, Continue, Defer, Delay, Drop, ErrorResponse,
                             Hold, Hooks, Respond)
 from ..script.recorder import Recorder
 from .apis import HANDLERS

@@ -11,8 +11,8 @@ import pytest
 
 from fakebroker.client import ClientError, KafkaConnection
 from fakebroker.protocol.error_codes import ErrorCode as E
-from fakebroker.script.error_response import error_response, resolve_error
-from fakebroker.script.hooks import (Call, Close, Continue, Delay, Drop, ErrorResponse, Gate,
+from fakebroker.intercept.error_response import error_response, resolve_error
+from fakebroker.intercept.hooks import (Call, Close, Continue, Delay, Drop, ErrorResponse, Gate,
                                      Hold, Hooks, Respond)
 from fakebroker.server.broker import FakeBroker
 from fakebroker.server.clock import VirtualClock

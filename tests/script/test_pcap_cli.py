@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fakebroker.client import KafkaConnection
-from fakebroker.script.hooks import Close
+from fakebroker.intercept.hooks import Close
 from fakebroker.script.transcript import load
 from fakebroker.server.broker import FakeBroker
 

@@ -15,7 +15,7 @@ import pytest
 from fakebroker.client import KafkaConnection
 from fakebroker.coordinator.config import CoordinatorConfig
 from fakebroker.protocol import default_registry
-from fakebroker.script.hooks import Drop
+from fakebroker.intercept.hooks import Drop
 from fakebroker.server.broker import FakeBroker
 from fakebroker.server.clock import VirtualClock
 from fakebroker.server.config import DEFAULT_MAX_FRAME_BYTES, BrokerConfig
