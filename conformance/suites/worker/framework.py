@@ -32,6 +32,7 @@ from typing import Any
 from fakebroker.coordinator.config import CoordinatorConfig
 from fakebroker.protocol import Struct
 from fakebroker.protocol.framing import Request
+from fakebroker.script.recorder import Recorder
 from fakebroker.server.broker import Connection, FakeBroker
 from fakebroker.server.clock import RealClock
 from fakebroker.server.config import BrokerConfig
@@ -87,7 +88,7 @@ class RecordingBroker(FakeBroker):
         self.forged: list[tuple[str, str, Any, Any]] = []
         self.frames: list[dict[str, Any]] = []
         self._client_of: dict[tuple[Any, Any], str] = {}
-        self.record(self._keep_group_frame, keep=False, api_keys=GROUP_API_KEYS)
+        self.record(Recorder(self._keep_group_frame, keep=False, api_keys=GROUP_API_KEYS))
 
     def _keep_group_frame(self, line: dict[str, Any]) -> None:
         if line.get("kind") not in ("request", "response"):
@@ -108,7 +109,7 @@ class RecordingBroker(FakeBroker):
         with self._lock:
             return [f for f in self.frames[since:] if f["client"] in clients]
 
-    async def dispatch(self, conn: Connection, req: Request) -> Struct | None:
+    async def route(self, conn: Connection, req: Request) -> Any:
         client_id = req.header.client_id or ""  # type: ignore[attr-defined]
         with self._lock:
             seen = Seen(len(self.seen), conn.id, client_id, self.registry.api_name(req.api_key),
@@ -121,7 +122,7 @@ class RecordingBroker(FakeBroker):
         if forge is not None:
             body = forge[3](req.body)
         else:
-            body = await super().dispatch(conn, req)
+            body = await super().route(conn, req)
         with self._lock:
             seen.response, seen.t_response = body, time.monotonic()
         return body
