@@ -44,7 +44,7 @@ from fakebroker.coordinator.reconcile.records import (CurrentAssignmentRecord,  
                                                       TargetAssignmentMemberRecord,
                                                       TargetAssignmentMetadataRecord,
                                                       TargetMemberValue, UnitSetMetadataRecord)
-from fakebroker.coordinator.reconcile.sim import Driver, SimMember, round_robin_installer  # noqa: E402
+from tests.support.reconcile_sim import Driver, SimMember, round_robin_installer  # noqa: E402
 from fakebroker.coordinator.reconcile.units import sorted_units  # noqa: E402
 
 GROUP = "bench"

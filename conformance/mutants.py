@@ -2,9 +2,11 @@
 the coordinator suite's power. Each one injects a single defect; a target file in
 ``fixtures/mutants/`` selects it (``[fakebroker] mutant = "<name>"``).
 
-Until the scripting layer's response hooks exist, a mutant is a small ``GroupCoordinator``
-subclass: most rewrite one kind of reply on its way out (``rewrite``), a few change one
-decision inside the classic group (``MutantGroup``). Every mutant is named for its defect.
+A mutant is a named set of hooks on a normal broker (``install``), so it runs with the
+broker's topics and connect store: most rewrite one kind of request or response on its way
+(``on_request`` / ``on_response``). A defect that is a decision inside the coordinator, which
+no request or response carries (a generation not bumped, a session never expiring), is a
+``patch`` of that broker's own coordinator instead. Every mutant is named for its defect.
 The draft's connect coordinator has its own mutants (``DRAFT_MUTANTS``, the section at the
 end): they rewrite ConnectGroup* requests or replies, or swap a policy of the group engine.
 """
@@ -12,203 +14,155 @@ end): they rewrite ConnectGroup* requests or replies, or swap a policy of the gr
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from fakebroker.coordinator import GroupCoordinator, Reply, RequestContext
 from fakebroker.coordinator.classic.group import ClassicGroup
-from fakebroker.coordinator.config import CoordinatorConfig
 from fakebroker.coordinator.reconcile import Installed
 from fakebroker.coordinator.reconcile.records import GroupMetadataRecord, is_tombstone
 from fakebroker.coordinator.reconcile.units import split_connect_units
-from fakebroker.protocol import Struct
+from fakebroker.intercept.hooks import Call, Continue
 from fakebroker.protocol.error_codes import ErrorCode
 from fakebroker.server.broker import FakeBroker
 
 JOIN, HEARTBEAT, LEAVE, SYNC = 11, 12, 13, 14
 CONNECT_HB, CONNECT_INSTALL = 1000, 1002  # the draft's APIs (ERRATA 1)
 
+#: Edits ``call.request`` or ``call.response`` in place; sees the broker's coordinator.
+Edit = Callable[[GroupCoordinator, Call], None]
+
 
 @dataclass(frozen=True)
-class Sent:
-    api_key: int
-    version: int
-    group_id: str
-    member_id: str
+class Mutant:
+    defect: str
+    on_request: tuple[tuple[int | None, Edit], ...] = ()  # (API key or None: all, edit)
+    on_response: tuple[tuple[int | None, Edit], ...] = ()  # the same, on the answer
+    patch: Callable[[GroupCoordinator], None] | None = None
+
+    def install(self, broker: FakeBroker, name: str) -> None:
+        """Add the hooks (kept for the broker's life) and patch its coordinator; before it
+        starts."""
+        coord = broker.coordinator
+        for side, edits in (("request", self.on_request), ("response", self.on_response)):
+            for api_key, edit in edits:
+                broker.hooks.add(_editing(coord, edit), api=api_key, side=side, keep=True,
+                                 name=f"mutant:{name}")
+        if self.patch is not None:
+            self.patch(coord)
 
 
-class MutantCoordinator(GroupCoordinator):
-    """A coordinator whose replies pass through ``rewrite`` (identity here)."""
+def _editing(coord: GroupCoordinator, edit: Edit) -> Callable[[Call], Any]:
+    def hook(call: Call) -> None:
+        edit(coord, call)
+        # Observe only: the call goes on (edited), later hooks still see it.
+    return hook
 
-    defect = "none"
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._sent: dict[int, Sent] = {}
-
-    def handle(self, ctx: RequestContext, body: Struct, now_ms: int) -> list[Reply]:
-        self._sent[ctx.request_id] = Sent(ctx.api_key, ctx.api_version,
-                                          getattr(body, "group_id", ""), getattr(body, "member_id", ""))
-        ctx, body = self.rewrite_request(ctx, body)
-        return self._out(self.handle_mutated(ctx, body, now_ms))
-
-    def handle_mutated(self, ctx: RequestContext, body: Struct, now_ms: int) -> list[Reply]:
-        return super().handle(ctx, body, now_ms)
-
-    def tick(self, now_ms: int) -> list[Reply]:
-        return self._out(super().tick(now_ms))
-
-    def _out(self, replies: list[Reply]) -> list[Reply]:
-        out = []
-        for r in replies:
-            sent = self._sent.pop(r.request_id, None)
-            out.append(Reply(r.request_id, self.rewrite(sent, r.body)) if sent else r)
-        return out
-
-    def rewrite_request(self, ctx: RequestContext, body: Struct) -> tuple[RequestContext, Struct]:
-        return ctx, body
-
-    def rewrite(self, sent: Sent, body: Any) -> Any:
-        return body
+def _wrap_handle(coord: GroupCoordinator, around: Callable[..., list[Reply]]) -> None:
+    """``coord.handle`` becomes ``around(original, ctx, body, now_ms)``."""
+    original = coord.handle
+    coord.handle = lambda ctx, body, now_ms: around(original, ctx, body, now_ms)  # type: ignore[method-assign]
 
 
 # ---------------------------------------------------------------- reply rewriters
 
-class HeartbeatOkWhileRebalancing(MutantCoordinator):
-    defect = "Heartbeat during PreparingRebalance answered NONE instead of REBALANCE_IN_PROGRESS"
-
-    def rewrite(self, sent: Sent, body: Any) -> Any:
-        if sent.api_key == HEARTBEAT and body.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
-            body.error_code = 0
-        return body
+def _error_to_none(code: ErrorCode) -> Edit:
+    def edit(coord: GroupCoordinator, call: Call) -> None:
+        if call.response.error_code == code:  # type: ignore[union-attr]
+            call.response.error_code = 0  # type: ignore[union-attr]
+    return edit
 
 
-class IllegalGenerationIgnored(MutantCoordinator):
-    defect = "Heartbeat with a wrong generation answered NONE instead of ILLEGAL_GENERATION"
-
-    def rewrite(self, sent: Sent, body: Any) -> Any:
-        if sent.api_key == HEARTBEAT and body.error_code == ErrorCode.ILLEGAL_GENERATION:
-            body.error_code = 0
-        return body
+def _every_member_leader(coord: GroupCoordinator, call: Call) -> None:
+    body: Any = call.response
+    if body.error_code == 0:
+        body.leader = body.member_id
 
 
-class SyncOkWhileRebalancing(MutantCoordinator):
-    defect = "SyncGroup during PreparingRebalance answered NONE (empty assignment)"
-
-    def rewrite(self, sent: Sent, body: Any) -> Any:
-        if sent.api_key == SYNC and body.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
-            body.error_code = 0
-        return body
-
-
-class EveryMemberLeader(MutantCoordinator):
-    defect = "every JoinGroup response names its own member as the leader"
-
-    def rewrite(self, sent: Sent, body: Any) -> Any:
-        if sent.api_key == JOIN and body.error_code == 0:
-            body.leader = body.member_id
-        return body
+def _metadata_corrupted(coord: GroupCoordinator, call: Call) -> None:
+    body: Any = call.response
+    if body.error_code == 0:
+        for m in body.members:
+            md = bytes(m.metadata)
+            if md:
+                m.metadata = md[:-1] + bytes([md[-1] ^ 0xFF])
 
 
-class MetadataCorrupted(MutantCoordinator):
-    defect = "the leader receives each member's metadata with its last byte flipped"
-
-    def rewrite(self, sent: Sent, body: Any) -> Any:
-        if sent.api_key == JOIN and body.error_code == 0:
-            for m in body.members:
-                md = bytes(m.metadata)
-                if md:
-                    m.metadata = md[:-1] + bytes([md[-1] ^ 0xFF])
-        return body
+def _assignment_truncated(coord: GroupCoordinator, call: Call) -> None:
+    body: Any = call.response
+    if body.error_code == 0 and body.assignment:
+        body.assignment = bytes(body.assignment)[:-1]
 
 
-class AssignmentTruncated(MutantCoordinator):
-    defect = "SyncGroup returns the member's assignment without its last byte"
-
-    def rewrite(self, sent: Sent, body: Any) -> Any:
-        if sent.api_key == SYNC and body.error_code == 0 and body.assignment:
-            body.assignment = bytes(body.assignment)[:-1]
-        return body
+def _static_not_fenced(coord: GroupCoordinator, call: Call) -> None:
+    body: Any = call.response
+    if getattr(body, "error_code", 0) == ErrorCode.FENCED_INSTANCE_ID:
+        body.error_code = int(ErrorCode.UNKNOWN_MEMBER_ID)
 
 
-class StaticNotFenced(MutantCoordinator):
-    defect = "a replaced static member id gets UNKNOWN_MEMBER_ID instead of FENCED_INSTANCE_ID"
+# ---------------------------------------------------------------- decisions inside the coordinator
 
-    def rewrite(self, sent: Sent, body: Any) -> Any:
-        if getattr(body, "error_code", 0) == ErrorCode.FENCED_INSTANCE_ID:
-            body.error_code = int(ErrorCode.UNKNOWN_MEMBER_ID)
-        return body
-
-
-# ---------------------------------------------------------------- request rewriters
-
-class NoMemberIdRequired(MutantCoordinator):
-    defect = "JoinGroup v4+ without a member id is admitted at once (no MEMBER_ID_REQUIRED)"
-
-    def rewrite_request(self, ctx: RequestContext, body: Struct) -> tuple[RequestContext, Struct]:
-        b: Any = body
-        if ctx.api_key == JOIN and ctx.api_version >= 4 and b.member_id == "" and b.group_instance_id is None:
+def _no_member_id_required(coord: GroupCoordinator) -> None:
+    def around(handle: Any, ctx: RequestContext, body: Any, now_ms: int) -> list[Reply]:
+        if ctx.api_key == JOIN and ctx.api_version >= 4 and body.member_id == "" and body.group_instance_id is None:
             # Take the pre-KIP-394 path; the response is still built for a v4+ request.
-            return dataclasses.replace(ctx, api_version=3), body
-        return ctx, body
+            ctx = dataclasses.replace(ctx, api_version=3)
+        return handle(ctx, body, now_ms)  # type: ignore[no-any-return]
+    _wrap_handle(coord, around)
 
 
-class LeaveWithoutRebalance(MutantCoordinator):
-    defect = "LeaveGroup removes the member but starts no rebalance"
-
-    def handle_mutated(self, ctx: RequestContext, body: Struct, now_ms: int) -> list[Reply]:
+def _leave_without_rebalance(coord: GroupCoordinator) -> None:
+    def around(handle: Any, ctx: RequestContext, body: Any, now_ms: int) -> list[Reply]:
         if ctx.api_key != LEAVE:
-            return super().handle_mutated(ctx, body, now_ms)
-        rb = self.rebalancer
+            return handle(ctx, body, now_ms)  # type: ignore[no-any-return]
+        rb = coord.rebalancer
         rb.maybe_prepare_rebalance_or_complete_join = lambda *a, **k: None  # type: ignore[method-assign]
         try:
-            return super().handle_mutated(ctx, body, now_ms)
+            return handle(ctx, body, now_ms)  # type: ignore[no-any-return]
         finally:
             del rb.maybe_prepare_rebalance_or_complete_join  # back to the class's method
+    _wrap_handle(coord, around)
 
 
-class SessionsNeverExpire(MutantCoordinator):
-    defect = "members that stop heartbeating are never removed"
+def _sessions_never_expire(coord: GroupCoordinator) -> None:
+    rb = coord.rebalancer
+    original = rb.expire_heartbeat
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        rb = self.rebalancer
-        original = rb.expire_heartbeat
-
-        def expire(group_id: str, member_id: str) -> None:
-            group = self.classic_group(group_id)
-            if group is not None and group.is_pending(member_id):
-                original(group_id, member_id)  # only pending ids still expire
-        rb.expire_heartbeat = expire  # type: ignore[method-assign]
+    def expire(group_id: str, member_id: str) -> None:
+        group = coord.classic_group(group_id)
+        if group is not None and group.is_pending(member_id):
+            original(group_id, member_id)  # only pending ids still expire
+    rb.expire_heartbeat = expire  # type: ignore[method-assign]
 
 
-class FollowerSyncNotHeld(MutantCoordinator):
-    defect = "a follower's SyncGroup is answered at once with an empty assignment instead of waiting for the leader"
-
-    def handle_mutated(self, ctx: RequestContext, body: Struct, now_ms: int) -> list[Reply]:
-        replies = super().handle_mutated(ctx, body, now_ms)
+def _follower_sync_not_held(coord: GroupCoordinator) -> None:
+    def around(handle: Any, ctx: RequestContext, body: Any, now_ms: int) -> list[Reply]:
+        replies: list[Reply] = handle(ctx, body, now_ms)
         if ctx.api_key == SYNC and not any(r.request_id == ctx.request_id for r in replies):
-            group = self.classic_group(getattr(body, "group_id", ""))
+            group = coord.classic_group(getattr(body, "group_id", ""))
             member_id = getattr(body, "member_id", "")
             if group is not None and group.has_member(member_id) and not group.is_leader(member_id):
                 group.member(member_id).awaiting_sync = None
-                replies.append(Reply(ctx.request_id, self.registry["SyncGroupResponse"].new(
+                replies.append(Reply(ctx.request_id, coord.registry["SyncGroupResponse"].new(
                     error_code=0, protocol_type=group.protocol_type, protocol_name=group.protocol_name,
                     assignment=b"")))
         return replies
+    _wrap_handle(coord, around)
 
 
-# ---------------------------------------------------------------- decisions inside the group
+def _groups_of(group_class: type[ClassicGroup]) -> Callable[[GroupCoordinator], None]:
+    """Classic groups created from now on are ``group_class`` (a subclass adding no state)."""
+    def patch(coord: GroupCoordinator) -> None:
+        original = coord.create_classic_group
 
-class _GroupMutant(MutantCoordinator):
-    group_class: type[ClassicGroup] = ClassicGroup
-
-    def create_classic_group(self, group_id: str) -> ClassicGroup:
-        if group_id in self.groups:
-            raise ValueError(f"group {group_id!r} already exists")
-        group = self.group_class(group_id, self.env)
-        self.groups[group_id] = group
-        return group
+        def create(group_id: str) -> ClassicGroup:
+            group = original(group_id)
+            group.__class__ = group_class
+            return group
+        coord.create_classic_group = create  # type: ignore[method-assign]
+    return patch
 
 
 class _NoBumpGroup(ClassicGroup):
@@ -219,11 +173,6 @@ class _NoBumpGroup(ClassicGroup):
             self.generation_id = before  # the defect: later rebalances reuse the generation
 
 
-class NoGenerationBump(_GroupMutant):
-    defect = "rebalances after the first keep the same generation id"
-    group_class = _NoBumpGroup
-
-
 class _FirstMemberVoteGroup(ClassicGroup):
     def select_protocol(self) -> str:
         candidates = self.candidate_protocols()
@@ -231,199 +180,136 @@ class _FirstMemberVoteGroup(ClassicGroup):
         return first.vote(candidates)  # the defect: the longest-standing member decides alone
 
 
-class FirstMemberDecidesProtocol(_GroupMutant):
-    defect = "the protocol is the first member's preference, not the vote of all members"
-    group_class = _FirstMemberVoteGroup
-
-
-class WideSessionBounds(MutantCoordinator):
-    defect = "session timeouts outside [min, max] are accepted (no INVALID_SESSION_TIMEOUT)"
-
-    def __init__(self, registry: Any = None, config: CoordinatorConfig | None = None, **kw: Any) -> None:
-        cfg = dataclasses.replace(config or CoordinatorConfig(), min_session_timeout_ms=1,
-                                  max_session_timeout_ms=2**31 - 1)
-        super().__init__(registry, cfg, **kw)
+def _wide_session_bounds(coord: GroupCoordinator) -> None:
+    coord.config = coord.env.config = dataclasses.replace(
+        coord.config, min_session_timeout_ms=1, max_session_timeout_ms=2**31 - 1)
 
 
 # ---------------------------------------------------------------- the draft's connect coordinator
 
-class _ConnectMutant(MutantCoordinator):
-    """Helpers for mutants of the draft's connect groups (``fakebroker.coordinator.modern``)."""
-
-    def member(self, group_id: str, member_id: str) -> Any:
-        group = self.connect_group(group_id)
-        if group is None or not group.engine.has_member(member_id):
-            return None
-        return group.engine.member(member_id)
-
-    def work_struct(self, message: str, units: Any) -> Any:
-        mt = self.registry[message]
-        connectors, tasks = split_connect_units(units)
-        return mt.classes["ConnectorsAndTasks"](
-            connectors=list(connectors),
-            tasks=[mt.classes["ConnectorTaskId"](connector_id=c, task_id=t) for c, t in tasks])
-
-    def hb_response(self, sent: Sent, body: Any) -> bool:
-        return sent.api_key == CONNECT_HB and body.error_code in (0, DRAFT_COMPUTE)
-
-
 DRAFT_COMPUTE = 1000  # COMPUTE_ASSIGNMENT as the fake broker numbers it (ERRATA 1)
 
 
-class NullTasksAcknowledgeRevocation(_ConnectMutant):
-    defect = "a heartbeat with ConnectorsAndTasks null (unchanged) counts as the revocation acknowledged"
-
-    def rewrite_request(self, ctx: RequestContext, body: Struct) -> tuple[RequestContext, Struct]:
-        b: Any = body
-        if ctx.api_key == CONNECT_HB and b.connectors_and_tasks is None and b.member_epoch > 0:
-            m = self.member(b.group_id, b.member_id)
-            if m is not None and m.current.pending_revocation:
-                b.connectors_and_tasks = self.work_struct("ConnectGroupHeartbeatRequest", m.current.assigned)
-        return ctx, body
+def _connect_member(coord: GroupCoordinator, group_id: str, member_id: str) -> Any:
+    group = coord.connect_group(group_id)
+    if group is None or not group.engine.has_member(member_id):
+        return None
+    return group.engine.member(member_id)
 
 
-class AssignmentMetadataDropped(_ConnectMutant):
-    defect = "the heartbeat's Assignment carries empty Metadata instead of the installed bytes"
-
-    def rewrite(self, sent: Sent, body: Any) -> Any:
-        if self.hb_response(sent, body) and body.assignment is not None:
-            body.assignment.metadata = b""
-        return body
-
-
-class AssignmentVersionZeroed(_ConnectMutant):
-    defect = "the heartbeat's Assignment carries Version 0 instead of the installed Version"
-
-    def rewrite(self, sent: Sent, body: Any) -> Any:
-        if self.hb_response(sent, body) and body.assignment is not None:
-            body.assignment.version = 0
-        return body
+def _work_struct(coord: GroupCoordinator, message: str, units: Any) -> Any:
+    mt = coord.registry[message]
+    connectors, tasks = split_connect_units(units)
+    return mt.classes["ConnectorsAndTasks"](
+        connectors=list(connectors),
+        tasks=[mt.classes["ConnectorTaskId"](connector_id=c, task_id=t) for c, t in tasks])
 
 
-class _StoredAssignorField(_ConnectMutant):
+def _assignment_of(call: Call) -> Any:
+    """The heartbeat response's Assignment, when it is an answer that carries one."""
+    body: Any = call.response
+    return body.assignment if body.error_code in (0, DRAFT_COMPUTE) else None
+
+
+def _null_tasks_acknowledge_revocation(coord: GroupCoordinator, call: Call) -> None:
+    b: Any = call.request
+    if b.connectors_and_tasks is None and b.member_epoch > 0:
+        m = _connect_member(coord, b.group_id, b.member_id)
+        if m is not None and m.current.pending_revocation:
+            b.connectors_and_tasks = _work_struct(coord, "ConnectGroupHeartbeatRequest", m.current.assigned)
+
+
+def _assignment_metadata_dropped(coord: GroupCoordinator, call: Call) -> None:
+    assignment = _assignment_of(call)
+    if assignment is not None:
+        assignment.metadata = b""
+
+
+def _assignment_version_zeroed(coord: GroupCoordinator, call: Call) -> None:
+    assignment = _assignment_of(call)
+    if assignment is not None:
+        assignment.version = 0
+
+
+def _stored_assignor_field(name: str) -> Edit:
     """Replaces one field of each resent assignor by the value the member had before, so
     a change of that field alone goes unnoticed."""
-
-    field = ""
-
-    def rewrite_request(self, ctx: RequestContext, body: Struct) -> tuple[RequestContext, Struct]:
-        b: Any = body
-        if ctx.api_key == CONNECT_HB and b.client_assignors is not None and b.member_epoch > 0:
-            m = self.member(b.group_id, b.member_id)
+    def edit(coord: GroupCoordinator, call: Call) -> None:
+        b: Any = call.request
+        if b.client_assignors is not None and b.member_epoch > 0:
+            m = _connect_member(coord, b.group_id, b.member_id)
             if m is not None:
                 before = {a.name: a for a in m.metadata.client_assignors}
                 for a in b.client_assignors:
                     if a.name in before:
-                        setattr(a, self.field, getattr(before[a.name], self.field))
-        return ctx, body
+                        setattr(a, name, getattr(before[a.name], name))
+    return edit
 
 
-class ReasonChangeIgnored(_StoredAssignorField):
-    defect = "a change of an assignor's Reason alone starts no new group epoch"
-    field = "reason"
+def _assign_while_revoking(coord: GroupCoordinator, call: Call) -> None:
+    assignment = _assignment_of(call)
+    b: Any = call.request
+    group = coord.connect_group(b.group_id)
+    m = _connect_member(coord, b.group_id, b.member_id)
+    if assignment is None or group is None or m is None or not m.current.pending_revocation:
+        return
+    assignment.connectors_and_tasks = _work_struct(
+        coord, "ConnectGroupHeartbeatResponse", group.engine.target(b.member_id).units)
 
 
-class MetadataChangeIgnored(_StoredAssignorField):
-    defect = "a change of an assignor's Metadata alone starts no new group epoch"
-    field = "metadata"
+def _stale_epoch_accepted(coord: GroupCoordinator, call: Call) -> None:
+    b: Any = call.request
+    if b.member_epoch > 0:
+        m = _connect_member(coord, b.group_id, b.member_id)
+        if m is not None:
+            b.member_epoch = m.current.member_epoch
 
 
-class AssignWhileRevoking(_ConnectMutant):
-    defect = "a worker asked to revoke work is handed its whole new target in the same response"
-
-    def rewrite(self, sent: Sent, body: Any) -> Any:
-        if not (self.hb_response(sent, body) and body.assignment is not None):
-            return body
-        group = self.connect_group(sent.group_id)
-        m = self.member(sent.group_id, sent.member_id)
-        if group is None or m is None or not m.current.pending_revocation:
-            return body
-        body.assignment.connectors_and_tasks = self.work_struct(
-            "ConnectGroupHeartbeatResponse", group.engine.target(sent.member_id).units)
-        return body
+def _leave_answered_with_epoch(coord: GroupCoordinator, call: Call) -> None:
+    body: Any = call.response
+    if body.error_code == 0 and body.member_epoch == -1:
+        body.member_epoch = 0
 
 
-class StaleEpochAccepted(_ConnectMutant):
-    defect = "a heartbeat with a wrong member epoch is served as if it had the current one (no FENCED_MEMBER_EPOCH)"
-
-    def rewrite_request(self, ctx: RequestContext, body: Struct) -> tuple[RequestContext, Struct]:
-        b: Any = body
-        if ctx.api_key == CONNECT_HB and b.member_epoch > 0:
-            m = self.member(b.group_id, b.member_id)
-            if m is not None:
-                b.member_epoch = m.current.member_epoch
-        return ctx, body
+def _duplicate_units_accepted(coord: GroupCoordinator, call: Call) -> None:
+    seen: set[tuple[str, int]] = set()
+    for m in call.request.members:  # type: ignore[attr-defined]
+        cat = m.connectors_and_tasks
+        cat.connectors = [c for c in cat.connectors if (c, -1) not in seen]
+        cat.tasks = [t for t in cat.tasks if (t.connector_id, t.task_id) not in seen]
+        seen |= {(c, -1) for c in cat.connectors} | {(t.connector_id, t.task_id) for t in cat.tasks}
 
 
-class LeaveAnsweredWithEpoch(_ConnectMutant):
-    defect = "a leave (epoch -1) is answered with MemberEpoch 0 instead of -1"
-
-    def rewrite(self, sent: Sent, body: Any) -> Any:
-        if sent.api_key == CONNECT_HB and body.error_code == 0 and body.member_epoch == -1:
-            body.member_epoch = 0
-        return body
-
-
-class DuplicateUnitsAccepted(_ConnectMutant):
-    defect = "an install giving a connector or task to two members is accepted (the later copies dropped)"
-
-    def rewrite_request(self, ctx: RequestContext, body: Struct) -> tuple[RequestContext, Struct]:
-        b: Any = body
-        if ctx.api_key == CONNECT_INSTALL:
-            seen: set[tuple[str, int]] = set()
-            for m in b.members:
-                cat = m.connectors_and_tasks
-                cat.connectors = [c for c in cat.connectors if (c, -1) not in seen]
-                cat.tasks = [t for t in cat.tasks if (t.connector_id, t.task_id) not in seen]
-                seen |= {(c, -1) for c in cat.connectors} | {(t.connector_id, t.task_id) for t in cat.tasks}
-        return ctx, body
+def _ranges_not_checked(coord: GroupCoordinator, call: Call) -> None:
+    b: Any = call.request
+    group = coord.connect_group(getattr(b, "group_id", ""))
+    if b.member_epoch == 0 and b.client_assignors and group is not None:
+        ranges = [(a.minimum_version, a.maximum_version) for m in group.engine.member_ids()
+                  for a in group.engine.member(m).metadata.client_assignors]
+        if ranges:   # the joiner is taken to cover everyone's range, so nothing is refused
+            lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
+            for a in b.client_assignors:
+                a.minimum_version, a.maximum_version = min(a.minimum_version, lo), max(a.maximum_version, hi)
 
 
-class AnyWorkerComputes(_ConnectMutant):
-    defect = ("the worker asked to compute is the one with the highest MinimumVersion, whether or not "
-              "its version range covers the others'")
+def _connect_groups(change: Callable[[Any], None]) -> Callable[[GroupCoordinator], None]:
+    """Connect groups created from now on get ``change(group)``."""
+    def patch(coord: GroupCoordinator) -> None:
+        original = coord.new_connect_group
 
-    def new_connect_group(self, group_id: str) -> Any:
-        group = super().new_connect_group(group_id)
-        group.engine.policy = Installed(selector=_newest_minimum)
-        return group
-
-
-class _ConnectConfigMutant(_ConnectMutant):
-    """A connect group whose engine runs with one setting changed."""
-
-    changes: dict[str, Any] = {}
-
-    def new_connect_group(self, group_id: str) -> Any:
-        group = super().new_connect_group(group_id)
-        group.engine.config = dataclasses.replace(group.engine.config, **self.changes)
-        return group
+        def new(group_id: str) -> Any:
+            group = original(group_id)
+            change(group)
+            return group
+        coord.new_connect_group = new  # type: ignore[method-assign]
+    return patch
 
 
-class FencedMemberKept(_ConnectConfigMutant):
-    defect = "a worker answered FENCED_MEMBER_EPOCH stays in the group (its old epoch is accepted again)"
-    changes = {"fence_removes_member": False}
-
-
-class ConnectSessionsNeverExpire(_ConnectConfigMutant):
-    defect = "a connect worker that stops heartbeating is never removed"
-    changes = {"session_timeout_ms": 2**31 - 1}
-
-
-class RangesNotChecked(_ConnectMutant):
-    defect = "a joining worker is admitted whatever its assignor version range (no UNSUPPORTED_ASSIGNOR)"
-
-    def rewrite_request(self, ctx: RequestContext, body: Struct) -> tuple[RequestContext, Struct]:
-        b: Any = body
-        group = self.connect_group(getattr(b, "group_id", ""))
-        if ctx.api_key == CONNECT_HB and b.member_epoch == 0 and b.client_assignors and group is not None:
-            ranges = [(a.minimum_version, a.maximum_version) for m in group.engine.member_ids()
-                      for a in group.engine.member(m).metadata.client_assignors]
-            if ranges:   # the joiner is taken to cover everyone's range, so nothing is refused
-                lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
-                for a in b.client_assignors:
-                    a.minimum_version, a.maximum_version = min(a.minimum_version, lo), max(a.maximum_version, hi)
-        return ctx, body
+def _engine_config(**changes: Any) -> Callable[[GroupCoordinator], None]:
+    """Connect groups whose engine runs with these settings changed."""
+    def change(group: Any) -> None:
+        group.engine.config = dataclasses.replace(group.engine.config, **changes)
+    return _connect_groups(change)
 
 
 def _newest_minimum(members: Any, previous: str | None) -> str | None:
@@ -431,6 +317,10 @@ def _newest_minimum(members: Any, previous: str | None) -> str | None:
         assignors = members[mid].client_assignors
         return (-(assignors[0].minimum_version if assignors else 0), mid)
     return min(members, key=key) if members else None
+
+
+def _any_worker_computes(group: Any) -> None:
+    group.engine.policy = Installed(selector=_newest_minimum)
 
 
 # ---------------------------------------------------------------- the draft's records (group log)
@@ -447,87 +337,128 @@ class _FilteredStore:
             self.store.append(out)
 
 
-class _GroupLogMutant(MutantCoordinator):
-    """A coordinator that writes its connect groups' records wrongly (the group-log target's
-    store, e.g. ``KafkaGroupLog``, receives them through ``persisted``)."""
-
-    def __init__(self, *args: Any, connect_store: Any = None, **kw: Any) -> None:
-        store = None if connect_store is None else _FilteredStore(connect_store, self.persisted)
-        super().__init__(*args, connect_store=store, **kw)
-
-    def persisted(self, record: Any) -> Any:
-        return record
+def _persisted(persisted: Callable[[Any], Any]) -> Callable[[GroupCoordinator], None]:
+    """The coordinator writes its connect groups' records through ``persisted`` to the
+    broker's store (the group-log target's, e.g. ``KafkaGroupLog``)."""
+    def patch(coord: GroupCoordinator) -> None:
+        if coord.connect_store is not None:
+            coord.connect_store = _FilteredStore(coord.connect_store, persisted)
+    return patch
 
 
-class GroupLogNoTombstones(_GroupLogMutant):
-    defect = "a member's records are never tombstoned when it leaves"
-
-    def persisted(self, record: Any) -> Any:
-        return None if is_tombstone(record) else record
-
-
-class GroupLogStaleEpoch(_GroupLogMutant):
-    defect = "the group record is written with the previous group epoch"
-
-    def persisted(self, record: Any) -> Any:
-        if isinstance(record, GroupMetadataRecord) and record.epoch > 0:
-            return dataclasses.replace(record, epoch=record.epoch - 1)
-        return record
+def _stale_group_epoch(record: Any) -> Any:
+    if isinstance(record, GroupMetadataRecord) and record.epoch > 0:
+        return dataclasses.replace(record, epoch=record.epoch - 1)
+    return record
 
 
 #: Mutants that need a group-log target (a real Kafka): ``fixtures/mutants/group-log/``.
-GROUP_LOG_MUTANTS: dict[str, type[MutantCoordinator]] = {
-    "group-log-no-tombstones": GroupLogNoTombstones,
-    "group-log-stale-epoch": GroupLogStaleEpoch,
+GROUP_LOG_MUTANTS: dict[str, Mutant] = {
+    "group-log-no-tombstones": Mutant(
+        "a member's records are never tombstoned when it leaves",
+        patch=_persisted(lambda r: None if is_tombstone(r) else r)),
+    "group-log-stale-epoch": Mutant(
+        "the group record is written with the previous group epoch",
+        patch=_persisted(_stale_group_epoch)),
 }
 
 
-DRAFT_MUTANTS: dict[str, type[MutantCoordinator]] = {
-    "null-tasks-acknowledge-revocation": NullTasksAcknowledgeRevocation,
-    "assignment-metadata-dropped": AssignmentMetadataDropped,
-    "assignment-version-zeroed": AssignmentVersionZeroed,
-    "reason-change-ignored": ReasonChangeIgnored,
-    "metadata-change-ignored": MetadataChangeIgnored,
-    "assign-while-revoking": AssignWhileRevoking,
-    "stale-epoch-accepted": StaleEpochAccepted,
-    "leave-answered-with-epoch": LeaveAnsweredWithEpoch,
-    "duplicate-units-accepted": DuplicateUnitsAccepted,
-    "any-worker-computes": AnyWorkerComputes,
-    "fenced-member-kept": FencedMemberKept,
-    "connect-sessions-never-expire": ConnectSessionsNeverExpire,
-    "ranges-not-checked": RangesNotChecked,
+DRAFT_MUTANTS: dict[str, Mutant] = {
+    "null-tasks-acknowledge-revocation": Mutant(
+        "a heartbeat with ConnectorsAndTasks null (unchanged) counts as the revocation acknowledged",
+        on_request=((CONNECT_HB, _null_tasks_acknowledge_revocation),)),
+    "assignment-metadata-dropped": Mutant(
+        "the heartbeat's Assignment carries empty Metadata instead of the installed bytes",
+        on_response=((CONNECT_HB, _assignment_metadata_dropped),)),
+    "assignment-version-zeroed": Mutant(
+        "the heartbeat's Assignment carries Version 0 instead of the installed Version",
+        on_response=((CONNECT_HB, _assignment_version_zeroed),)),
+    "reason-change-ignored": Mutant(
+        "a change of an assignor's Reason alone starts no new group epoch",
+        on_request=((CONNECT_HB, _stored_assignor_field("reason")),)),
+    "metadata-change-ignored": Mutant(
+        "a change of an assignor's Metadata alone starts no new group epoch",
+        on_request=((CONNECT_HB, _stored_assignor_field("metadata")),)),
+    "assign-while-revoking": Mutant(
+        "a worker asked to revoke work is handed its whole new target in the same response",
+        on_response=((CONNECT_HB, _assign_while_revoking),)),
+    "stale-epoch-accepted": Mutant(
+        "a heartbeat with a wrong member epoch is served as if it had the current one (no FENCED_MEMBER_EPOCH)",
+        on_request=((CONNECT_HB, _stale_epoch_accepted),)),
+    "leave-answered-with-epoch": Mutant(
+        "a leave (epoch -1) is answered with MemberEpoch 0 instead of -1",
+        on_response=((CONNECT_HB, _leave_answered_with_epoch),)),
+    "duplicate-units-accepted": Mutant(
+        "an install giving a connector or task to two members is accepted (the later copies dropped)",
+        on_request=((CONNECT_INSTALL, _duplicate_units_accepted),)),
+    "any-worker-computes": Mutant(
+        "the worker asked to compute is the one with the highest MinimumVersion, whether or not "
+        "its version range covers the others'", patch=_connect_groups(_any_worker_computes)),
+    "fenced-member-kept": Mutant(
+        "a worker answered FENCED_MEMBER_EPOCH stays in the group (its old epoch is accepted again)",
+        patch=_engine_config(fence_removes_member=False)),
+    "connect-sessions-never-expire": Mutant(
+        "a connect worker that stops heartbeating is never removed",
+        patch=_engine_config(session_timeout_ms=2**31 - 1)),
+    "ranges-not-checked": Mutant(
+        "a joining worker is admitted whatever its assignor version range (no UNSUPPORTED_ASSIGNOR)",
+        on_request=((CONNECT_HB, _ranges_not_checked),)),
 }
 
 
-MUTANTS: dict[str, type[MutantCoordinator]] = {
-    "heartbeat-ok-while-rebalancing": HeartbeatOkWhileRebalancing,
-    "illegal-generation-ignored": IllegalGenerationIgnored,
-    "sync-ok-while-rebalancing": SyncOkWhileRebalancing,
-    "every-member-leader": EveryMemberLeader,
-    "metadata-corrupted": MetadataCorrupted,
-    "assignment-truncated": AssignmentTruncated,
-    "static-not-fenced": StaticNotFenced,
-    "no-member-id-required": NoMemberIdRequired,
-    "leave-without-rebalance": LeaveWithoutRebalance,
-    "sessions-never-expire": SessionsNeverExpire,
-    "follower-sync-not-held": FollowerSyncNotHeld,
-    "no-generation-bump": NoGenerationBump,
-    "first-member-decides-protocol": FirstMemberDecidesProtocol,
-    "wide-session-bounds": WideSessionBounds,
+MUTANTS: dict[str, Mutant] = {
+    "heartbeat-ok-while-rebalancing": Mutant(
+        "Heartbeat during PreparingRebalance answered NONE instead of REBALANCE_IN_PROGRESS",
+        on_response=((HEARTBEAT, _error_to_none(ErrorCode.REBALANCE_IN_PROGRESS)),)),
+    "illegal-generation-ignored": Mutant(
+        "Heartbeat with a wrong generation answered NONE instead of ILLEGAL_GENERATION",
+        on_response=((HEARTBEAT, _error_to_none(ErrorCode.ILLEGAL_GENERATION)),)),
+    "sync-ok-while-rebalancing": Mutant(
+        "SyncGroup during PreparingRebalance answered NONE (empty assignment)",
+        on_response=((SYNC, _error_to_none(ErrorCode.REBALANCE_IN_PROGRESS)),)),
+    "every-member-leader": Mutant(
+        "every JoinGroup response names its own member as the leader",
+        on_response=((JOIN, _every_member_leader),)),
+    "metadata-corrupted": Mutant(
+        "the leader receives each member's metadata with its last byte flipped",
+        on_response=((JOIN, _metadata_corrupted),)),
+    "assignment-truncated": Mutant(
+        "SyncGroup returns the member's assignment without its last byte",
+        on_response=((SYNC, _assignment_truncated),)),
+    "static-not-fenced": Mutant(
+        "a replaced static member id gets UNKNOWN_MEMBER_ID instead of FENCED_INSTANCE_ID",
+        on_response=((None, _static_not_fenced),)),
+    "no-member-id-required": Mutant(
+        "JoinGroup v4+ without a member id is admitted at once (no MEMBER_ID_REQUIRED)",
+        patch=_no_member_id_required),
+    "leave-without-rebalance": Mutant(
+        "LeaveGroup removes the member but starts no rebalance", patch=_leave_without_rebalance),
+    "sessions-never-expire": Mutant(
+        "members that stop heartbeating are never removed", patch=_sessions_never_expire),
+    "follower-sync-not-held": Mutant(
+        "a follower's SyncGroup is answered at once with an empty assignment instead of waiting for the leader",
+        patch=_follower_sync_not_held),
+    "no-generation-bump": Mutant(
+        "rebalances after the first keep the same generation id", patch=_groups_of(_NoBumpGroup)),
+    "first-member-decides-protocol": Mutant(
+        "the protocol is the first member's preference, not the vote of all members",
+        patch=_groups_of(_FirstMemberVoteGroup)),
+    "wide-session-bounds": Mutant(
+        "session timeouts outside [min, max] are accepted (no INVALID_SESSION_TIMEOUT)",
+        patch=_wide_session_bounds),
     **DRAFT_MUTANTS,
 }
 
 
 def apply_mutant(broker: FakeBroker, name: str) -> None:
-    """Replace the broker's coordinator by the named mutant (before the broker starts)."""
+    """Install the named mutant on the broker (before it starts)."""
     known = {**MUTANTS, **GROUP_LOG_MUTANTS}
     try:
-        cls = known[name]
+        mutant = known[name]
     except KeyError:
         raise ValueError(f"unknown mutant {name!r}; known: {', '.join(sorted(known))}") from None
-    broker.coordinator = cls(broker.registry, broker.coordinator_config, connect_store=broker.connect_store)
+    mutant.install(broker, name)
 
 
 def describe_mutants() -> dict[str, str]:
-    return {name: cls.defect for name, cls in {**MUTANTS, **GROUP_LOG_MUTANTS}.items()}
-
+    return {name: m.defect for name, m in {**MUTANTS, **GROUP_LOG_MUTANTS}.items()}

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from . import __version__, codec_cli
 from .exit_codes import EXIT_USAGE
+from .realkafka import serve_group_log
 from .script import cli as script_cli
 from .server import serve_cli
 from .protocol import Registry, SpecError, default_schema_dir
@@ -30,6 +31,7 @@ def build_parser() -> argparse.ArgumentParser:
     codec_cli.add_parsers(sub, common)
     script_cli.add_parsers(sub, common)
     script_cli.extend_serve(sub)
+    serve_group_log.extend_serve(sub)
     return parser
 
 

@@ -43,10 +43,10 @@ from jsonschema import Draft202012Validator
 
 from ..protocol import Registry, default_schema_dir
 from .documents import Document, DocumentError, PathKey, load_document, parse_document
-from .error_response import resolve_error
-from .hooks import (Action, Call, Close, Continue, Delay, Drop, ErrorResponse, Hook, Hooks,
+from ..intercept.error_response import resolve_error
+from ..intercept.hooks import (Action, Call, Close, Continue, Delay, Drop, ErrorResponse, Hook, Hooks,
                     Respond)
-from .matchers import Bindings, check_value, matcher_problems, set_path, spec_path_problem, values_at
+from ..intercept.matchers import Bindings, check_value, matcher_problems, set_path, spec_path_problem, values_at
 
 GROUP_APIS = (8, 9, 11, 12, 13, 14, 15, 16)  # what the classic coordinator answers
 FIND_COORDINATOR = 10

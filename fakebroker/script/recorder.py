@@ -5,7 +5,7 @@ close; the recorder turns each into one transcript event, keeps it (``events``) 
 it to its sink (a file, usually). Times come from the broker: ``vtime_ms`` is its clock,
 ``time`` the wall clock, which a golden run fixes (``wall``) so files are byte-stable.
 
-    rec = broker.record("run.jsonl")          # or Recorder() for memory only
+    rec = broker.record(Recorder("run.jsonl"))  # or Recorder() for memory only
     ...
     broker.stop_recording(rec)                # closes the file
 """
@@ -19,7 +19,7 @@ from dataclasses import asdict
 from typing import Any
 
 from ..protocol import Registry, Struct
-from ..protocol.framing import decode_response
+from ..protocol.framing import add_size_prefix, decode_response
 from .transcript import Event, Transcript, TranscriptWriter, new_header, peek_frame, utc_stamp
 
 Sink = Callable[[dict[str, Any]], None]
@@ -97,8 +97,9 @@ class Recorder:
     def request(self, registry: Registry, conn: int | str, frame: bytes, now_ms: int, *,
                 header: Struct | None = None, body: dict[str, Any] | None = None,
                 error: str | None = None, hooks: list[str] | None = None) -> Event | None:
-        """A request frame (``frame`` with its size prefix) as read, decoded (``body`` is
-        its JSON form, taken before any hook edits it) or not."""
+        """A request frame (``frame``: no size prefix) as read, decoded (``body`` is its
+        JSON form, taken before any hook edits it) or not. The transcript's ``raw`` holds
+        the frame as on the wire, size prefix included."""
         self.requests_seen += 1
         if header is not None and body is not None:
             key = int(header.request_api_key)  # type: ignore[attr-defined]
@@ -106,12 +107,12 @@ class Recorder:
                        api_key=key, api=registry.api_name(key),
                        version=int(header.request_api_version),  # type: ignore[attr-defined]
                        client_id=header.client_id,  # type: ignore[attr-defined]
-                       body=body, raw=bytes(frame), hooks=list(hooks or []))
+                       body=body, raw=add_size_prefix(frame), hooks=list(hooks or []))
         else:
-            peeked, version, cid = peek_frame(frame[4:])
+            peeked, version, cid = peek_frame(frame)
             ev = Event("request", conn, correlation_id=cid, api_key=peeked, version=version,
                        api=registry.api_name(peeked) if peeked is not None else None,
-                       body=None, raw=bytes(frame), error=error or "undecodable")
+                       body=None, raw=add_size_prefix(frame), error=error or "undecodable")
         if self.api_keys is not None and ev.api_key not in self.api_keys:
             return None
         return self._emit(ev, now_ms)

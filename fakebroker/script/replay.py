@@ -25,7 +25,7 @@ from typing import Any, Protocol
 
 from ..protocol import DecodeError, Registry
 from ..protocol.framing import decode_response
-from .matchers import (Bindings, Divergence, Unbound, check_value, compare, get_path, play,
+from ..intercept.matchers import (Bindings, Divergence, Unbound, check_value, compare, get_path, play,
                        render, render_field)
 from .transcript import Event, Transcript
 

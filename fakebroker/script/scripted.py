@@ -28,8 +28,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol import Registry
-from .hooks import Action, Call, Close, Defer, Drop, Respond
-from .matchers import Bindings, Divergence, compare, join_path, play
+from ..intercept.hooks import Action, Call, Close, Defer, Drop, Respond
+from ..intercept.matchers import Bindings, Divergence, compare, join_path, play
+from .recorder import Recorder
 from .replay import Failure, Report, describe_event
 from .transcript import Event, Transcript, TranscriptError
 
@@ -250,7 +251,7 @@ class ScriptPlayer:
         self.done = loop.create_future()
         self._changed = asyncio.Event()
         self.broker.hooks.add(self._hook, keep=True, name="script")
-        self.broker.record(self._observe)  # to see clients close their connections
+        self.broker.record(Recorder(self._observe))  # to see clients close their connections
         self._watchdog = asyncio.ensure_future(self._watch())
 
     def _report(self) -> Report:

@@ -15,6 +15,7 @@ from typing import Any
 from ..protocol import Registry
 from ..server.broker import FakeBroker
 from ..server.serve_cli import build_broker, stop_on_signals, write_ready_file
+from .recorder import Recorder
 from .transcript import Transcript
 
 log = logging.getLogger("fakebroker")
@@ -37,7 +38,7 @@ def start_recording(broker: FakeBroker, directory: Path) -> Path:
     as written and nothing kept in memory, so a long run's memory stays flat."""
     directory.mkdir(parents=True, exist_ok=True)
     path = record_path(directory)
-    broker.record(path, origin="serve", keep=False)
+    broker.record(Recorder(path, origin="serve", keep=False))
     return path
 
 

@@ -33,7 +33,7 @@ from ..parse_guard import InputLimit, loads_json
 from ..protocol import DecodeError, Registry, Struct, default_schema_dir
 from ..protocol.framing import (decode_request, decode_response, encode_request,
                                 encode_response, peek_request_key, strip_size_prefix)
-from .matchers import matcher_problems, spec_path_problem
+from ..intercept.matchers import matcher_problems, spec_path_problem
 
 FORMAT = "fakebroker-transcript"
 VERSION = 1

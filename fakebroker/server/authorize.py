@@ -21,7 +21,7 @@ from typing import Any
 
 from ..protocol import Registry, Struct
 from ..protocol.error_codes import ErrorCode
-from ..script.error_response import error_response
+from ..intercept.error_response import error_response
 from .acl import Acls, Operation, ResourceType
 from .config import BrokerConfig
 

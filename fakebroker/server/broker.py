@@ -7,10 +7,17 @@ JoinGroup is parked in the coordinator. A client that disconnects while its requ
 (parked, delayed, held) is closed at once, as Kafka closes the channel: the request goes
 on in the coordinator, its reply is discarded.
 
-Scripting (``fakebroker.script``) plugs in here: every request passes the broker's
-``hooks`` (request side) before the coordinator and its response passes them again
-(response side) before it is written; every frame read or written, and every connection
-closing, is given to the attached recorders as one transcript event.
+Every request goes through one pipeline (``_exchange``): decode, request-side hooks,
+route, response-side hooks, encode. A route answers the request: a broker-side handler
+(``apis``), the group coordinator, or in proxy mode the upstream broker (``proxy``), which
+sees the client connection only through ``Connection.waits_until`` and ``Connection.end``.
+Every frame read or written, and every connection closing, is given to the attached
+recorders (``fakebroker.intercept.recording``).
+
+Layers (checked by the import-linter contract in pyproject.toml): the server imports
+``intercept`` (hooks, recording interface), ``coordinator``, ``client`` and ``protocol``
+below it, never the scripting, real-Kafka or conformance layers above it, which plug in
+through hooks, recorders and ``FakeBroker``'s constructor.
 """
 
 from __future__ import annotations
@@ -21,7 +28,7 @@ import itertools
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 from ..coordinator import GroupCoordinator, Reply, RequestContext
 from ..coordinator.config import CoordinatorConfig
@@ -30,16 +37,16 @@ from ..coordinator.reconcile.records import RecordStore
 from ..coordinator.topics import FixedTopics
 from ..protocol import DecodeError, EncodeError, Registry, Struct, default_registry
 from ..protocol.error_codes import ErrorCode
-from ..protocol.framing import Request, add_size_prefix, decode_request, encode_response
-from ..script.hooks import (Action, Call, Close, Continue, Defer, Delay, Drop, ErrorResponse,
-                            Hold, Hooks, Respond)
-from ..script.recorder import Recorder
+from ..protocol.framing import Request, decode_request, encode_response
+from ..intercept.hooks import (Action, Call, Close, Continue, Defer, Delay, Drop, ErrorResponse,
+                               Hold, Hooks, Respond)
+from ..intercept.recording import Recording
 from .apis import HANDLERS
 from .apis import api_versions
 from .apis.context import BrokerContext
 from .clock import Clock, RealClock, VirtualClock
 from .config import BrokerConfig
-from .proxy import NO_REPLY, Proxy
+from .proxy import NO_REPLY, NoReply, Proxy
 from .acl import ANONYMOUS
 from .authorize import PASS, Authorizer
 from .sasl import SaslGate
@@ -47,6 +54,7 @@ from .sasl.gate import ADVERTISED as SASL_VERSIONS
 from .throttle import Throttled
 
 log = logging.getLogger("fakebroker")
+RecordingT = TypeVar("RecordingT", bound=Recording)
 _FRAME_SIZE = 4
 _READ_AHEAD = 16  # frames read ahead of the one being served (pipelining)
 # Frames at least this big are decoded on a worker thread: decoding costs microseconds per
@@ -76,6 +84,21 @@ class Connection:
     room: asyncio.Event = field(default_factory=asyncio.Event)  # set when buffered drops
     sasl: SaslGate | None = None  # the listener's SASL: this connection's authentication
     close_after_reply: str | None = None  # answer, then close (a refused SASL exchange)
+    broker: FakeBroker | None = field(default=None, repr=False)
+
+    # A route's only handles on the connection it answers for.
+
+    def waits_until(self, ready: Any) -> Any:
+        """Context manager: this connection's request waits until ``ready()`` (``quiet()``
+        reads it); a client that has left meanwhile is closed at once."""
+        assert self.broker is not None
+        return self.broker._waiting(ready, self)
+
+    def end(self, reason: str) -> None:
+        """Close the connection from outside its exchange (the proxy's upstream closed)."""
+        assert self.broker is not None
+        self.closed_by = "broker"
+        self.broker._close(self, reason)
 
 
 class _Idle(Exception):
@@ -120,7 +143,7 @@ class FakeBroker:
                                             cluster=catalogue,
                                             connect_store=self.connect_store)
         self.hooks = Hooks(self.registry)
-        self.recorders: list[Recorder] = []
+        self.recorders: list[Recording] = []
         # Exchanges running, and those of them waiting on something outside (a parked
         # coordinator reply, the clock, a gate) with the test that says they can go on:
         # ``quiet()`` reads them so virtual-time drivers know when the broker is idle.
@@ -231,22 +254,20 @@ class FakeBroker:
 
     # ------------------------------------------------------------------ scripting
 
-    def record(self, sink: Any = None, **options: Any) -> Recorder:
-        """Record every exchange from now on: to a JSON Lines file (a path), a callable
-        taking each line's object, or memory only (None). Returns the recorder; its
-        ``events`` hold what it saw. Options go to ``Recorder``; or pass a Recorder."""
-        rec = sink if isinstance(sink, Recorder) else Recorder(sink, **options)
+    def record(self, rec: RecordingT) -> RecordingT:
+        """Report every exchange from now on to ``rec`` (e.g. a
+        ``fakebroker.script.recorder.Recorder``, which writes transcripts). Returns it."""
         if self.ctx is not None:
             self._begin(rec)
         self.recorders.append(rec)
         return rec
 
-    def stop_recording(self, rec: Recorder) -> None:
+    def stop_recording(self, rec: Recording) -> None:
         if rec in self.recorders:
             self.recorders.remove(rec)
         rec.close_sink()
 
-    def _begin(self, rec: Recorder) -> None:
+    def _begin(self, rec: Recording) -> None:
         assert self.ctx is not None
         rec.begin(host=self.ctx.host, port=self.ctx.port, node_id=self.config.node_id,
                   clock="virtual" if isinstance(self.clock, VirtualClock) else "real",
@@ -309,7 +330,8 @@ class FakeBroker:
             writer.close()
             self._tasks.discard(task)
             return
-        conn = Connection(next(self._conn_ids), f"{peer[0]}:{peer[1]}" if peer else "?", writer)
+        conn = Connection(next(self._conn_ids), f"{peer[0]}:{peer[1]}" if peer else "?", writer,
+                          broker=self)
         if self.config.sasl is not None:
             conn.sasl = SaslGate(self.config.sasl, self.registry)
         self._connections[conn.id] = conn
@@ -440,8 +462,9 @@ class FakeBroker:
             return None
 
     async def _exchange(self, conn: Connection, frame: bytes) -> bytes | None:
-        """One request in, its response frame out; None closes the connection, b"" sends
-        nothing (a hook dropped the reply)."""
+        """The request pipeline: decode, request hooks, route, response hooks, encode. One
+        request frame (no size prefix) in; its response frame out, b"" to send nothing (a
+        hook dropped the reply, or the route gives none), None to close the connection."""
         assert self.ctx is not None
         if self.proxy is not None and self.proxy.raw(frame):
             conn.requests += 1
@@ -455,8 +478,7 @@ class FakeBroker:
             self._record_request(conn, frame, error=str(e))
             return self._refuse(conn, e)
         conn.requests += 1
-        if req.api_key not in self.ctx.supported or not (
-                self.ctx.supported[req.api_key][0] <= req.version <= self.ctx.supported[req.api_key][1]):
+        if not self._advertised(req.api_key, req.version):
             log.error("connection %d: %s v%d is not advertised; closing", conn.id,
                       self.registry.api_name(req.api_key), req.version)
             self._record_request(conn, frame, req)
@@ -472,7 +494,7 @@ class FakeBroker:
                     conn.close_reason = verdict.close
                     return None
                 conn.close_after_reply = verdict.close
-                return self._encode_reply(conn, req, verdict.answer, [])
+                return self._encode(conn, req, verdict.answer, [])
         call = Call(self.registry, conn.id, req.api_key, req.version, req.correlation_id,
                     req.header.client_id, req.body, self.clock.now_ms(), peer=conn.peer)  # type: ignore[attr-defined]
         received = req.body.to_json() if self.recorders else None  # before a hook edits it
@@ -482,14 +504,15 @@ class FakeBroker:
         outcome, body = await self._perform(call, action, conn)
         if outcome == "continue":
             req.body = call.request
-            body = await self.dispatch(conn, req)
-            if self.proxy is not None:
-                if body is None and self.proxy.forwards(req.api_key):
-                    return None  # the upstream failed: the proxy said why
-                if body is NO_REPLY:
-                    return b""  # Produce with acks=0
-        if outcome in ("drop", "close") or body is None:
+            routed = await self.route(conn, req)
+            if routed is None:
+                return None  # the route closed the connection and said why
+            if routed is NO_REPLY:
+                return b""
+            body = routed
+        elif outcome != "respond":
             return self._no_reply(conn, outcome, notes)
+        assert body is not None
         call.side, call.response, call.now_ms = "response", body, self.clock.now_ms()
         action = self._decide(call, notes)
         if action is not None:
@@ -498,11 +521,15 @@ class FakeBroker:
                 return self._no_reply(conn, outcome, notes)
             body = replaced if outcome == "respond" else call.response
         assert body is not None
-        return self._encode_reply(conn, req, body, notes)
+        return self._encode(conn, req, body, notes)
 
-    def _encode_reply(self, conn: Connection, req: Request, body: Struct,
-                      notes: list[str]) -> bytes | None:
-        """The response frame, recorded; None closes the connection (it cannot be sent)."""
+    def _advertised(self, api_key: int, version: int) -> bool:
+        assert self.ctx is not None
+        lo, hi = self.ctx.supported.get(api_key, (0, -1))
+        return lo <= version <= hi
+
+    def _encode(self, conn: Connection, req: Request, body: Struct, notes: list[str]) -> bytes | None:
+        """The response frame (size prefix included), recorded; None closes the connection."""
         if getattr(type(body), "_message_type", None) is not self.registry.response(req.api_key):
             log.error("connection %d: a hook answered %s with %s; closing", conn.id,
                       self.registry.api_name(req.api_key), type(body).__name__)
@@ -594,13 +621,12 @@ class FakeBroker:
                         error: str | None = None) -> None:
         if not self.recorders:
             return
-        raw = add_size_prefix(frame)
         now = self.clock.now_ms()
         for rec in list(self.recorders):
             if req is None:
-                rec.request(self.registry, conn.id, raw, now, error=error)
+                rec.request(self.registry, conn.id, frame, now, error=error)
             else:
-                rec.request(self.registry, conn.id, raw, now, header=req.header,
+                rec.request(self.registry, conn.id, frame, now, header=req.header,
                             body=body if body is not None else req.body.to_json(), hooks=notes)
 
     def _refuse(self, conn: Connection, e: DecodeError) -> bytes | None:
@@ -621,10 +647,10 @@ class FakeBroker:
         conn.close_reason = f"malformed request: {e}"
         return None
 
-    async def dispatch(self, conn: Connection, req: Request) -> Struct | None:
-        """Route a decoded request to a broker-side handler or to the group coordinator,
-        once the ACLs (if any) allow it."""
-        assert self.ctx is not None
+    async def route(self, conn: Connection, req: Request) -> Struct | NoReply | None:
+        """Answer a decoded request once the ACLs (if any) allow it: the upstream (proxy
+        mode), a broker-side handler or the group coordinator. ``NO_REPLY``: send nothing;
+        None: the route closed the connection (its ``close_reason`` says why)."""
         verdict = PASS
         if self.authorizer is not None:
             user = conn.sasl.user if conn.sasl is not None else None
@@ -634,12 +660,12 @@ class FakeBroker:
             return verdict.refusal
         if verdict.request is not None:
             req.body = verdict.request
-        body = await self._route(conn, req)
+        body = await self._answer(conn, req)
         if verdict.after is not None and body is not None and body is not NO_REPLY:
             verdict.after(body)
         return body
 
-    async def _route(self, conn: Connection, req: Request) -> Struct | None:
+    async def _answer(self, conn: Connection, req: Request) -> Struct | NoReply | None:
         assert self.ctx is not None
         if self.proxy is not None and self.proxy.forwards(req.api_key):
             return await self.proxy.forward(conn, req)

@@ -20,8 +20,8 @@ codec has no spec for (InitProducerId, DeleteTopics, ...) with the upstream's ra
 those whose responses carry broker addresses we cannot rewrite without a spec, or that
 belong to group types we do not coordinate (``NOT_FORWARDED``): those are not advertised.
 
-Requests of APIs the codec knows are decoded, pass the broker's hooks and recorders, and are
-re-encoded for the upstream; their responses are decoded (strictly), rewritten where they
+The proxy is one route of the broker's request pipeline: requests of APIs the codec knows
+are decoded, pass the broker's hooks and recorders, and are re-encoded for the upstream; their responses are decoded (strictly), rewritten where they
 carry addresses, and re-encoded by the broker as for any local answer. Requests the codec
 has no spec for are forwarded as raw bytes with the client's correlation id and their
 responses passed back untouched; they are not recorded in transcripts.
@@ -253,8 +253,7 @@ class Proxy:
                 self._links.pop(conn.id, None)
                 if not conn.closed:
                     log.info("connection %d: %s; closing it", conn.id, reason)
-                    conn.closed_by = "broker"
-                    self.broker._close(conn, reason)
+                    conn.end(reason)
             link = UpstreamLink(self.host, self.port, upstream_closed, self.connect_timeout_s)
             self._links[conn.id] = link
             try:
@@ -292,7 +291,7 @@ class Proxy:
         try:
             link = await self._link(conn)
             self.forwarded += 1
-            with self.broker._waiting(lambda: False, conn):
+            with conn.waits_until(lambda: False):
                 out = await link.exchange(frame, expect)
         except UpstreamError as e:
             return self._fail(conn, e)

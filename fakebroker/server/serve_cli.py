@@ -73,13 +73,6 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
                         "and ApiVersions to this real Kafka broker, rewriting broker addresses "
                         "to ours (Metadata then reports the upstream's topics; --topic only feeds the "
                         "assignor of KIP-848 consumer groups)")
-    p.add_argument("--group-log", metavar="HOST:PORT[/TOPIC]",
-                   help="persist connect groups on a real Kafka: every state change of a "
-                        "connect group is written as one record batch to partition 0 of TOPIC "
-                        "(default __worker_offsets, created compacted if missing) on the Kafka at HOST:PORT, "
-                        "and at start every connect group found on that topic is loaded "
-                        "(fresh session timeouts, pending revocations' rebalance timeouts "
-                        "re-armed). A write that fails fails the request (nothing is retried)")
     sec = p.add_argument_group(
         "security", "The listener's security protocol follows from these: PLAINTEXT (none), SSL "
                     "(--tls-cert/--tls-key), SASL_PLAINTEXT (--sasl-mechanism/--sasl-users) or "
@@ -135,15 +128,12 @@ def build_broker(args: argparse.Namespace, registry: Registry, **extra: Any) -> 
                               min_session_timeout_ms=args.min_session_timeout_ms,
                               max_session_timeout_ms=args.max_session_timeout_ms,
                               max_group_size=args.max_group_size)
-    if getattr(args, "group_log", None):
-        from ..realkafka.group_log import GroupLogError, open_group_log, parse_target
-        parse_target(args.group_log)  # a bad target is a ValueError before any connection
-        from ..client import ClientError
-        try:
-            store, records = open_group_log(args.group_log)
-        except (GroupLogError, ClientError, OSError, TimeoutError) as e:
-            raise ValueError(f"--group-log {args.group_log}: {e}") from None
-        log.info("group log %s: %d record(s) to load", args.group_log, len(records))
+    # A layer above may add an option naming where connect groups persist (``--group-log``,
+    # fakebroker.realkafka.serve_group_log): it opens the store, the server only takes it.
+    opener = getattr(args, "open_connect_store", None)
+    opened = opener(args) if opener is not None else None
+    if opened is not None:
+        store, records = opened
         try:
             return FakeBroker(config, coord, registry=registry, connect_store=store,
                               connect_records=records, **extra)

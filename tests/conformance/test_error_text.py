@@ -15,7 +15,7 @@ from conformance.harness.outcomes import Outcome, Violation
 from conformance.suite_power import run_suite
 from conformance.target import DEFAULT_ERROR_CODES, load_target
 from fakebroker.protocol.error_codes import error_text
-from fakebroker.script.matchers import compare
+from fakebroker.intercept.matchers import compare
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKEBROKER = ROOT / "fixtures" / "targets" / "fakebroker.toml"

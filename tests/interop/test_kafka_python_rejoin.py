@@ -40,7 +40,7 @@ from typing import Any
 import pytest
 
 from fakebroker.pytest_plugin import start_broker
-from fakebroker.script.hooks import Call, Gate, Hold
+from fakebroker.intercept.hooks import Call, Gate, Hold
 from fakebroker.server.config import Topic
 from tests.interop.harness import Known
 

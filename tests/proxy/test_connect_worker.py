@@ -13,6 +13,7 @@ import pytest
 from fakebroker.protocol import default_registry
 from fakebroker.realconnect import ConnectWorker, WorkerSettings
 from fakebroker.realconnect.connectors import parse_connectors
+from fakebroker.script.recorder import Recorder
 
 from .conftest import unique
 
@@ -107,7 +108,7 @@ def _capture_assignments(worker: ConnectWorker, proxy, group: str) -> list[tuple
                 and line["body"]["ProtocolType"] == "connect"):
             seen.append((line["body"]["ProtocolName"], bytes.fromhex(line["body"]["Assignment"])))
 
-    rec = proxy.broker.record(sink, keep=False)
+    rec = proxy.broker.record(Recorder(sink, keep=False))
     try:
         missing = worker.create_connectors(parse_connectors("conn-a:2,conn-b:1"), 90, lambda m: None)
         assert not missing, f"connectors not created: {missing}\n{worker.log_tail()}"

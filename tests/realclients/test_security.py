@@ -21,6 +21,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from fakebroker.coordinator.config import CoordinatorConfig
+from fakebroker.script.recorder import Recorder
 from fakebroker.server.broker import FakeBroker
 from fakebroker.server.config import BrokerConfig, TlsConfig, Topic
 from fakebroker.server.sasl import SaslConfig
@@ -141,7 +142,7 @@ def test_a_real_client_authenticates_and_joins_a_group(client: str, protocol: st
     mechs = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512") if mech else ()
     b = serve(protocol, pem, mechs)
     brokers.append(b)
-    rec = b.run(b.broker.record)
+    rec = b.run(b.broker.record, Recorder())
     if client == "librdkafka":
         got = joins_with_librdkafka(librdkafka_conf(b, protocol, pem, mech, USERS["alice"]))
     else:
@@ -161,7 +162,7 @@ def test_librdkafka_with_a_wrong_password_is_refused_with_kafkas_message(
     from confluent_kafka.admin import AdminClient
     b = serve("SASL_PLAINTEXT", pem, (mech,))
     brokers.append(b)
-    rec = b.run(b.broker.record)
+    rec = b.run(b.broker.record, Recorder())
     errors: list[str] = []
     conf = librdkafka_conf(b, "SASL_PLAINTEXT", pem, mech, "wrong")
     admin = AdminClient({**conf, "error_cb": lambda e: errors.append(str(e))})
@@ -186,7 +187,7 @@ def test_a_plaintext_client_on_a_sasl_listener_gets_no_group_service(pem: Pem,
     from confluent_kafka import KafkaException
     b = serve("SASL_PLAINTEXT", pem, ("PLAIN",))
     brokers.append(b)
-    rec = b.run(b.broker.record)
+    rec = b.run(b.broker.record, Recorder())
     admin = AdminClient({"bootstrap.servers": b.bootstrap, "security.protocol": "PLAINTEXT"})
     with pytest.raises(KafkaException):
         admin.list_topics(timeout=3)

@@ -15,7 +15,7 @@ from fakebroker.coordinator.reconcile.records import (CurrentAssignmentRecord,
                                                       TargetAssignmentMemberRecord,
                                                       TargetAssignmentMetadataRecord,
                                                       UnitSetMetadataRecord)
-from fakebroker.coordinator.reconcile.sim import Driver, SimMember
+from tests.support.reconcile_sim import Driver, SimMember
 from fakebroker.protocol.error_codes import ErrorCode
 
 from .helpers import consumer_engine, tp

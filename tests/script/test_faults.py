@@ -14,6 +14,7 @@ from fakebroker.client import ClientError, KafkaConnection
 from fakebroker.protocol.error_codes import ErrorCode as E
 from fakebroker.script.documents import DocumentError
 from fakebroker.script.faults import PlanRuntime, install, load_plan, parse_plan
+from fakebroker.script.recorder import Recorder
 from fakebroker.server.broker import FakeBroker
 from fakebroker.server.clock import VirtualClock
 
@@ -148,7 +149,7 @@ faults:
 def test_the_issue_examples_on_a_broker() -> None:
     async def go(b: FakeBroker) -> None:
         runtime, _ = install(b.hooks, parse_plan(EXAMPLES, REG))
-        rec = b.record()
+        rec = b.record(Recorder())
         clock = b.clock
         assert isinstance(clock, VirtualClock)
         async with await KafkaConnection.open(b.bootstrap, client_id="w1") as c:

@@ -11,9 +11,10 @@ import pytest
 
 from fakebroker.client import ClientError, KafkaConnection
 from fakebroker.protocol.error_codes import ErrorCode as E
-from fakebroker.script.error_response import error_response, resolve_error
-from fakebroker.script.hooks import (Call, Close, Continue, Delay, Drop, ErrorResponse, Gate,
+from fakebroker.intercept.error_response import error_response, resolve_error
+from fakebroker.intercept.hooks import (Call, Close, Continue, Delay, Drop, ErrorResponse, Gate,
                                      Hold, Hooks, Respond)
+from fakebroker.script.recorder import Recorder
 from fakebroker.server.broker import FakeBroker
 from fakebroker.server.clock import VirtualClock
 from fakebroker.server.thread import BrokerThread
@@ -78,7 +79,7 @@ def test_call_keep_keeps_a_hook_and_none_passes() -> None:
 
 def test_edited_request_goes_to_the_coordinator() -> None:
     async def go(b: FakeBroker) -> None:
-        rec = b.record()
+        rec = b.record(Recorder())
 
         def shrink(call: Call) -> Continue:
             call.request.session_timeout_ms = 1  # type: ignore[attr-defined]
@@ -173,7 +174,7 @@ def test_error_names_and_numbers() -> None:
 
 def test_delay_waits_on_the_broker_clock_and_blocks_only_its_connection() -> None:
     async def go(b: FakeBroker) -> None:
-        rec = b.record()
+        rec = b.record(Recorder())
         b.hooks.add(lambda call: Delay(2000), api="Heartbeat")
         async with await KafkaConnection.open(b.bootstrap) as c, \
                 await KafkaConnection.open(b.bootstrap) as other:
@@ -204,7 +205,7 @@ def test_delay_on_real_time_does_not_need_the_virtual_clock() -> None:
 
 def test_hold_until_a_gate_opens_or_times_out() -> None:
     async def go(b: FakeBroker) -> None:
-        b.record()
+        b.record(Recorder())
         gate = Gate("leader-synced")
         b.hooks.add(lambda call: Hold(gate, then=ErrorResponse(E.REBALANCE_IN_PROGRESS)), api="Heartbeat")
         b.hooks.add(lambda call: Hold(Gate("never"), timeout_ms=500), api="ApiVersions")
@@ -240,7 +241,7 @@ def test_gate_opens_from_another_thread() -> None:
 
 def test_drop_sends_nothing_and_the_connection_serves_on() -> None:
     async def go(b: FakeBroker) -> None:
-        rec = b.record()
+        rec = b.record(Recorder())
         b.hooks.add(lambda call: Drop(), api="Heartbeat")
         async with await KafkaConnection.open(b.bootstrap) as c:
             member = await joined(c)
@@ -256,7 +257,7 @@ def test_drop_sends_nothing_and_the_connection_serves_on() -> None:
 
 def test_close_ends_the_connection_and_the_broker_serves_others() -> None:
     async def go(b: FakeBroker) -> None:
-        rec = b.record()
+        rec = b.record(Recorder())
         b.hooks.add(lambda call: Close(), api="JoinGroup", name="kill-join")
         async with await KafkaConnection.open(b.bootstrap) as c:
             with pytest.raises(ClientError, match="closed"):
@@ -289,7 +290,7 @@ def test_response_hooks_rewrite_or_lose_what_the_coordinator_answered() -> None:
             assert not lost.done()
             lost.cancel()
     b = new_broker()
-    b.record()
+    b.record(Recorder())
     run_with(b, go)
 
 
@@ -324,7 +325,7 @@ def test_hook_registration_checks_its_arguments() -> None:
 
 def test_quiet_sees_parked_requests_and_due_timers() -> None:
     async def go(b: FakeBroker) -> None:
-        b.record()
+        b.record(Recorder())
         async with await KafkaConnection.open(b.bootstrap) as c:
             member = (await c.send(join(), 9)).response.member_id
             parked = c.submit(join(member), 9)  # waits for the initial delay (3 s)

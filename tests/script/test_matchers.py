@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fakebroker.script.matchers import (Unbound, compare, get_path, matcher_problems, parse_path,
+from fakebroker.intercept.matchers import (Unbound, compare, get_path, matcher_problems, parse_path,
                                         play, set_path, spec_path_problem, values_at, wildcard)
 
 from .helpers import REG

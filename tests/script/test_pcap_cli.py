@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from fakebroker.client import KafkaConnection
-from fakebroker.script.hooks import Close
+from fakebroker.intercept.hooks import Close
+from fakebroker.script.recorder import Recorder
 from fakebroker.script.transcript import load
 from fakebroker.server.broker import FakeBroker
 
@@ -40,7 +41,7 @@ def transcript(tmp_path: Path) -> Path:
     path = tmp_path / "run.jsonl"
 
     async def go(b: FakeBroker) -> None:
-        rec = b.record(path)
+        rec = b.record(Recorder(path))
         async with await KafkaConnection.open(b.bootstrap, client_id="w1") as c:
             await c.send(api_versions(), 2)
             member = (await c.send(join(), 7)).response.member_id

@@ -16,6 +16,7 @@ import pytest
 from fakebroker.client import KafkaConnection
 from fakebroker.coordinator.config import CoordinatorConfig
 from fakebroker.script.golden.generate import default_dir
+from fakebroker.script.recorder import Recorder
 from fakebroker.script.replay import RealPacer, replay
 from fakebroker.script.scripted import ScriptError, ScriptPlayer, ScriptState, prepare
 from fakebroker.script.transcript import Event, Transcript, load, parse_lines
@@ -178,7 +179,7 @@ def kafka_python_join(tmp_path_factory: pytest.TempPathFactory) -> Path:
     broker = FakeBroker(BrokerConfig(topics=[Topic("events", 3)]),
                         CoordinatorConfig(initial_rebalance_delay_ms=0))
     with BrokerThread(broker) as bt:
-        bt.run(broker.record, recorded)
+        bt.run(broker.record, Recorder(recorded))
         r = subprocess.run([sys.executable, str(KP_JOIN), bt.bootstrap, "g1", "events"],
                            capture_output=True, text=True, timeout=90)
         assert r.returncode == 0, r.stderr[-2000:]

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from fakebroker.client import KafkaConnection
+from fakebroker.script.recorder import Recorder
 from fakebroker.script.transcript import (Event, Transcript, TranscriptError, load,
                                           parse_lines, schema_errors)
 from fakebroker.server.broker import FakeBroker
@@ -19,7 +20,7 @@ from .helpers import REG, api_versions, heartbeat, join, new_broker, run_with, u
 def record_session(path: Path) -> None:
     """ApiVersions, the two-step join, a heartbeat, then the client closes."""
     async def go(b: FakeBroker) -> None:
-        rec = b.record(path)
+        rec = b.record(Recorder(path))
         async with await KafkaConnection.open(b.bootstrap, client_id="w1") as c:
             await c.send(api_versions(), 3)
             first = await c.send(join(), 9)
@@ -132,7 +133,7 @@ def test_a_recorder_limited_to_some_apis_keeps_only_their_frames() -> None:
     """The same session with a recorder of the group APIs only: no ApiVersions frames and no
     close, the rest exactly as a full recorder sees them (counted all the same)."""
     async def go(b: FakeBroker) -> None:
-        full, group = b.record(), b.record(api_keys=(11, 12))
+        full, group = b.record(Recorder()), b.record(Recorder(api_keys=(11, 12)))
         async with await KafkaConnection.open(b.bootstrap, client_id="w1") as c:
             await c.send(api_versions(), 3)
             first = await c.send(join(), 9)
@@ -152,7 +153,7 @@ def test_undecodable_request_and_its_v0_answer_are_kept(tmp_path: Path) -> None:
     import struct
 
     async def go(b: FakeBroker) -> None:
-        rec = b.record()
+        rec = b.record(Recorder())
         host, port = b.bootstrap.rsplit(":", 1)
         reader, writer = await asyncio.open_connection(host, int(port))
         body = struct.pack(">hhi", 18, 99, 42) + b"\x00\x01x" + b"\x00"

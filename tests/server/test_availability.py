@@ -15,7 +15,8 @@ import pytest
 from fakebroker.client import KafkaConnection
 from fakebroker.coordinator.config import CoordinatorConfig
 from fakebroker.protocol import default_registry
-from fakebroker.script.hooks import Drop
+from fakebroker.intercept.hooks import Drop
+from fakebroker.script.recorder import Recorder
 from fakebroker.server.broker import FakeBroker
 from fakebroker.server.clock import VirtualClock
 from fakebroker.server.config import DEFAULT_MAX_FRAME_BYTES, BrokerConfig
@@ -91,7 +92,7 @@ def test_an_idle_or_half_sent_connection_is_closed_but_a_parked_one_is_not() -> 
         cfg = BrokerConfig(idle_timeout_ms=200)
         async with FakeBroker(cfg, CoordinatorConfig(initial_rebalance_delay_ms=3000), clock) as b:
             host, port = b.bootstrap.rsplit(":", 1)
-            rec = b.record()
+            rec = b.record(Recorder())
             r1, w1 = await asyncio.open_connection(host, int(port))  # sends nothing
             r2, w2 = await asyncio.open_connection(host, int(port))
             w2.write(struct.pack(">i", 100) + b"\x00\x12")  # 2 of 100 bytes

@@ -8,7 +8,7 @@ import pytest
 
 from fakebroker.client import ClientError, KafkaConnection
 from fakebroker.protocol import default_registry
-from fakebroker.script.hooks import Gate, Hold
+from fakebroker.intercept.hooks import Gate, Hold
 from fakebroker.server.broker import FakeBroker
 from fakebroker.server.clock import VirtualClock
 from fakebroker.server.config import BrokerConfig

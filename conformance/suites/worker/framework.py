@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fakebroker.coordinator.config import CoordinatorConfig
-from fakebroker.protocol import Struct
-from fakebroker.protocol.framing import Request
-from fakebroker.server.broker import Connection, FakeBroker
+from fakebroker.intercept.hooks import Call, Respond
+from fakebroker.script.recorder import Recorder
+from fakebroker.server.broker import FakeBroker
 from fakebroker.server.clock import RealClock
 from fakebroker.server.config import BrokerConfig
 from fakebroker.server.thread import BrokerThread
@@ -77,17 +77,33 @@ GROUP_API_KEYS = frozenset({10, 11, 12, 13, 14})
 
 class RecordingBroker(FakeBroker):
     """The fake broker, keeping every request it answered (thread-safe reads) and the raw
-    frames of the group APIs (``frames``: transcript lines, each with its ``client``)."""
+    frames of the group APIs (``frames``: transcript lines, each with its ``client``). Both
+    are hooks that only observe; ``forge`` adds a one-shot hook that answers."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.seen: list[Seen] = []
         self._lock = threading.Lock()
-        # one-shot forged answers: (client id, api, predicate on the request, answer factory)
-        self.forged: list[tuple[str, str, Any, Any]] = []
         self.frames: list[dict[str, Any]] = []
         self._client_of: dict[tuple[Any, Any], str] = {}
-        self.record(self._keep_group_frame, keep=False, api_keys=GROUP_API_KEYS)
+        self._seen_of: dict[tuple[Any, int], Seen] = {}
+        # First of all hooks: a forged answer (a later hook) is seen like any other.
+        self.hooks.add(self._see_request, keep=True, name="seen")
+        self.hooks.add(self._see_response, side="response", keep=True, name="seen")
+        self.record(Recorder(self._keep_group_frame, keep=False, api_keys=GROUP_API_KEYS))
+
+    def _see_request(self, call: Call) -> None:
+        with self._lock:
+            seen = Seen(len(self.seen), int(call.conn), call.client_id or "", call.api,
+                        call.version, call.request, time.monotonic())
+            self.seen.append(seen)
+            self._seen_of[call.conn, call.correlation_id] = seen
+
+    def _see_response(self, call: Call) -> None:
+        with self._lock:
+            seen = self._seen_of.pop((call.conn, call.correlation_id), None)
+            if seen is not None:
+                seen.response, seen.t_response = call.response, time.monotonic()
 
     def _keep_group_frame(self, line: dict[str, Any]) -> None:
         if line.get("kind") not in ("request", "response"):
@@ -108,29 +124,14 @@ class RecordingBroker(FakeBroker):
         with self._lock:
             return [f for f in self.frames[since:] if f["client"] in clients]
 
-    async def dispatch(self, conn: Connection, req: Request) -> Struct | None:
-        client_id = req.header.client_id or ""  # type: ignore[attr-defined]
-        with self._lock:
-            seen = Seen(len(self.seen), conn.id, client_id, self.registry.api_name(req.api_key),
-                        req.version, req.body, time.monotonic())
-            self.seen.append(seen)
-            forge = next((f for f in self.forged if f[0] == client_id and f[1] == seen.api
-                          and f[2](req.body)), None)
-            if forge is not None:
-                self.forged.remove(forge)
-        if forge is not None:
-            body = forge[3](req.body)
-        else:
-            body = await super().dispatch(conn, req)
-        with self._lock:
-            seen.response, seen.t_response = body, time.monotonic()
-        return body
-
     def forge(self, client_id: str, api: str, answer: Any, where: Any = None) -> None:
         """Answer the next ``api`` request of ``client_id`` (matching ``where``) with
         ``answer(request)`` instead of the coordinator's (the coordinator never sees it)."""
-        with self._lock:
-            self.forged.append((client_id, api, where or (lambda b: True), answer))
+        def forged(call: Call) -> Respond | None:
+            if call.client_id == client_id and (where is None or where(call.request)):
+                return Respond(answer(call.request))
+            return None
+        self.hooks.add(forged, api=api, name=f"forge:{client_id}:{api}")
 
     def snapshot(self) -> list[Seen]:
         with self._lock:

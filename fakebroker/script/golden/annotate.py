@@ -20,7 +20,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..matchers import join_path
+from ...intercept.matchers import join_path
 from ..transcript import Event
 from .session import GENERATED
 

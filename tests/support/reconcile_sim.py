@@ -10,11 +10,11 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic
 
-from ...protocol.error_codes import ErrorCode
-from .engine import GroupEngine, Heartbeat, HeartbeatResult, PrepareResult
-from .member import ClientAssignor, MemberState, MemberTarget
-from .target import Installed
-from .units import U, sorted_units
+from fakebroker.coordinator.reconcile.engine import GroupEngine, Heartbeat, HeartbeatResult, PrepareResult
+from fakebroker.coordinator.reconcile.member import ClientAssignor, MemberState, MemberTarget
+from fakebroker.coordinator.reconcile.target import Installed
+from fakebroker.coordinator.reconcile.units import U, sorted_units
+from fakebroker.protocol.error_codes import ErrorCode
 
 RESTART_ERRORS = frozenset({ErrorCode.FENCED_MEMBER_EPOCH, ErrorCode.UNKNOWN_MEMBER_ID})
 
