@@ -42,7 +42,7 @@ class MutantVerdict:
     name: str
     path: str
     defect: str
-    killed_by: list[str] = field(default_factory=list)   # MUST cases that failed
+    killed_by: list[str] = field(default_factory=list)   # failed MUST cases (worker: see refusing)
     broken: list[str] = field(default_factory=list)
     survives: str = ""  # the written reason a mutant is allowed to survive (the spec does not pin it)
 

@@ -5,7 +5,10 @@ A worker mutant is a worker target whose command starts a bundled worker module 
 ``--mutant NAME``; that module declares ``MUTANTS: dict[str, WorkerMutant]``
 (``conformance/workers/mutant.py``): the defect and the case designated to refuse it. The
 designated case runs first and the run stops at the first MUST failure, so a mutant the
-suite refuses costs one case; a survivor runs every worker case the target claims.
+suite refuses costs one case; a survivor runs every worker case the target claims. A
+designated SHOULD case refuses its mutant when not met (NON-STRICT: the certificate fails
+under ``--strict``), for a behaviour the spec leaves to the implementation but whose absence
+the suite must still see.
 """
 
 from __future__ import annotations
@@ -34,12 +37,11 @@ def declared(target: Target) -> tuple[str, WorkerMutant | None]:
     return name, mutants.get(name)
 
 
-def run_worker_suite(target: Target, *, first: str | None = None, ids: list[str] | None = None,
+def run_worker_suite(target: Target, *, ids: list[str] | None = None,
                      stop_at_must_fail: bool = False) -> list[CaseResult]:
-    """Every worker-suite case (or those of ``ids``; ``first`` before the rest), in one
-    process, without pytest."""
+    """Every worker-suite case (or those of ``ids``), in catalogue order, in one process,
+    without pytest."""
     reqs = [r for r in default_catalogue().for_suite("worker") if ids is None or r.id in ids]
-    reqs = sorted(reqs, key=lambda r: r.id != first)  # stable: the rest keep catalogue order
     session = WorkerSession.start(target)
     try:
         return run_cases(reqs, session, stop_at_must_fail=stop_at_must_fail)
@@ -48,20 +50,29 @@ def run_worker_suite(target: Target, *, first: str | None = None, ids: list[str]
 
 
 def judge_worker_mutant(path: Path, *, only_designated: bool = False) -> MutantVerdict:
-    """Run the worker suite against the mutant of ``path`` until a MUST case fails.
-    ``only_designated`` runs the designated case alone (for the project's fast test)."""
+    """Run the worker suite against the mutant of ``path``: its designated case, then (unless
+    that refused it) the others until a MUST case fails. ``only_designated`` runs the designated case alone (for the project's fast test)."""
     target = load_target(path)
     name, info = declared(target)
     first = info.killed_by if info else None
     if only_designated and first is None:
         raise ValueError(f"{path}: mutant {name} names no designated case")
-    results = run_worker_suite(target, first=first, ids=[first] if only_designated else None,
-                               stop_at_must_fail=True)
+    results = run_worker_suite(target, ids=[first]) if first else []
+    if not only_designated and not refusing(results, first):
+        rest = [r.id for r in default_catalogue().for_suite("worker") if r.id != first]
+        results += run_worker_suite(target, ids=rest, stop_at_must_fail=True)
     return MutantVerdict(
-        name, str(path), info.defect if info else target.description,
-        [r.requirement_id for r in results if r.outcome is Outcome.FAIL and r.level == "MUST"],
+        name, str(path), info.defect if info else target.description, refusing(results, first),
         [r.requirement_id for r in results if r.outcome is Outcome.BROKEN],
         survives=info.survives if info else "")
+
+
+def refusing(results: list[CaseResult], designated: str | None) -> list[str]:
+    """The cases that refuse a worker mutant: every MUST that failed, and its designated case
+    when that one is not met at its own level (a SHOULD: NON-STRICT, refused under --strict)."""
+    return [r.requirement_id for r in results
+            if (r.outcome is Outcome.FAIL and r.level == "MUST")
+            or (r.requirement_id == designated and r.outcome in (Outcome.FAIL, Outcome.NON_STRICT))]
 
 
 def worker_mutant_files(directory: Path) -> list[Path]:

@@ -16,7 +16,10 @@ LeaveGroup); this program adds what a Connect worker puts inside it, as KIP-415 
 - under ``default`` (v0) it stops all its work before every rejoin (eager rebalancing);
 - its REST API on ``--rest-port`` says what it runs (``rest_status``: Connect's
   ``/connectors`` and ``/connectors/NAME/status``);
-- SIGTERM: leave the group (LeaveGroup) and exit.
+- SIGTERM: leave the group (LeaveGroup) and exit;
+- refused by authorization (GROUP_AUTHORIZATION_FAILED, fatal in Kafka's clients): it
+  reports the error (a ``fatal`` event and one line on stderr) and exits 1, as Connect's
+  herder does, instead of retrying.
 
 ``--mutant NAME`` turns on one deliberate defect of ``MUTANTS`` (a worker mutant for
 measuring the worker suite's power, ``fixtures/mutants/workers/NAME.toml``); each is
@@ -41,6 +44,7 @@ from collections import Counter
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+import kafka.errors as Errors
 from kafka.coordinator.base import BaseCoordinator
 from kafka.net.compat import KafkaNetClient
 
@@ -111,6 +115,9 @@ MUTANTS: dict[str, WorkerMutant] = {
         "once a group it was in fell back to default (v0), offers only default from then on", "CONN-UP-01"),
     "default-delay-too-long": WorkerMutant(
         "with scheduled.rebalance.max.delay.ms unset, holds lost work back for 600000 ms", "CONN-CFG-01"),
+    "retries-refused-group": WorkerMutant(
+        "refused by authorization, retries its group requests at once instead of reporting and stopping",
+        "CLS-W-11"),
 }
 
 PROTOCOLS_BY_MODE = {"eager": ("default",), "compatible": ("compatible", "default"),
@@ -354,7 +361,12 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
 
     def run(self, stop: threading.Event) -> None:
         while not stop.is_set():
-            self.ensure_active_group(timeout_ms=200)
+            try:
+                self.ensure_active_group(timeout_ms=200)
+            except Errors.AuthorizationError:
+                if not self.defect("retries-refused-group"):
+                    raise
+                continue
             self.poll_heartbeat()
             if self.rejoin_at is not None and time.monotonic() >= self.rejoin_at:
                 self.rejoin_at = None
@@ -401,6 +413,10 @@ def main(argv: list[str] | None = None) -> int:
     emit("started", worker=args.worker_id, protocols=list(worker.protocols), rest_port=args.rest_port)
     try:
         return serve(worker, client, stop)
+    except Errors.AuthorizationError as e:
+        emit("fatal", error=str(e))
+        print(f"kafka_python_worker: refused by the broker's authorization: {e}", file=sys.stderr)
+        return 1
     finally:
         rest.shutdown()
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from conformance.catalogue import default_catalogue
-from conformance.harness.outcomes import Outcome
+from conformance.harness.outcomes import CaseResult, Outcome
 from conformance.target import load_target
-from conformance.worker_power import declared, judge_worker_mutant, run_worker_suite, worker_mutant_files
+from conformance.worker_power import declared, judge_worker_mutant, refusing, run_worker_suite, worker_mutant_files
 from conformance.workers.kafka_python_worker import MUTANTS
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -20,13 +20,25 @@ FILES = worker_mutant_files(ROOT / "fixtures" / "mutants" / "workers")
 BUNDLED = ROOT / "fixtures" / "targets" / "kafka-python-worker.toml"
 
 
-def test_every_kafka_python_mutant_has_a_target_file_and_a_must_case() -> None:
+def test_every_kafka_python_mutant_has_a_target_file_and_a_case_that_can_refuse_it() -> None:
     named = {declared(load_target(p))[0] for p in FILES}
     assert set(MUTANTS) <= named
     catalogue = default_catalogue()
     for name, m in MUTANTS.items():
-        assert catalogue[m.killed_by].level == "MUST", f"{name} is designated to a {catalogue[m.killed_by].level} case"
+        # A MAY not met is no refusal; a SHOULD not met refuses it (NON-STRICT, --strict fails).
+        assert catalogue[m.killed_by].level in ("MUST", "SHOULD"), \
+            f"{name} is designated to a {catalogue[m.killed_by].level} case"
         assert m.defect and not m.survives
+
+
+def test_a_designated_should_case_not_met_refuses_its_mutant_and_other_should_cases_do_not() -> None:
+    def result(rid: str, level: str, outcome: Outcome) -> CaseResult:
+        return CaseResult(rid, level, outcome, "")
+
+    results = [result("A", "SHOULD", Outcome.NON_STRICT), result("B", "SHOULD", Outcome.NON_STRICT),
+               result("C", "MUST", Outcome.FAIL), result("D", "MUST", Outcome.PASS)]
+    assert refusing(results, "A") == ["A", "C"]
+    assert refusing(results, "D") == ["C"]
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)

@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import re
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
@@ -15,7 +17,7 @@ from fakebroker.protocol.error_codes import ErrorCode
 from ...harness.cases import case
 from ...harness.connect_bytes import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, assignment_bytes,
                                       connect_protocols, units_of)
-from ...harness.outcomes import NotApplicable, Violation
+from ...harness.outcomes import Broken, NotApplicable, Violation
 from .framework import Seen, WorkerContext, WorkerProcess
 
 EXPECTED_PROTOCOLS = {"eager": ["default"], "compatible": ["compatible", "default"],
@@ -303,6 +305,62 @@ async def rejoins_as_itself_on_sync_coordinator_errors(ctx: WorkerContext) -> No
                                answered=False, what=f"FindCoordinator after {error} to SyncGroup")
         rejoin = await rejoins_as_itself(ctx, w, bad, member_id, owned, f"after {error} to SyncGroup")
         last = await ctx.worker_synced(w, after=rejoin)
+
+
+# Refused by authorization (CLS-W-11). Kafka's clients treat GROUP_AUTHORIZATION_FAILED as
+# fatal, not retriable, and Connect 4.2.0's herder exits on it after one refused
+# FindCoordinator; a worker may retry, but not faster than once per 2 s on average.
+GROUP_REQUESTS = frozenset({"FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup",
+                            "OffsetCommit", "OffsetFetch"})
+REFUSED_WINDOW_MS = 20_000
+REFUSED_MAX_REQUESTS = 10
+AUTHORIZATION_REPORTED = re.compile(r"authoriz", re.IGNORECASE)  # GroupAuthorizationException, ...
+
+
+def refused(s: Seen) -> bool:
+    """Answered GROUP_AUTHORIZATION_FAILED (FindCoordinator v4+ answers it per key)."""
+    code = ErrorCode.GROUP_AUTHORIZATION_FAILED.value
+    r = s.response
+    return r is not None and (getattr(r, "error_code", 0) == code
+                              or any(c.error_code == code for c in getattr(r, "coordinators", None) or []))
+
+
+@case("CLS-W-11", suite=W, timeout_s=120)
+async def reports_refused_group(ctx: WorkerContext) -> None:
+    """The coordinator's ACLs refuse the worker's group; from its first refused request on,
+    the worker sends at most REFUSED_MAX_REQUESTS group requests in REFUSED_WINDOW_MS (real
+    time, unscaled: a slower worker only sends fewer), and its log names the failure."""
+    ctx.refuse_group()
+    w = await ctx.start_worker()
+    first = await ctx.maybe_next_request(w, None, within_ms=30_000,
+                                         where=lambda s: s.api in GROUP_REQUESTS and refused(s))
+    if first is None:
+        if not w.alive():
+            raise Broken(f"the worker exited ({w.proc.returncode}) before a group request; log:\n{w.log_tail()}")
+        raise Violation("the worker's group requests", "one refused GROUP_AUTHORIZATION_FAILED (harness)",
+                        f"none; its requests: {sorted({s.api for s in ctx.seen(w)})}")
+    ctx.note(f"first refusal: {first.api} v{first.version}")
+    end = first.t_request + REFUSED_WINDOW_MS / 1000
+
+    def sent() -> list[Seen]:
+        return [s for s in ctx.seen(w) if s.api in GROUP_REQUESTS and first.t_request <= s.t_request <= end]
+
+    # Until the window ends, the bound is passed, or the worker exited (nothing more can come).
+    while time.monotonic() < end and len(sent()) <= REFUSED_MAX_REQUESTS and w.alive():
+        await asyncio.sleep(0.2)  # polling the recorder; the bound is the window
+    requests = sent()
+    exited = "" if w.alive() else f"; the worker exited with status {w.proc.returncode}"
+    ctx.note(f"{len(requests)} group request(s) from the first refusal on: "
+             f"{dict(Counter(s.api for s in requests))}{exited}")
+    ctx.check(len(requests) <= REFUSED_MAX_REQUESTS,
+              f"group requests within {REFUSED_WINDOW_MS} ms of the first GROUP_AUTHORIZATION_FAILED",
+              f"at most {REFUSED_MAX_REQUESTS} (no tight retry loop)",
+              f"{len(requests)} by +{requests[-1].t_request - first.t_request:.1f}s")
+    line = w.log_line(AUTHORIZATION_REPORTED)
+    ctx.check(line is not None, "the worker's log after its group was refused",
+              f"a line naming the authorization failure (/{AUTHORIZATION_REPORTED.pattern}/i)",
+              f"none{exited}; log tail:\n{w.log_tail(15)}")
+    ctx.note(f"reported: {line}")
 
 
 # ---------------------------------------------------------------- embedded protocol

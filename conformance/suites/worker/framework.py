@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import shlex
 import signal
 import socket
@@ -32,6 +33,8 @@ from typing import Any
 from fakebroker.coordinator.config import CoordinatorConfig
 from fakebroker.intercept.hooks import Call, Respond
 from fakebroker.script.recorder import Recorder
+from fakebroker.server.acl import AclRule, Acls, Operation, ResourceType
+from fakebroker.server.authorize import Authorizer
 from fakebroker.server.broker import FakeBroker
 from fakebroker.server.clock import RealClock
 from fakebroker.server.config import BrokerConfig
@@ -73,6 +76,9 @@ class Seen:
 # FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup: what a case's transcript shows
 # of the worker under test (in proxy mode everything else is the real Kafka's business).
 GROUP_API_KEYS = frozenset({10, 11, 12, 13, 14})
+# Everyone may do everything, but a refused group (``RecordingBroker.refuse_group``): a DENY
+# on it wins over these, as in Kafka's authorizer.
+_ALLOW_ALL = tuple(AclRule(True, "User:*", Operation.ALL, r, "*") for r in ResourceType)
 
 
 class RecordingBroker(FakeBroker):
@@ -87,6 +93,7 @@ class RecordingBroker(FakeBroker):
         self.frames: list[dict[str, Any]] = []
         self._client_of: dict[tuple[Any, Any], str] = {}
         self._seen_of: dict[tuple[Any, int], Seen] = {}
+        self.refused: set[str] = set()
         # First of all hooks: a forged answer (a later hook) is seen like any other.
         self.hooks.add(self._see_request, keep=True, name="seen")
         self.hooks.add(self._see_response, side="response", keep=True, name="seen")
@@ -133,6 +140,18 @@ class RecordingBroker(FakeBroker):
             return None
         self.hooks.add(forged, api=api, name=f"forge:{client_id}:{api}")
 
+    def refuse_group(self, group: str, refused: bool = True) -> None:
+        """From now on (until called with ``refused=False``) ACLs deny every operation on
+        ``group`` to everyone: its requests get Kafka's GROUP_AUTHORIZATION_FAILED answers;
+        other groups, topics and the cluster stay open (no authorizer once none is refused)."""
+        with self._lock:
+            (self.refused.add if refused else self.refused.discard)(group)
+            denies = tuple(AclRule(False, "User:*", Operation.ALL, ResourceType.GROUP, g)
+                           for g in sorted(self.refused))
+            # One reference swap: the broker's thread reads it per request.
+            self.authorizer = (Authorizer(Acls(_ALLOW_ALL + denies), self.registry, self.config)
+                               if denies else None)
+
     def snapshot(self) -> list[Seen]:
         with self._lock:
             return list(self.seen)
@@ -163,6 +182,15 @@ class WorkerProcess:
 
     def alive(self) -> bool:
         return self.proc.poll() is None
+
+    def log_line(self, pattern: re.Pattern[str]) -> str | None:
+        """The first line of the worker's whole log that ``pattern`` finds (a JVM may log
+        hundreds of shutdown lines after the one that matters), or None."""
+        try:
+            with open(self.log_path, encoding="utf-8", errors="replace") as f:
+                return next((line.strip() for line in f if pattern.search(line)), None)
+        except OSError:
+            return None
 
     def terminate(self, timeout_s: float = 15.0) -> int | None:
         if self.proc.poll() is None:
@@ -312,6 +340,14 @@ class WorkerContext(CoordinatorContext):
         self.first_frame = self.recorder.frame_mark()
         self.initial_delay_ms = 0
         self.attachments: dict[str, str] = {}
+        self.refusing = False
+
+    def refuse_group(self) -> None:
+        """The coordinator's ACLs refuse this case's group to everyone until the case ends
+        (GROUP_AUTHORIZATION_FAILED, as Kafka answers a principal its ACLs do not allow)."""
+        self.recorder.refuse_group(self.group_id)
+        self.refusing = True
+        self.note(f"ACLs: deny User:* All Group:{self.group_id} (everything else allowed)")
 
     async def member(self, name: str, **kw: Any) -> Any:
         """A scripted peer; by default it speaks Connect's embedded protocol (valid worker
@@ -405,7 +441,8 @@ class WorkerContext(CoordinatorContext):
             await asyncio.sleep(0.3)  # a real worker's status topic; the bound is the deadline
 
     def seen(self, w: WorkerProcess | None = None, api: str | None = None) -> list[Seen]:
-        """Exchanges of this case, from the worker ``w`` (by client id) and of ``api``."""
+        """Exchanges of this case, from the worker ``w`` (by client id) and of ``api`` (any
+        when None)."""
         return [s for s in self.recorder.snapshot()[self.first_seen:]
                 if (w is None or s.client_id == w.worker_id) and (api is None or s.api == api)
                 and getattr(s.request, "group_id", self.group_id) in (self.group_id, None)]
@@ -438,7 +475,7 @@ class WorkerContext(CoordinatorContext):
                 await m.heartbeat()
         return now
 
-    async def maybe_next_request(self, w: WorkerProcess, api: str, *, after: Seen | None = None,
+    async def maybe_next_request(self, w: WorkerProcess, api: str | None, *, after: Seen | None = None,
                                  within_ms: int = 20_000, where: Any = None,
                                  keep_alive: list[Any] | None = None, scaled: bool = True) -> Seen | None:
         """Like ``next_request`` but None when nothing comes. ``scaled=False`` keeps
@@ -494,5 +531,7 @@ class WorkerContext(CoordinatorContext):
                 os.unlink(w.log_path)
             except OSError:
                 pass
+        if self.refusing:
+            self.recorder.refuse_group(self.group_id, refused=False)
         self.add_worker_exchanges()
         await super().close()
