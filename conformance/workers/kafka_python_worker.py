@@ -44,7 +44,7 @@ from kafka.net.compat import KafkaNetClient
 from conformance.workers.kp_runtime import emit, serve, start_client, stop_on_signals
 from conformance.workers.mutant import WorkerMutant
 
-from conformance.harness.connect_bytes import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, Unit,
+from fakebroker.connect.embedded import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, Unit,
                                                connector_list, units_of)
 
 # One defect each; ``killed_by``: the case designated to refuse it.

@@ -3,7 +3,7 @@ scenarios (those are fixtures: ``test_scenario_fixtures.py``)."""
 
 from __future__ import annotations
 
-from fakebroker.coordinator.connect_assignor import (DEFAULT_MAX_DELAY_MS,
+from fakebroker.connect.assignor import (DEFAULT_MAX_DELAY_MS,
                                                      IncrementalCooperativeAssignor)
 
 from .test_scenario_fixtures import notation, units

@@ -13,7 +13,7 @@ import jsonschema
 import pytest
 import yaml
 
-from fakebroker.coordinator.connect_assignor import IncrementalCooperativeAssignor
+from fakebroker.connect.assignor import IncrementalCooperativeAssignor
 from fakebroker.coordinator.modern import ConnectGroup
 from fakebroker.coordinator.modern.connect import converged_records
 from fakebroker.coordinator.reconcile import ClientAssignor, ConnectUnit, DraftErrorCode

@@ -43,7 +43,7 @@ import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from .reconcile.units import ConnectUnit, sorted_units
+from ..coordinator.reconcile.units import ConnectUnit, sorted_units
 
 #: Connect's scheduled.rebalance.max.delay.ms default (5 minutes).
 DEFAULT_MAX_DELAY_MS = 300_000
