@@ -167,7 +167,7 @@ def test_decode_shows_connect_metadata_decoded_beside_the_hex() -> None:
 
 
 def test_decode_shows_a_metadata_allocation_and_a_sync_assignment() -> None:
-    from conformance.harness.connect_bytes import assignment_bytes, metadata_bytes
+    from fakebroker.connect.embedded import assignment_bytes, metadata_bytes
     owned = [("conn-a", -1), ("conn-a", 0)]
     meta = metadata_bytes(2, "http://w1:8083/", 7, owned=owned, leader="w1-1").hex()
     allocation = assignment_bytes(2, leader="w1-1", config_offset=7, assigned=owned).hex()

@@ -17,7 +17,7 @@ from typing import Any
 
 from fakebroker.protocol import Registry, Struct, default_registry
 
-from .connect_bytes import metadata_bytes
+from fakebroker.connect.embedded import metadata_bytes
 from .outcomes import Violation
 from .transcript import RecordedConnection
 

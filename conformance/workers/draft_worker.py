@@ -45,7 +45,7 @@ from typing import Any
 from fakebroker.client import ClientError, KafkaConnection
 
 from ..harness.connect848 import Work, work_of
-from ..harness.connect_bytes import assignment_bytes, metadata_bytes
+from fakebroker.connect.embedded import assignment_bytes, metadata_bytes
 from .mutant import WorkerMutant
 
 UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 25, 110

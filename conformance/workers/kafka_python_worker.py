@@ -7,7 +7,8 @@ LeaveGroup); this program adds what a Connect worker puts inside it, as KIP-415 
 - protocol type ``connect``, protocols by ``--connect-protocol`` (eager: default;
   compatible: compatible, default; sessioned: sessioned, compatible, default), each with
   worker metadata at its own version and, from v1, the current allocation;
-- as leader: eager round-robin for v0; for v1/v2 incremental cooperative assignment
+- as leader: eager round-robin for v0; for v1/v2 incremental cooperative assignment by
+  the project's KIP-415 assignor (``fakebroker.connect.assignor``)
   (revoke before assign, balance by revoking extras, lost work held back for
   ``--scheduled-rebalance-delay-ms`` before it is reassigned);
 - as member: revoked work is released and the worker rejoins at once; an assignment with
@@ -36,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import math
 import sys
 import threading
 import time
@@ -52,8 +52,10 @@ from conformance.workers.kp_runtime import emit, serve, start_client, stop_on_si
 from conformance.workers.mutant import WorkerMutant
 from conformance.workers.rest_status import serve_status
 
-from conformance.harness.connect_bytes import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, Unit,
-                                               connector_list, units_of)
+from fakebroker.connect.assignor import IncrementalCooperativeAssignor, round_robin
+from fakebroker.connect.embedded import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, Unit,
+                                         connector_list, units_of)
+from fakebroker.coordinator.reconcile.units import ConnectUnit
 
 # One defect each; ``killed_by``: the case designated to refuse it.
 MUTANTS: dict[str, WorkerMutant] = {
@@ -147,15 +149,14 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
         self.protocols = PROTOCOLS_BY_MODE[args.connect_protocol]
         self.units = all_units(args.connectors)
         self.max_delay_ms = args.scheduled_rebalance_delay_ms
+        # Leader state (KIP-415) and the delay a follower last received: the assignor's.
+        self.assignor = IncrementalCooperativeAssignor(max_delay_ms=self.max_delay_ms)
         self.mutant: str | None = args.mutant
         self.config_offset = 1
         self.owned: set[Unit] = set()
         self.version: int | None = None  # the Connect protocol version of its last assignment
         self.lock = threading.Lock()
         self.rejoin_at: float | None = None
-        # Leader state (KIP-415): what it handed out last time, and a delay in progress.
-        self.known: set[Unit] = set()
-        self.delay_deadline: float | None = None
         self.last_leader = ("", "")
         self.last_share: dict[str, set[Unit]] = {}  # (mutant eager-assigns-new-only)
 
@@ -217,10 +218,10 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
             refused = ASSIGNMENT.new(**{**header, "error": 1}, assignment=[])
             return {m: ASSIGNMENT.encode_versioned(refused, version) for m in owned}
         if version == 0:
-            share = self._round_robin(self.units, sorted(owned))
+            share = round_robin(self.units, sorted(owned))
             if self.defect("eager-assigns-new-only"):
                 share = {m: u - self.last_share.get(m, set()) for m, u in share.items()}
-                self.last_share = self._round_robin(self.units, sorted(owned))
+                self.last_share = round_robin(self.units, sorted(owned))
             out = {m: ASSIGNMENT.encode_versioned(ASSIGNMENT.new(**header, assignment=connector_list(u)), 0)
                    for m, u in share.items()}
             emit("lead", protocol=protocol, assignments={m: sorted(u) for m, u in share.items()})
@@ -236,66 +237,41 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
             **header, assignment=connector_list(new[m]), revoked=connector_list(revoked[m]),
             scheduled_delay=delay), version) for m in owned}
 
-    @staticmethod
-    def _round_robin(units: Iterable[Unit], members: list[str]) -> dict[str, set[Unit]]:
-        share: dict[str, set[Unit]] = {m: set() for m in members}
-        for i, u in enumerate(sorted(units)):
-            share[members[i % len(members)]].add(u)
-        return share
-
     def _incremental(self, owned: dict[str, set[Unit]], leader_id: str,
                      ) -> tuple[dict[str, set[Unit]], dict[str, set[Unit]], int]:
-        members = sorted(owned)
-        claims = Counter(u for m in members for u in owned[m])
-        # A unit two members claim, or one no longer configured, is revoked from every
-        # claimant this round and assigned in the next (never a second owner).
-        stale = {u for u, n in claims.items() if u not in self.units or
-                 (n > 1 and not self.defect("keeps-duplicate-claims"))}
-        keep = {m: owned[m] - stale for m in members}
-        held = set().union(*keep.values()) if keep else set()
-        unassigned = set(self.units) - held - stale
-        now = time.monotonic()
-        # A new leader cannot tell lost work from new; while a delay its predecessor set still
-        # runs (from its own last assignment), it holds back all it cannot account for.
-        inherited = not self.known and self.delay_deadline is not None and now < self.delay_deadline
-        lost = unassigned if inherited else unassigned & self.known
-        withheld: set[Unit] = set()
-        delay = 0
-        if lost and self.max_delay_ms > 0:
-            if self.delay_deadline is None or self.defect("restarts-full-delay"):
-                self.delay_deadline = now + self.max_delay_ms / 1000
-            if now < self.delay_deadline or self.defect("never-reassigns-lost-work"):
-                withheld = lost
-                delay = max(0, int((self.delay_deadline - now) * 1000))
-            else:
-                self.delay_deadline = None
-        elif not lost:
-            self.delay_deadline = None
-        if withheld and delay == 0 and not self.defect("never-reassigns-lost-work"):
-            delay = 1
-        new: dict[str, set[Unit]] = {m: set() for m in members}
-        if withheld and self.defect("returning-worker-gets-lost-work"):
-            idle = [m for m in members if not keep[m]]
-            if idle:
-                new[idle[0]] |= withheld
-                withheld = set()
-        to_assign = sorted(unassigned - withheld - set().union(*new.values()))
-        cap = math.ceil((len(self.units) - len(withheld)) / len(members)) if members else 0
+        """One KIP-415 round by the project's assignor (``fakebroker.connect.assignor``):
+        what each member gets new, what it must revoke, the scheduled delay. A mutant's
+        defect is applied around it."""
+        a = self.assignor
+        now_ms = int(time.monotonic() * 1000)
+        held, deadline = set(a.lost), a.delay_deadline_ms
+        if self.defect("restarts-full-delay"):
+            a.delay_deadline_ms = None  # every round with lost work starts the full delay
         if self.defect("no-revocation-on-join"):
-            cap = len(self.units)
-        revoked = {m: (owned[m] & stale) | set(sorted(keep[m])[cap:]) for m in members}
-        if self.defect("revokes-all-on-join") and any(not keep[m] for m in members):
+            a.revoked_last_round = True  # rule 6 (balance by revoking) never runs
+        out = a.assign(now_ms, [ConnectUnit(*u) for u in self.units],
+                       {m: [ConnectUnit(*u) for u in us] for m, us in owned.items()})
+        members = sorted(owned)
+        new = {m: set(out[m].added) for m in members}
+        revoked = {m: set(out[m].revoked) for m in members}
+        delay = max((r.delay_ms for r in out.values()), default=0)
+        expired = {u for u in held if delay == 0} - set().union(*owned.values())
+        if self.defect("keeps-duplicate-claims"):
+            claims = Counter(u for m in members for u in owned[m])
+            revoked = {m: {u for u in revoked[m] if claims[u] < 2} for m in members}
+        if self.defect("never-reassigns-lost-work") and expired:
+            new = {m: new[m] - expired for m in members}
+            a.lost, a.delay_deadline_ms = set(expired), deadline  # still held, delay over
+            a.previous = {m: us - expired for m, us in (a.previous or {}).items()}
+        if self.defect("expired-work-to-leader-only") and expired:
+            new = {m: new[m] - expired for m in members}
+            new[leader_id] |= expired
+        if self.defect("returning-worker-gets-lost-work") and delay > 0 and a.lost:
+            idle = [m for m in members if not owned[m]]
+            if idle:
+                new[idle[0]] |= set(a.lost)
+        if self.defect("revokes-all-on-join") and any(not owned[m] for m in members):
             revoked = {m: set(owned[m]) for m in members}
-        load = {m: len(owned[m]) - len(revoked[m]) for m in members}
-        expired = lost - withheld
-        for u in to_assign:
-            m = min(members, key=lambda x: (load[x], x))
-            if u in expired and self.defect("expired-work-to-leader-only"):
-                m = leader_id
-            new[m].add(u)
-            load[m] += 1
-        # Work being revoked this round is not lost: it is handed out in the next round.
-        self.known = {u for m in members for u in (owned[m] - revoked[m]) | new[m]} | withheld
         return new, revoked, delay
 
     async def _on_join_complete_async(self, generation: int, member_id: str, protocol: str,
@@ -328,7 +304,7 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
         elif delay > 0 and not self.defect("ignores-scheduled-delay"):
             self.rejoin_at = time.monotonic() + delay / 1000
             if a.leader != member_id:  # a delay in progress, should this worker come to lead
-                self.delay_deadline = self.rejoin_at
+                self.assignor.on_assignment(int(time.monotonic() * 1000), delay)
         elif delay > 0:
             self.request_rejoin()
 

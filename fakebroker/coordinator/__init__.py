@@ -6,8 +6,9 @@
 
 See ``coordinator.py`` for the contract, ``classic/`` (and its README) for the classic
 protocol, ``modern/`` (and its README) for the heartbeat-driven consumer and connect group
-types on the reconciliation engine (``reconcile/``), ``connect_assignor.py`` for Connect's
-leader-side incremental cooperative assignor, and ``apis/`` for one module per API.
+types on the reconciliation engine (``reconcile/``), and ``apis/`` for one module per API.
+Connect's leader-side incremental cooperative assignor, which runs on workers, not here,
+is ``fakebroker.connect.assignor``.
 """
 
 from .classic import ClassicGroup, ClassicGroupState, ClassicMember, ProtocolMetadata

@@ -11,14 +11,15 @@ from enum import Enum
 
 
 class RemovalReason(str, Enum):
-    """Why a member (or a pending member id) left the group."""
+    """Why a member (or a pending member id) left the group: one vocabulary for the classic
+    groups and the reconciliation engine's (consumer and connect) groups."""
 
     SESSION_TIMEOUT = "session-timeout"          # no heartbeat within session.timeout.ms
     NEW_MEMBER_JOIN_TIMEOUT = "new-member-join-timeout"  # first join never completed
-    REBALANCE_TIMEOUT = "rebalance-timeout"      # did not rejoin before the join phase ended
+    REBALANCE_TIMEOUT = "rebalance-timeout"      # did not rejoin in time; or a revocation not acknowledged in time
     SYNC_TIMEOUT = "sync-timeout"                # no SyncGroup within the rebalance timeout
-    LEAVE = "leave"                              # LeaveGroup
-    FENCED = "fenced"                            # a static member's id replaced by a new one
+    LEAVE = "leave"                              # LeaveGroup; a heartbeat with member epoch -1
+    FENCED = "fenced"                            # a static member's id replaced by a new one (its restarted instance)
     GROUP_MAX_SIZE = "group-max-size"            # rejected rejoin of a full group
     FENCED_EPOCH = "fenced-member-epoch"         # connect groups: a stale member epoch
 

@@ -72,7 +72,8 @@ from .classic.member import ClassicMember
 from .classic.state import ClassicGroupState
 from .events import GroupCreated
 from .modern.connect import CONNECT, ConnectGroup, converged_records
-from .reconcile import ClientAssignor, ConnectUnit, Rejected
+from .errors import RuleViolation
+from .reconcile import ClientAssignor, ConnectUnit
 
 if TYPE_CHECKING:
     from .coordinator import GroupCoordinator
@@ -90,26 +91,26 @@ def is_connect_classic(group: Any) -> bool:
 
 def upgrade(coord: GroupCoordinator, classic: ClassicGroup) -> ConnectGroup:
     """The connect group ``classic`` becomes (M2-M5); not yet registered (the caller
-    ``adopt``s it once the joining heartbeat succeeded). Raises ``Rejected``."""
+    ``adopt``s it once the joining heartbeat succeeded). Raises ``RuleViolation``."""
     if not classic.is_empty() and classic.state is not S.STABLE:
-        raise Rejected(E.REBALANCE_IN_PROGRESS, "migration-from-stable",
-                       f"Group {classic.group_id} is rebalancing; retry the join.")
+        raise RuleViolation(E.REBALANCE_IN_PROGRESS, "migration-from-stable",
+                            f"Group {classic.group_id} is rebalancing; retry the join.")
     name = classic.protocol_name or ""
     members: dict[str, tuple[list[ConnectUnit], tuple[ClientAssignor, ...]]] = {}
     claimed: set[ConnectUnit] = set()
     if not classic.is_empty():
         if name not in PROTOCOL_VERSIONS:
-            raise Rejected(E.GROUP_ID_NOT_FOUND, "migration-protocol-known",
-                           f"Cannot upgrade group {classic.group_id}: unknown protocol {name}.")
+            raise RuleViolation(E.GROUP_ID_NOT_FOUND, "migration-protocol-known",
+                                f"Cannot upgrade group {classic.group_id}: unknown protocol {name}.")
         assignor = ClientAssignor(name, PROTOCOL_VERSIONS[name], PROTOCOL_VERSIONS[name],
                                   version=PROTOCOL_VERSIONS[name])
         for mid, m in classic.members.items():
             try:
                 owned = owned_units(coord, m, name)
             except Exception as exc:  # the codec's decode errors
-                raise Rejected(E.GROUP_ID_NOT_FOUND, "migration-protocol-decodes",
-                               f"Cannot upgrade group {classic.group_id}: the embedded connect "
-                               f"protocol of {mid} is malformed ({exc}).") from None
+                raise RuleViolation(E.GROUP_ID_NOT_FOUND, "migration-protocol-decodes",
+                                    f"Cannot upgrade group {classic.group_id}: the embedded connect "
+                                    f"protocol of {mid} is malformed ({exc}).") from None
             mine = [u for u in owned if u not in claimed]
             claimed.update(mine)
             members[mid] = (mine, (assignor,))

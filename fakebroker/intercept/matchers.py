@@ -70,7 +70,7 @@ def render(v: Any, limit: int = 200) -> str:
 def render_field(path: str, v: Any) -> str:
     """``render``, but an error code field's number is read by name: ``FENCED_MEMBER_EPOCH (110)``."""
     if path.endswith("ErrorCode") and isinstance(v, int) and not isinstance(v, bool):
-        from ..coordinator.reconcile.errors import DraftErrorCode
+        from ..coordinator.errors import DraftErrorCode
         from ..protocol.error_codes import error_text
         return error_text(v, {e.name: e.value for e in DraftErrorCode})
     return render(v)

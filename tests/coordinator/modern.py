@@ -9,7 +9,8 @@ from typing import Any
 
 from fakebroker.coordinator import FixedTopics
 from fakebroker.coordinator.modern import ConnectGroup, ConsumerGroup
-from fakebroker.coordinator.reconcile import ConnectUnit, DraftErrorCode
+from fakebroker.coordinator.errors import DraftErrorCode
+from fakebroker.coordinator.reconcile import ConnectUnit
 from fakebroker.protocol.error_codes import ErrorCode
 
 from .harness import REG, Harness, make_config

@@ -3,8 +3,7 @@ scenarios (those are fixtures: ``test_scenario_fixtures.py``)."""
 
 from __future__ import annotations
 
-from fakebroker.coordinator.connect_assignor import (DEFAULT_MAX_DELAY_MS,
-                                                     IncrementalCooperativeAssignor)
+from fakebroker.connect.assignor import DEFAULT_MAX_DELAY_MS, IncrementalCooperativeAssignor, round_robin
 
 from .test_scenario_fixtures import notation, units
 
@@ -72,3 +71,9 @@ def test_a_delay_is_never_extended_by_a_second_loss() -> None:
     assert got == {"W1": (["AC0"], [], 600)}
     got = run(a, 1000, ["AC0", "AT1", "AT2"], {"W1": ["AC0"]})
     assert got == {"W1": (["AC0", "AT1", "AT2"], [], 0)}
+
+
+def test_round_robin_deals_units_in_natural_order_over_members_by_id() -> None:
+    share = round_robin(units(["BT1", "AC0", "AT2", "BC0", "AT1"]), ["w2", "w1"])
+    assert {m: notation(us) for m, us in share.items()} == {"w1": ["AC0", "AT2", "BT1"], "w2": ["AT1", "BC0"]}
+    assert round_robin(units(ALL), ["w1"])["w1"] == set(units(ALL))

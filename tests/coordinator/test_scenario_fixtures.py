@@ -13,10 +13,11 @@ import jsonschema
 import pytest
 import yaml
 
-from fakebroker.coordinator.connect_assignor import IncrementalCooperativeAssignor
+from fakebroker.connect.assignor import IncrementalCooperativeAssignor
 from fakebroker.coordinator.modern import ConnectGroup
 from fakebroker.coordinator.modern.connect import converged_records
-from fakebroker.coordinator.reconcile import ClientAssignor, ConnectUnit, DraftErrorCode
+from fakebroker.coordinator.errors import DraftErrorCode
+from fakebroker.coordinator.reconcile import ClientAssignor, ConnectUnit
 from fakebroker.protocol.error_codes import ErrorCode
 
 from .harness import make_config

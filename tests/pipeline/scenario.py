@@ -1,13 +1,13 @@
 """Transcripts of Connect groups written for the pipeline's tests: bodies encoded by the
 project's codec (raw bytes included), Connect's embedded metadata and assignments by
-``connect_bytes``. A clean script and each planted fault differ in one call."""
+``fakebroker.connect.embedded``. A clean script and each planted fault differ in one call."""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any
 
-from conformance.harness.connect_bytes import assignment_bytes, metadata_bytes
+from fakebroker.connect.embedded import assignment_bytes, metadata_bytes
 from fakebroker.protocol import default_registry
 from fakebroker.protocol.framing import encode_request, encode_response
 from fakebroker.script.transcript import dumps, new_header

@@ -33,23 +33,19 @@ from kafka.coordinator.base import BaseCoordinator
 from kafka.net.compat import KafkaNetClient
 from kafka.protocol.admin import DescribeGroupsRequest
 
-from fakebroker.protocol import Struct, default_registry
+from fakebroker.connect.assignor import round_robin
+from fakebroker.connect.embedded import ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, Unit, connector_list
+from fakebroker.connect.embedded import units_of as from_connector_list
+from fakebroker.protocol import Struct
 
 log = logging.getLogger(__name__)
 
 PROTOCOL_TYPE = "connect"
-# Connect's protocol names in preference order, and the embedded version each one uses.
-PROTOCOL_VERSIONS: dict[str, int] = {"sessioned": 2, "compatible": 1, "default": 0}
+# Connect's protocol names in preference order (PROTOCOL_VERSIONS: the embedded version of each).
 ALL_PROTOCOLS: tuple[str, ...] = tuple(PROTOCOL_VERSIONS)
 CONNECTOR_TASK = -1  # the task id that stands for the connector instance itself
 
-Unit = tuple[str, int]  # (connector, task id); task -1 = the connector instance
 T = TypeVar("T")
-
-_REG = default_registry()
-METADATA = _REG["ConnectProtocolMetadata"]
-ASSIGNMENT = _REG["ConnectProtocolAssignment"]
-_ConnectorAssignment: type[Struct] = ASSIGNMENT.classes["ConnectorAssignment"]
 
 
 # ---------------------------------------------------------------- pure encode / decode
@@ -57,18 +53,6 @@ _ConnectorAssignment: type[Struct] = ASSIGNMENT.classes["ConnectorAssignment"]
 def units_of(connectors: Mapping[str, int]) -> list[Unit]:
     """Every unit of work: each connector instance plus its tasks ``0..n-1``, sorted."""
     return sorted((name, t) for name, n in connectors.items() for t in [CONNECTOR_TASK, *range(n)])
-
-
-def to_connector_list(units: Iterable[Unit]) -> list[Struct]:
-    """Units grouped per connector, in sorted order (the wire form of Connect's maps)."""
-    by_connector: dict[str, list[int]] = {}
-    for connector, task in sorted(set(units)):
-        by_connector.setdefault(connector, []).append(task)
-    return [_ConnectorAssignment(connector=c, tasks=ts) for c, ts in by_connector.items()]
-
-
-def from_connector_list(entries: Sequence[Struct] | None) -> set[Unit]:
-    return {(e.connector, t) for e in entries or () for t in e.tasks}
 
 
 def encode_metadata(protocol: str, url: str, config_offset: int, allocation: bytes | None) -> bytes:
@@ -99,15 +83,6 @@ def allocation_units(md: Struct) -> set[Unit]:
     return from_connector_list(alloc.assignment)
 
 
-def round_robin(units: Sequence[Unit], member_ids: Iterable[str]) -> dict[str, set[Unit]]:
-    """The target share: unit i goes to the i-th member (mod n), both sorted."""
-    members = sorted(member_ids)
-    share: dict[str, set[Unit]] = {m: set() for m in members}
-    for i, unit in enumerate(sorted(units)):
-        share[members[i % len(members)]].add(unit)
-    return share
-
-
 def compute_assignments(protocol: str, leader_id: str, leader_url: str, config_offset: int,
                         units: Sequence[Unit], owned: Mapping[str, set[Unit]]) -> dict[str, Struct]:
     """The leader's decision per member, as ``ConnectProtocolAssignment`` objects."""
@@ -118,13 +93,13 @@ def compute_assignments(protocol: str, leader_id: str, leader_url: str, config_o
         header: dict[str, Any] = dict(error=0, leader=leader_id, leader_url=leader_url,
                                       config_offset=config_offset)
         if version == 0:
-            out[member] = ASSIGNMENT.new(**header, assignment=to_connector_list(share))
+            out[member] = ASSIGNMENT.new(**header, assignment=connector_list(share))
             continue
         held_elsewhere = set().union(*(o for m, o in owned.items() if m != member))
         new = share - owned[member] - held_elsewhere
         revoked = owned[member] - share
-        out[member] = ASSIGNMENT.new(**header, assignment=to_connector_list(new),
-                                     revoked=to_connector_list(revoked), scheduled_delay=0)
+        out[member] = ASSIGNMENT.new(**header, assignment=connector_list(new),
+                                     revoked=connector_list(revoked), scheduled_delay=0)
     return out
 
 
@@ -205,7 +180,7 @@ class ConnectMember(BaseCoordinator):  # type: ignore[misc]  # kafka-python is u
         leader, leader_url, offset = self._last_header
         return ASSIGNMENT.encode_versioned(
             ASSIGNMENT.new(error=0, leader=leader, leader_url=leader_url, config_offset=offset,
-                           assignment=to_connector_list(self._owned), revoked=None,
+                           assignment=connector_list(self._owned), revoked=None,
                            scheduled_delay=0), version)
 
     def _perform_assignment(self, leader_id: str, protocol: str,

@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from fakebroker.client import KafkaConnection
-from fakebroker.coordinator.reconcile.errors import DraftErrorCode
+from fakebroker.coordinator.errors import DraftErrorCode
 from fakebroker.coordinator.reconcile.records import GroupMetadataRecord
 from fakebroker.realkafka import RealKafka
 from fakebroker.realkafka.group_log import decode_log, read_log

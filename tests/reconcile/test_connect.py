@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from fakebroker.coordinator.reconcile import (ClientAssignor, DraftErrorCode, Heartbeat,
-                                              MemberMetadata, MemberTarget, Rejected)
+from fakebroker.coordinator.errors import DraftErrorCode, RuleViolation
+from fakebroker.coordinator.reconcile import ClientAssignor, Heartbeat, MemberMetadata, MemberTarget
 from fakebroker.coordinator.reconcile.connect import (connect_selector, eligible_members,
                                                       heartbeat_from_request,
                                                       heartbeat_response, install_targets,
@@ -78,13 +78,13 @@ def test_heartbeat_request_rules(kwargs, rule) -> None:
                   rebalance_timeout_ms=60_000, server_assignor=None,
                   client_assignors=(a("x", 0, 2),))
     fields.update(kwargs)
-    with pytest.raises(Rejected) as info:
+    with pytest.raises(RuleViolation) as info:
         require_connect_heartbeat_shape(**fields)
     assert info.value.rule == rule and info.value.error == E.INVALID_REQUEST
 
 
 def test_server_assignor_is_unsupported() -> None:
-    with pytest.raises(Rejected) as info:
+    with pytest.raises(RuleViolation) as info:
         require_connect_heartbeat_shape(group_id="g", member_id="w", member_epoch=3,
                                         instance_id=None, rebalance_timeout_ms=-1,
                                         server_assignor="uniform", client_assignors=None)
@@ -95,7 +95,7 @@ def test_unsupported_assignor_when_no_member_would_cover_all_ranges() -> None:
     engine = connect_engine()
     engine.heartbeat(join("B", 3, 4), 0)
     require_assignors_compatible(engine, "A", assignors(1, 5))     # A covers B: fine
-    with pytest.raises(Rejected) as info:
+    with pytest.raises(RuleViolation) as info:
         require_assignors_compatible(engine, "C", assignors(0, 3))  # B [3-4], C [0-3]
     assert info.value.error == E.UNSUPPORTED_ASSIGNOR
 
@@ -215,9 +215,9 @@ def test_install_targets_rejects_negative_tasks_and_duplicates() -> None:
                                                                           task_id=t)
                                                        for c, t in tasks]))])
 
-    with pytest.raises(Rejected) as info:
+    with pytest.raises(RuleViolation) as info:
         install_targets(req([("A", -1)]))
     assert info.value.rule == "task-id-not-negative"
-    with pytest.raises(Rejected) as info:
+    with pytest.raises(RuleViolation) as info:
         install_targets(req([("A", 0), ("A", 0)]))
     assert info.value.rule == "unit-assigned-once"

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from fakebroker.coordinator.reconcile import (GroupEngine, Heartbeat, InvariantBroken,
-                                              MemberRemoved, MemberState, RemovalReason, compact,
-                                              group_metadata_records)
+from fakebroker.coordinator.errors import InvariantBroken
+from fakebroker.coordinator.reconcile import (GroupEngine, Heartbeat, MemberRemoved, MemberState,
+                                              RemovalReason, compact, group_metadata_records)
 from fakebroker.coordinator.reconcile.assignors import AssignorError
 from fakebroker.coordinator.reconcile.records import (CurrentAssignmentRecord,
                                                       GroupMetadataRecord, MemberMetadataRecord,

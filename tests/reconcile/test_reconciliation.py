@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from fakebroker.coordinator.errors import RuleViolation
 from fakebroker.coordinator.reconcile import (AssignmentPayload, CurrentAssignment, MemberState,
-                                              MemberTarget, Rejected, reconcile)
+                                              MemberTarget, reconcile)
 from fakebroker.protocol.error_codes import ErrorCode
 
 S = MemberState
@@ -122,7 +123,7 @@ def test_payload_follows_the_target_epoch() -> None:
 def test_unknown_state_must_rejoin_owning_nothing() -> None:
     c = cur(S.UNKNOWN, epoch=3, assigned={1})
     for owned in (None, frozenset({1})):
-        with pytest.raises(Rejected) as info:
+        with pytest.raises(RuleViolation) as info:
             reconcile(c, target_epoch=4, target=tgt(1), owned=owned, held_by_other=FREE)
         assert info.value.error == ErrorCode.FENCED_MEMBER_EPOCH
     n = reconcile(c, target_epoch=4, target=tgt(1), owned=frozenset(), held_by_other=FREE)

@@ -46,7 +46,7 @@ def test_every_rule_has_a_transcript_and_every_transcript_a_rule() -> None:
 
 def test_rule_ids_are_stable_and_well_formed() -> None:
     import re
-    from fakebroker.coordinator.reconcile.errors import DraftErrorCode
+    from fakebroker.coordinator.errors import DraftErrorCode
     from fakebroker.protocol.error_codes import ErrorCode
     codes = {e.name for e in ErrorCode} | {e.name for e in DraftErrorCode}
     for rid, rule in RULES.items():

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...harness.cases import case
-from ...harness.connect_bytes import assignment_bytes, connect_protocols, metadata_bytes
+from fakebroker.connect.embedded import assignment_bytes, connect_protocols, metadata_bytes
 from ...harness.context import CoordinatorContext, Generation
 from .common import leader_and_followers, stable_group
 

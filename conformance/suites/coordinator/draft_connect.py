@@ -11,7 +11,7 @@ from fakebroker.protocol.error_codes import ErrorCode, error_text
 
 from ...harness.cases import case
 from ...harness.connect848 import Assignor, DraftWorker, Work, registry_for, work_of
-from ...harness.connect_bytes import assignment_bytes
+from fakebroker.connect.embedded import assignment_bytes
 from ...harness.context import CoordinatorContext
 from ...harness.outcomes import Violation
 

@@ -15,7 +15,7 @@ from fakebroker.protocol import DecodeError
 from fakebroker.protocol.error_codes import ErrorCode
 
 from ...harness.cases import case
-from ...harness.connect_bytes import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, assignment_bytes,
+from fakebroker.connect.embedded import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, assignment_bytes,
                                       connect_protocols, units_of)
 from ...harness.outcomes import Broken, NotApplicable, Violation
 from .framework import Seen, WorkerContext, WorkerProcess

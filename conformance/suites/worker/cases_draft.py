@@ -13,7 +13,7 @@ from fakebroker.protocol.error_codes import error_text
 
 from ...harness.cases import case
 from ...harness.connect848 import DraftWorker, Work, registry_for, work_of
-from ...harness.connect_bytes import ASSIGNMENT, METADATA
+from fakebroker.connect.embedded import ASSIGNMENT, METADATA
 from ...harness.outcomes import Broken, NotApplicable, Violation
 from .framework import Seen, WorkerContext, WorkerProcess
 

@@ -7,7 +7,7 @@ import asyncio
 import time
 
 from ...harness.cases import case
-from ...harness.connect_bytes import PROTOCOL_VERSIONS, units_of
+from fakebroker.connect.embedded import PROTOCOL_VERSIONS, units_of
 from ...harness.outcomes import Broken, NotApplicable, Violation
 from .framework import WorkerContext, WorkerProcess
 from .peers import Lead, Peer, Round, decode_assignment, lead_alone, play_round, second_owners, settle

@@ -42,7 +42,7 @@ from fakebroker.server.thread import BrokerThread
 
 from ...catalogue import Requirement
 from ...harness.clock import RealCaseClock
-from ...harness.connect_bytes import connect_protocols
+from fakebroker.connect.embedded import connect_protocols
 from ...harness.context import CoordinatorContext
 from ...harness.outcomes import Broken, NotApplicable, Violation
 from ...harness.transcript import Transcript

@@ -14,7 +14,7 @@ from typing import Any
 
 from fakebroker.protocol import DecodeError
 
-from ...harness.connect_bytes import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, Unit, assignment_bytes,
+from fakebroker.connect.embedded import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, Unit, assignment_bytes,
                                       connect_protocols, units_of)
 from ...harness.members import ClassicMember, Pending
 from ...harness.outcomes import Broken, Violation

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol.error_codes import ErrorCode
 from ..modern import ConnectGroup
-from ..reconcile import Rejected
+from ..errors import RuleViolation
 from ..reconcile.validation import require_member_id_present, require_non_empty
 
 if TYPE_CHECKING:
@@ -21,19 +21,19 @@ def validate(b: Any) -> None:
     require_non_empty(b.group_id, "group-id")
     require_member_id_present(b.member_id)
     if b.member_epoch < 0:
-        raise Rejected(E.INVALID_REQUEST, "member-epoch-not-negative", "MemberEpoch must be >= 0")
+        raise RuleViolation(E.INVALID_REQUEST, "member-epoch-not-negative", "MemberEpoch must be >= 0")
 
 
 def connect_group(coord: GroupCoordinator, group_id: str) -> ConnectGroup:
     """Step 1: GROUP_ID_NOT_FOUND when there is no connect group of that id."""
     group = coord.groups.get(group_id)
     if group is None:
-        raise Rejected(E.GROUP_ID_NOT_FOUND, "group-exists", f"Group {group_id} not found.")
+        raise RuleViolation(E.GROUP_ID_NOT_FOUND, "group-exists", f"Group {group_id} not found.")
     if not isinstance(group, ConnectGroup):
-        raise Rejected(E.GROUP_ID_NOT_FOUND, "group-is-connect",
-                       f"Group {group_id} is not a connect group.")
+        raise RuleViolation(E.GROUP_ID_NOT_FOUND, "group-is-connect",
+                            f"Group {group_id} is not a connect group.")
     return group
 
 
-def error_response(coord: GroupCoordinator, name: str, r: Rejected) -> Any:
+def error_response(coord: GroupCoordinator, name: str, r: RuleViolation) -> Any:
     return coord.registry[name].new(error_code=int(r.error), error_message=r.message or None)

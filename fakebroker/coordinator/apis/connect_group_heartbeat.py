@@ -33,7 +33,8 @@ from .. import migration
 from ..classic.group import ClassicGroup
 from ..context import RequestContext
 from ..modern import ConnectGroup
-from ..reconcile import ClientAssignor, ConnectUnit, Heartbeat, HeartbeatResult, Rejected
+from ..errors import RuleViolation
+from ..reconcile import ClientAssignor, ConnectUnit, Heartbeat, HeartbeatResult
 from ..reconcile.connect import (heartbeat_from_request, heartbeat_response,
                                  require_assignors_compatible, require_connect_heartbeat_shape,
                                  tasks_of)
@@ -50,7 +51,7 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
     b: Any = body
     try:
         result = _handle(coord, ctx, b)
-    except Rejected as r:
+    except RuleViolation as r:
         result = HeartbeatResult(error=r.error, member_id=b.member_id, rule=r.rule,
                                  message=r.message)
     coord.env.reply(ctx, heartbeat_response(coord.registry, result))
@@ -80,11 +81,11 @@ def _handle(coord: GroupCoordinator, ctx: RequestContext, b: Any) -> HeartbeatRe
         group = migration.upgrade(coord, existing)
         converting = True
     elif existing is not None and not (b.member_epoch == JOIN_EPOCH and existing.is_empty()):
-        raise Rejected(E.GROUP_ID_NOT_FOUND, "group-is-connect",
-                       f"Group {group_id} is not a connect group.")
+        raise RuleViolation(E.GROUP_ID_NOT_FOUND, "group-is-connect",
+                            f"Group {group_id} is not a connect group.")
     elif b.member_epoch != JOIN_EPOCH:
-        raise Rejected(E.UNKNOWN_MEMBER_ID, "group-exists",
-                       f"Group {group_id} does not exist, so member {b.member_id} is unknown.")
+        raise RuleViolation(E.UNKNOWN_MEMBER_ID, "group-exists",
+                            f"Group {group_id} does not exist, so member {b.member_id} is unknown.")
     else:
         group = coord.new_connect_group(group_id)
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol import Struct
 from ..context import RequestContext
-from ..reconcile import Rejected
+from ..errors import RuleViolation
 from ..reconcile.connect import install_targets
 from ._connect_common import connect_group, error_response, validate
 
@@ -42,8 +42,8 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
                                               coord.env.now_ms, error=b.error)
         group.absorb(installed.outcome)
         if installed.error:
-            raise Rejected(installed.error, installed.rule or "", installed.message or "")
-    except Rejected as r:
+            raise RuleViolation(installed.error, installed.rule or "", installed.message or "")
+    except RuleViolation as r:
         coord.env.reply(ctx, error_response(coord, RESPONSE, r))
         return
     coord.env.reply(ctx, coord.registry[RESPONSE].new())

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from ...protocol import Struct
 from ..context import RequestContext
-from ..reconcile import Rejected
+from ..errors import RuleViolation
 from ..reconcile.units import split_connect_units
 from ._connect_common import connect_group, error_response, validate
 
@@ -35,8 +35,8 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
         prepared = group.engine.prepare_assignment(b.member_id, b.member_epoch, coord.env.now_ms)
         group.absorb(prepared.outcome)
         if prepared.error:
-            raise Rejected(prepared.error, prepared.rule or "", prepared.message or "")
-    except Rejected as r:
+            raise RuleViolation(prepared.error, prepared.rule or "", prepared.message or "")
+    except RuleViolation as r:
         coord.env.reply(ctx, error_response(coord, RESPONSE, r))
         return
     mt = coord.registry[RESPONSE]

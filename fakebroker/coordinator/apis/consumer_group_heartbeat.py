@@ -40,7 +40,8 @@ from ...protocol.error_codes import ErrorCode
 from ..context import RequestContext
 from ..modern import ConsumerGroup
 from ..modern.consumer import by_topic, owned_partitions
-from ..reconcile import Heartbeat, HeartbeatResult, Rejected, TopicPartition
+from ..errors import RuleViolation
+from ..reconcile import Heartbeat, HeartbeatResult, TopicPartition
 from ..reconcile.validation import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, require_non_empty
 
 if TYPE_CHECKING:
@@ -67,7 +68,7 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
             _leave(coord, ctx, b)
         else:
             _heartbeat(coord, ctx, b)
-    except Rejected as r:
+    except RuleViolation as r:
         _answer_error(coord, ctx, r.error, r.message)
 
 
@@ -77,50 +78,50 @@ def validate(b: Any, api_version: int, assignors: tuple[str, ...]) -> None:
     if api_version >= MEMBER_ID_REQUIRED_VERSION or epoch > 0 or epoch in (
             LEAVE_EPOCH, STATIC_LEAVE_EPOCH):
         if not b.member_id.strip():
-            raise Rejected(E.INVALID_REQUEST, "member-id-not-empty", "MemberId can't be empty.")
+            raise RuleViolation(E.INVALID_REQUEST, "member-id-not-empty", "MemberId can't be empty.")
     require_non_empty(b.group_id, "group-id")
     require_non_empty(b.instance_id, "instance-id")
     require_non_empty(b.rack_id, "rack-id")
     regex = b.subscribed_topic_regex if api_version >= 1 else None
     if epoch == JOIN_EPOCH:
         if b.rebalance_timeout_ms == -1:
-            raise Rejected(E.INVALID_REQUEST, "join-gives-rebalance-timeout",
-                           "RebalanceTimeoutMs must be provided in first request.")
+            raise RuleViolation(E.INVALID_REQUEST, "join-gives-rebalance-timeout",
+                                "RebalanceTimeoutMs must be provided in first request.")
         if b.topic_partitions is None or len(b.topic_partitions) != 0:
-            raise Rejected(E.INVALID_REQUEST, "join-owns-nothing",
-                           "TopicPartitions must be empty when (re-)joining.")
+            raise RuleViolation(E.INVALID_REQUEST, "join-owns-nothing",
+                                "TopicPartitions must be empty when (re-)joining.")
         # Kafka 4.x accepts an empty list or an empty regex (a member subscribed to nothing).
         if b.subscribed_topic_names is None and regex is None:
-            raise Rejected(E.INVALID_REQUEST, "join-gives-subscription",
-                           "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null "
-                           "when (re-)joining.")
+            raise RuleViolation(E.INVALID_REQUEST, "join-gives-subscription",
+                                "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null "
+                                "when (re-)joining.")
     elif epoch == STATIC_LEAVE_EPOCH:
         if b.instance_id is None:
-            raise Rejected(E.INVALID_REQUEST, "static-leave-gives-instance-id",
-                           "InstanceId can't be null.")
+            raise RuleViolation(E.INVALID_REQUEST, "static-leave-gives-instance-id",
+                                "InstanceId can't be null.")
     elif epoch < LEAVE_EPOCH:
-        raise Rejected(E.INVALID_REQUEST, "member-epoch-valid", "MemberEpoch is invalid.")
+        raise RuleViolation(E.INVALID_REQUEST, "member-epoch-valid", "MemberEpoch is invalid.")
     if b.server_assignor is not None and b.server_assignor not in assignors:
-        raise Rejected(E.UNSUPPORTED_ASSIGNOR, "server-assignor-supported",
-                       f"ServerAssignor {b.server_assignor} is not supported. "
-                       f"Supported assignors: {', '.join(assignors)}.")
+        raise RuleViolation(E.UNSUPPORTED_ASSIGNOR, "server-assignor-supported",
+                            f"ServerAssignor {b.server_assignor} is not supported. "
+                            f"Supported assignors: {', '.join(assignors)}.")
     if regex:
         try:
             re.compile(regex)
         except re.error as err:
             code: Any = Kafka4.INVALID_REGULAR_EXPRESSION
-            raise Rejected(code, "topic-regex-valid",
-                           f"SubscribedTopicRegex `{regex}` is not a valid regular expression: "
-                           f"{err}.") from None
+            raise RuleViolation(code, "topic-regex-valid",
+                                f"SubscribedTopicRegex `{regex}` is not a valid regular expression: "
+                                f"{err}.") from None
 
 
 def _existing(coord: GroupCoordinator, group_id: str) -> ConsumerGroup:
     group = coord.groups.get(group_id)
     if group is None:
-        raise Rejected(E.GROUP_ID_NOT_FOUND, "group-exists", f"Group {group_id} not found.")
+        raise RuleViolation(E.GROUP_ID_NOT_FOUND, "group-exists", f"Group {group_id} not found.")
     if not isinstance(group, ConsumerGroup):
-        raise Rejected(E.GROUP_ID_NOT_FOUND, "group-is-consumer",
-                       f"Group {group_id} is not a consumer group.")
+        raise RuleViolation(E.GROUP_ID_NOT_FOUND, "group-is-consumer",
+                            f"Group {group_id} is not a consumer group.")
     return group
 
 
@@ -131,22 +132,22 @@ def _heartbeat(coord: GroupCoordinator, ctx: RequestContext, b: Any) -> None:
         group = existing
     elif b.member_epoch != JOIN_EPOCH:
         if existing is None:
-            raise Rejected(E.GROUP_ID_NOT_FOUND, "group-exists",
-                           f"Consumer group {group_id} not found.")
-        raise Rejected(E.GROUP_ID_NOT_FOUND, "group-is-consumer",
-                       f"Group {group_id} is not a consumer group.")
+            raise RuleViolation(E.GROUP_ID_NOT_FOUND, "group-exists",
+                                f"Consumer group {group_id} not found.")
+        raise RuleViolation(E.GROUP_ID_NOT_FOUND, "group-is-consumer",
+                            f"Group {group_id} is not a consumer group.")
     elif existing is None or (existing.type == "classic" and existing.is_empty()):
         group = coord.new_consumer_group(group_id)
     else:
-        raise Rejected(E.GROUP_ID_NOT_FOUND, "group-is-consumer",
-                       f"Group {group_id} is not a consumer group.")
+        raise RuleViolation(E.GROUP_ID_NOT_FOUND, "group-is-consumer",
+                            f"Group {group_id} is not a consumer group.")
 
     member_id: str = b.member_id
     engine = group.engine
     limit = coord.config.consumer_max_size
     if len(engine.member_ids()) >= limit and (not member_id or not engine.has_member(member_id)):
-        raise Rejected(E.GROUP_MAX_SIZE_REACHED, "group-not-full",
-                       f"The consumer group has reached its maximum capacity of {limit} members.")
+        raise RuleViolation(E.GROUP_MAX_SIZE_REACHED, "group-not-full",
+                            f"The consumer group has reached its maximum capacity of {limit} members.")
     if not member_id:
         member_id = coord.config.generated_member_id()  # v0 join without an id
 
@@ -167,7 +168,7 @@ def _heartbeat(coord: GroupCoordinator, ctx: RequestContext, b: Any) -> None:
     if result.error:
         if group is existing:
             group.absorb(result.outcome)
-        raise Rejected(result.error, result.rule or "", result.message or "")
+        raise RuleViolation(result.error, result.rule or "", result.message or "")
     if group is not existing:
         coord.adopt(group)
     if b.rack_id is not None:
@@ -185,7 +186,7 @@ def _leave(coord: GroupCoordinator, ctx: RequestContext, b: Any) -> None:
                                               instance_id=b.instance_id), coord.env.now_ms)
     group.absorb(result.outcome)
     if result.error:
-        raise Rejected(result.error, result.rule or "", result.message or "")
+        raise RuleViolation(result.error, result.rule or "", result.message or "")
     if b.member_epoch == LEAVE_EPOCH:
         group.racks.pop(member_id, None)
         group.subscriptions.pop(member_id, None)

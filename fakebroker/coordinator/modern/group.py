@@ -21,8 +21,7 @@ from ...protocol.error_codes import ErrorCode
 from ..env import Env
 from ..errors import RuleViolation
 from ..events import (AssignmentComputeRequested, GroupEpochChanged, MemberEpochChanged,
-                      MemberJoined, MemberRemoved, RemovalReason, StateChanged,
-                      TargetAssignmentChanged)
+                      MemberJoined, MemberRemoved, StateChanged, TargetAssignmentChanged)
 from ..reconcile import GroupEngine, Outcome
 from ..reconcile import events as engine_events
 from ..reconcile.units import U
@@ -32,12 +31,6 @@ ASSIGNING = "Assigning"
 RECONCILING = "Reconciling"
 STABLE = "Stable"
 
-
-#: Engine removal reasons as the coordinator's events name them (a static member replaced
-#: by its restarted instance is the classic protocol's FENCED).
-_REASONS = {r: RemovalReason(r.value) for r in engine_events.RemovalReason
-            if r is not engine_events.RemovalReason.REPLACED}
-_REASONS[engine_events.RemovalReason.REPLACED] = RemovalReason.FENCED
 
 
 class ModernGroup(Generic[U]):
@@ -146,7 +139,7 @@ class ModernGroup(Generic[U]):
             return MemberJoined(gid, at, event.member_id, self._instance_id(event.member_id),
                                 replaces=event.replaces)
         if isinstance(event, engine_events.MemberRemoved):
-            return MemberRemoved(gid, at, event.member_id, None, _REASONS[event.reason])
+            return MemberRemoved(gid, at, event.member_id, None, event.reason)
         if isinstance(event, engine_events.GroupEpochBumped):
             return GroupEpochChanged(gid, at, event.epoch, event.reason)
         if isinstance(event, engine_events.TargetAssignmentUpdated):

@@ -23,7 +23,6 @@ from __future__ import annotations
 from .assignors import AssignmentSpec, Assignor, AssignorError, RangeAssignor, UniformAssignor
 from .engine import (AssignmentView, EngineConfig, GroupEngine, GroupSnapshot, Heartbeat,
                      HeartbeatResult, InstallResult, Outcome, PreparedMember, PrepareResult)
-from .errors import DraftErrorCode, InvariantBroken, Rejected
 from .events import (ComputeAssignmentRequested, EngineEvent, GroupEpochBumped, MemberJoined,
                      MemberRemoved, MemberTransitioned, RemovalReason, TargetAssignmentUpdated)
 from .member import (AssignmentPayload, ClientAssignor, CurrentAssignment, Member,
@@ -37,7 +36,7 @@ __all__ = [
     "AssignmentSpec", "Assignor", "AssignorError", "RangeAssignor", "UniformAssignor",
     "AssignmentView", "EngineConfig", "GroupEngine", "GroupSnapshot", "Heartbeat",
     "HeartbeatResult", "InstallResult", "Outcome", "PreparedMember", "PrepareResult",
-    "DraftErrorCode", "InvariantBroken", "Rejected", "ComputeAssignmentRequested",
+    "ComputeAssignmentRequested",
     "EngineEvent", "GroupEpochBumped", "MemberJoined", "MemberRemoved", "MemberTransitioned",
     "RemovalReason", "TargetAssignmentUpdated", "AssignmentPayload", "ClientAssignor",
     "CurrentAssignment", "Member", "MemberMetadata", "MemberState", "MemberTarget",

@@ -16,7 +16,7 @@ from typing import Any
 from ...protocol import Registry, Struct
 from ...protocol.error_codes import ErrorCode
 from .engine import EngineConfig, GroupEngine, Heartbeat, HeartbeatResult
-from .errors import DraftErrorCode, Rejected
+from ..errors import DraftErrorCode, RuleViolation
 from .member import AssignmentPayload, ClientAssignor, MemberMetadata, MemberTarget
 from .target import Installed
 from .units import ConnectUnit, join_connect_units, split_connect_units
@@ -38,39 +38,39 @@ def require_connect_heartbeat_shape(*, group_id: str, member_id: str, member_epo
     require_non_empty(group_id, "group-id")
     require_member_id_present(member_id)
     if member_epoch < LEAVE_EPOCH:
-        raise Rejected(E.INVALID_REQUEST, "member-epoch-at-least-minus-one",
-                       "MemberEpoch must be >= -1")
+        raise RuleViolation(E.INVALID_REQUEST, "member-epoch-at-least-minus-one",
+                            "MemberEpoch must be >= -1")
     require_non_empty(instance_id, "instance-id")
     if member_epoch == JOIN_EPOCH and rebalance_timeout_ms <= 0:
-        raise Rejected(E.INVALID_REQUEST, "join-gives-rebalance-timeout",
-                       "RebalanceTimeoutMs must be larger than zero in the first heartbeat")
+        raise RuleViolation(E.INVALID_REQUEST, "join-gives-rebalance-timeout",
+                            "RebalanceTimeoutMs must be larger than zero in the first heartbeat")
     if server_assignor is not None and client_assignors is not None:
-        raise Rejected(E.INVALID_REQUEST, "one-kind-of-assignor",
-                       "ServerAssignor and ClientAssignors cannot be used together")
+        raise RuleViolation(E.INVALID_REQUEST, "one-kind-of-assignor",
+                            "ServerAssignor and ClientAssignors cannot be used together")
     for assignor in client_assignors or ():
         require_assignor_valid(assignor)
     for connector, task in tasks:
         if task < 0:
-            raise Rejected(E.INVALID_REQUEST, "task-id-not-negative",
-                           f"task {connector}/{task} has a negative id (ERRATA 2)")
+            raise RuleViolation(E.INVALID_REQUEST, "task-id-not-negative",
+                                f"task {connector}/{task} has a negative id (ERRATA 2)")
     if server_assignor is not None:
-        raise Rejected(E.UNSUPPORTED_ASSIGNOR, "no-server-assignor",
-                       "a connect group has no server-side assignor (ERRATA 27)")
+        raise RuleViolation(E.UNSUPPORTED_ASSIGNOR, "no-server-assignor",
+                            "a connect group has no server-side assignor (ERRATA 27)")
 
 
 def require_assignor_valid(a: ClientAssignor) -> None:
     """The draft's per-assignor rules."""
     if not a.name.strip():
-        raise Rejected(E.INVALID_REQUEST, "assignor-name-not-empty", "Assignor.Name is empty")
+        raise RuleViolation(E.INVALID_REQUEST, "assignor-name-not-empty", "Assignor.Name is empty")
     if a.minimum_version < -1:
-        raise Rejected(E.INVALID_REQUEST, "assignor-minimum-version",
-                       "Assignor.MinimumVersion must be >= -1")
+        raise RuleViolation(E.INVALID_REQUEST, "assignor-minimum-version",
+                            "Assignor.MinimumVersion must be >= -1")
     if a.maximum_version < 0 or a.maximum_version < a.minimum_version:
-        raise Rejected(E.INVALID_REQUEST, "assignor-maximum-version",
-                       "Assignor.MaximumVersion must be >= 0 and >= MinimumVersion")
+        raise RuleViolation(E.INVALID_REQUEST, "assignor-maximum-version",
+                            "Assignor.MaximumVersion must be >= 0 and >= MinimumVersion")
     if not a.minimum_version <= a.version <= a.maximum_version:
-        raise Rejected(E.INVALID_REQUEST, "assignor-version-in-range",
-                       "Assignor.Version must be within [MinimumVersion, MaximumVersion]")
+        raise RuleViolation(E.INVALID_REQUEST, "assignor-version-in-range",
+                            "Assignor.Version must be within [MinimumVersion, MaximumVersion]")
 
 
 # --- assignor and worker selection --------------------------------------------------
@@ -125,8 +125,8 @@ def require_assignors_compatible(engine: GroupEngine[ConnectUnit], member_id: st
     assignors = client_assignors if client_assignors is not None else previous.client_assignors
     members[member_id] = MemberMetadata(client_assignors=assignors)
     if not eligible_members(members):
-        raise Rejected(E.UNSUPPORTED_ASSIGNOR, "assignor-versions-overlap",
-                       "no member's assignor version range covers every other member's")
+        raise RuleViolation(E.UNSUPPORTED_ASSIGNOR, "assignor-versions-overlap",
+                            "no member's assignor version range covers every other member's")
 
 
 def connect_policy() -> Installed:
@@ -191,16 +191,16 @@ def install_targets(req: Any) -> dict[str, MemberTarget[ConnectUnit]]:
     for m in req.members:
         for connector, task in tasks_of(m.connectors_and_tasks):
             if task < 0:
-                raise Rejected(DraftErrorCode.INVALID_ASSIGNMENT, "task-id-not-negative",
-                               f"task {connector}/{task} has a negative id")
+                raise RuleViolation(DraftErrorCode.INVALID_ASSIGNMENT, "task-id-not-negative",
+                                    f"task {connector}/{task} has a negative id")
         if m.member_id in out:
-            raise Rejected(DraftErrorCode.INVALID_ASSIGNMENT, "member-listed-once",
-                           f"member {m.member_id} appears twice")
+            raise RuleViolation(DraftErrorCode.INVALID_ASSIGNMENT, "member-listed-once",
+                                f"member {m.member_id} appears twice")
         units = units_of(m.connectors_and_tasks)
         listed = len(m.connectors_and_tasks.connectors) + len(m.connectors_and_tasks.tasks)
         if listed != len(units):
-            raise Rejected(DraftErrorCode.INVALID_ASSIGNMENT, "unit-assigned-once",
-                           f"member {m.member_id} lists a connector or task twice")
+            raise RuleViolation(DraftErrorCode.INVALID_ASSIGNMENT, "unit-assigned-once",
+                                f"member {m.member_id} lists a connector or task twice")
         out[m.member_id] = MemberTarget(units, AssignmentPayload(req.error, m.version,
                                                                  bytes(m.metadata)))
     return out

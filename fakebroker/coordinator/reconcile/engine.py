@@ -9,7 +9,7 @@ records the engine has just generated, so ``GroupEngine.rebuild(records)`` resto
 Transient state (session and rebalance deadlines, the member selected to compute a
 connect target, the membership of recent epochs) is rebuilt as Kafka does on load.
 
-A request the engine refuses (``Rejected``) is refused before any record is generated:
+A request the engine refuses (``RuleViolation``) is refused before any record is generated:
 the state is exactly as it was. Due timers fire first, at the start of every call.
 
 How a handler drives it (ConsumerGroupHeartbeat / ConnectGroupHeartbeat):
@@ -31,7 +31,7 @@ from typing import Generic
 
 from ...protocol.error_codes import ErrorCode
 from .assignors import AssignorError
-from .errors import Code, InvariantBroken, Rejected
+from ..errors import Code, InvariantBroken, RuleViolation
 from .events import (ComputeAssignmentRequested, EngineEvent, GroupEpochBumped, MemberJoined,
                      MemberRemoved, MemberTransitioned, RemovalReason, TargetAssignmentUpdated)
 from .member import (AssignmentPayload, ClientAssignor, CurrentAssignment, Member,
@@ -340,23 +340,23 @@ class GroupEngine(Generic[U]):
                 return self._leave(hb.member_id, now_ms, expired)
             if hb.member_epoch == STATIC_LEAVE_EPOCH:
                 if not self.config.static_membership:
-                    raise Rejected(E.INVALID_REQUEST, "static-leave-unsupported",
-                                   "static membership is not implemented by this engine")
+                    raise RuleViolation(E.INVALID_REQUEST, "static-leave-unsupported",
+                                        "static membership is not implemented by this engine")
                 return self._static_leave(hb.member_id, now_ms, expired)
             if hb.member_epoch < LEAVE_EPOCH:
-                raise Rejected(E.INVALID_REQUEST, "member-epoch-valid", "MemberEpoch is invalid")
+                raise RuleViolation(E.INVALID_REQUEST, "member-epoch-valid", "MemberEpoch is invalid")
             if static and hb.member_epoch == JOIN_EPOCH:
                 replaced = self._replace_static_member(hb, now_ms)
             try:
                 plan = self._plan_heartbeat(hb, now_ms)
-            except Rejected:
+            except RuleViolation:
                 if replaced is not None:
                     self._undo_replacement(replaced)
                 raise
-        except Rejected as rejected:
+        except RuleViolation as rejected:
             if (rejected.error == E.FENCED_MEMBER_EPOCH and self.config.fence_removes_member
                     and hb.member_id in self._metadata):
-                expired += self._remove(hb.member_id, RemovalReason.FENCED, now_ms)
+                expired += self._remove(hb.member_id, RemovalReason.FENCED_EPOCH, now_ms)
             return HeartbeatResult(error=rejected.error, member_id=hb.member_id,
                                    rule=rejected.rule, message=rejected.message,
                                    outcome=expired)
@@ -375,12 +375,12 @@ class GroupEngine(Generic[U]):
         """Kafka's throwIfStaticMemberIsUnknown / throwIfInstanceIdIsFenced."""
         holder = self.static_member(instance_id)
         if holder is None:
-            raise Rejected(E.UNKNOWN_MEMBER_ID, "static-member-known",
-                           f"Instance id {instance_id} is unknown.")
+            raise RuleViolation(E.UNKNOWN_MEMBER_ID, "static-member-known",
+                                f"Instance id {instance_id} is unknown.")
         if holder != member_id:
-            raise Rejected(E.FENCED_INSTANCE_ID, "instance-id-owned-by-member",
-                           f"Static member {member_id} with instance id {instance_id} was "
-                           f"fenced by member {holder}.")
+            raise RuleViolation(E.FENCED_INSTANCE_ID, "instance-id-owned-by-member",
+                                f"Static member {member_id} with instance id {instance_id} was "
+                                f"fenced by member {holder}.")
 
     def _static_leave(self, member_id: str, now_ms: int, expired: Outcome) -> HeartbeatResult[U]:
         """Epoch -2: the static member leaves for now. It stays in the group, keeping its
@@ -410,9 +410,9 @@ class GroupEngine(Generic[U]):
             return None
         current = self._current_of(old)
         if current.member_epoch != STATIC_LEAVE_EPOCH:
-            raise Rejected(E.UNRELEASED_INSTANCE_ID, "instance-id-released",
-                           f"Static member {hb.member_id} with instance id {instance_id} cannot "
-                           f"join the group because the instance id is owned by {old} member.")
+            raise RuleViolation(E.UNRELEASED_INSTANCE_ID, "instance-id-released",
+                                f"Static member {hb.member_id} with instance id {instance_id} cannot "
+                                f"join the group because the instance id is owned by {old} member.")
         new = hb.member_id
         md, md_epoch = self._metadata[old]
         target = self.target(old)
@@ -431,7 +431,7 @@ class GroupEngine(Generic[U]):
         self._cancel(_SESSION, old)
         self._cancel(_REBALANCE, old)
         self._undo = (old, md, md_epoch, target, current, new, session_deadline)
-        events = (MemberRemoved(now_ms, old, RemovalReason.REPLACED),
+        events = (MemberRemoved(now_ms, old, RemovalReason.FENCED),
                   MemberJoined(now_ms, new, replaces=old))
         return Outcome(tuple(records), events)
 
@@ -532,7 +532,7 @@ class GroupEngine(Generic[U]):
                 try:
                     name, assignment = self.policy.compute(overlay(), self._target, catalog)
                 except AssignorError as err:
-                    raise Rejected(E.UNKNOWN_SERVER_ERROR, "assignor-succeeds", str(err)) from err
+                    raise RuleViolation(E.UNKNOWN_SERVER_ERROR, "assignor-succeeds", str(err)) from err
                 new_target = {m: MemberTarget(units) for m, units in assignment.items()}
                 records.extend(self._target_records(new_target))
                 records.append(TargetAssignmentMetadataRecord(self.group_id, group_epoch))
@@ -617,7 +617,7 @@ class GroupEngine(Generic[U]):
         expired = self.advance(now_ms)
         try:
             self._require_installer(member_id, member_epoch)
-        except Rejected as rejected:
+        except RuleViolation as rejected:
             return PrepareResult(error=rejected.error, rule=rejected.rule,
                                  message=rejected.message, outcome=expired)
         members = tuple(
@@ -641,7 +641,7 @@ class GroupEngine(Generic[U]):
             require_assigned_members_exist(assignment, self._membership[group_epoch],
                                            group_epoch)
             require_units_assigned_once({m: t.units for m, t in assignment.items()})
-        except Rejected as rejected:
+        except RuleViolation as rejected:
             return InstallResult(error=rejected.error, rule=rejected.rule,
                                  message=rejected.message, outcome=expired)
         new_target: dict[str, MemberTarget[U]] = {}
@@ -663,7 +663,7 @@ class GroupEngine(Generic[U]):
 
     def require_installer(self, member_id: str, member_epoch: int) -> None:
         """Prepare / Install, Request Handling steps 2-4: the member exists, at its epoch,
-        and is the one selected to compute (raises ``Rejected``; changes nothing)."""
+        and is the one selected to compute (raises ``RuleViolation``; changes nothing)."""
         self._require_installer(member_id, member_epoch)
 
     def _require_installer(self, member_id: str, member_epoch: int) -> None:

@@ -4,20 +4,9 @@ reads them back). Every event carries the virtual time it happened at."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from enum import Enum
 
+from ..events import RemovalReason  # one vocabulary of removals, the coordinator's
 from .member import MemberState
-
-
-class RemovalReason(str, Enum):
-    LEAVE = "leave"                          # heartbeat with member epoch -1
-    SESSION_TIMEOUT = "session-timeout"      # no heartbeat within the session timeout
-    REBALANCE_TIMEOUT = "rebalance-timeout"  # revocation not acknowledged in time
-    FENCED = "fenced-member-epoch"           # connect groups: a stale member epoch (draft)
-    REPLACED = "replaced"                    # a static member rejoined under a new member id
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from ...protocol.error_codes import ErrorCode
-from .errors import Rejected
+from ..errors import RuleViolation
 from .member import CurrentAssignment, MemberState, MemberTarget
 from .units import U
 
@@ -40,7 +40,7 @@ def reconcile(current: CurrentAssignment[U], *, target_epoch: int, target: Membe
     ``owned`` is what the member reported owning in this heartbeat, None when it did not
     say (unchanged since its last heartbeat): then a pending revocation counts as not yet
     acknowledged. ``held_by_other(unit)`` tells whether another member still holds it.
-    Raises ``Rejected`` (FENCED_MEMBER_EPOCH) only for a member in the UNKNOWN state that
+    Raises ``RuleViolation`` (FENCED_MEMBER_EPOCH) only for a member in the UNKNOWN state that
     does not report owning nothing.
     """
     state = current.state
@@ -57,8 +57,8 @@ def reconcile(current: CurrentAssignment[U], *, target_epoch: int, target: Membe
         return _next(current, current.member_epoch, target_epoch, target, owned, held_by_other)
     # UNKNOWN: only a member that owns nothing may go on; it restarts from its target.
     if owned is None or owned:
-        raise Rejected(ErrorCode.FENCED_MEMBER_EPOCH, "unknown-member-state-rejoins-empty",
-                       "the member's state is unknown to this coordinator")
+        raise RuleViolation(ErrorCode.FENCED_MEMBER_EPOCH, "unknown-member-state-rejoins-empty",
+                            "the member's state is unknown to this coordinator")
     return _next(current, target_epoch, target_epoch, target, owned, held_by_other)
 
 

@@ -1,6 +1,6 @@
 """The engine's validation rules, one function per rule, each named for it.
 
-A ``require_*`` function returns None when its rule holds and raises ``Rejected`` with the
+A ``require_*`` function returns None when its rule holds and raises ``RuleViolation`` with the
 error Kafka (or the draft) answers when it does not. Callers apply them in Kafka's order,
 so the first broken rule decides the error, and always before any state changes.
 
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from ...protocol.error_codes import ErrorCode
-from .errors import DraftErrorCode, Rejected
+from ..errors import DraftErrorCode, RuleViolation
 from .member import CurrentAssignment
 from .units import U
 
@@ -30,14 +30,14 @@ STATIC_LEAVE_EPOCH = -2
 def require_non_empty(value: str | None, what: str) -> None:
     """Kafka's ``throwIfEmptyString``: a given string may not be blank (INVALID_REQUEST)."""
     if value is not None and not value.strip():
-        raise Rejected(E.INVALID_REQUEST, f"{what}-not-empty", f"{what} can't be empty")
+        raise RuleViolation(E.INVALID_REQUEST, f"{what}-not-empty", f"{what} can't be empty")
 
 
 def require_member_id_present(member_id: str | None) -> None:
     """Kafka 4.x (KIP-1082) and the draft (ERRATA 13): the member chooses its id and sends
     it in every heartbeat."""
     if not member_id or not member_id.strip():
-        raise Rejected(E.INVALID_REQUEST, "member-id-not-empty", "MemberId can't be empty")
+        raise RuleViolation(E.INVALID_REQUEST, "member-id-not-empty", "MemberId can't be empty")
 
 
 def require_consumer_heartbeat_shape(*, group_id: str, member_id: str, member_epoch: int,
@@ -55,24 +55,24 @@ def require_consumer_heartbeat_shape(*, group_id: str, member_id: str, member_ep
     require_member_id_present(member_id)
     if member_epoch == JOIN_EPOCH:
         if rebalance_timeout_ms == -1:
-            raise Rejected(E.INVALID_REQUEST, "join-gives-rebalance-timeout",
-                           "RebalanceTimeoutMs must be provided in first request")
+            raise RuleViolation(E.INVALID_REQUEST, "join-gives-rebalance-timeout",
+                                "RebalanceTimeoutMs must be provided in first request")
         if owned is None or len(owned) != 0:
-            raise Rejected(E.INVALID_REQUEST, "join-owns-nothing",
-                           "TopicPartitions must be empty when (re-)joining")
+            raise RuleViolation(E.INVALID_REQUEST, "join-owns-nothing",
+                                "TopicPartitions must be empty when (re-)joining")
         if not subscription:
-            raise Rejected(E.INVALID_REQUEST, "join-gives-subscription",
-                           "SubscribedTopicNames must be set in first request")
+            raise RuleViolation(E.INVALID_REQUEST, "join-gives-subscription",
+                                "SubscribedTopicNames must be set in first request")
     elif member_epoch == STATIC_LEAVE_EPOCH:
         if instance_id is None:
-            raise Rejected(E.INVALID_REQUEST, "static-leave-gives-instance-id",
-                           "InstanceId can't be null")
+            raise RuleViolation(E.INVALID_REQUEST, "static-leave-gives-instance-id",
+                                "InstanceId can't be null")
     elif member_epoch < LEAVE_EPOCH:
-        raise Rejected(E.INVALID_REQUEST, "member-epoch-valid", "MemberEpoch is invalid")
+        raise RuleViolation(E.INVALID_REQUEST, "member-epoch-valid", "MemberEpoch is invalid")
     if server_assignor is not None and server_assignor not in known_assignors:
-        raise Rejected(E.UNSUPPORTED_ASSIGNOR, "server-assignor-supported",
-                       f"ServerAssignor {server_assignor} is not supported; supported: "
-                       + ", ".join(sorted(known_assignors)))
+        raise RuleViolation(E.UNSUPPORTED_ASSIGNOR, "server-assignor-supported",
+                            f"ServerAssignor {server_assignor} is not supported; supported: "
+                            + ", ".join(sorted(known_assignors)))
 
 
 # --- group and member (engine) ----------------------------------------------------
@@ -83,21 +83,21 @@ def require_group_exists_or_joining(group_exists: bool, member_epoch: int,
     ConnectGroupHeartbeat lists no such error, so a connect handler passes
     UNKNOWN_MEMBER_ID (the member cannot exist in a group that does not)."""
     if not group_exists and member_epoch != JOIN_EPOCH:
-        raise Rejected(missing, "group-exists", "the group does not exist")
+        raise RuleViolation(missing, "group-exists", "the group does not exist")
 
 
 def require_group_not_full(members: Collection[str], member_id: str, max_size: int) -> None:
     """group.consumer.max.size: a new member may not join a full group."""
     if len(members) >= max_size and member_id not in members:
-        raise Rejected(E.GROUP_MAX_SIZE_REACHED, "group-not-full",
-                       f"the group has reached its maximum size of {max_size}")
+        raise RuleViolation(E.GROUP_MAX_SIZE_REACHED, "group-not-full",
+                            f"the group has reached its maximum size of {max_size}")
 
 
 def require_member_known(members: Collection[str], member_id: str) -> None:
     """A heartbeat with a non-zero epoch (and a leave) must name a member of the group."""
     if member_id not in members:
-        raise Rejected(E.UNKNOWN_MEMBER_ID, "member-known",
-                       f"member {member_id} is not a member of the group")
+        raise RuleViolation(E.UNKNOWN_MEMBER_ID, "member-known",
+                            f"member {member_id} is not a member of the group")
 
 
 def require_member_epoch_current(current: CurrentAssignment[U], received_epoch: int,
@@ -115,29 +115,29 @@ def require_member_epoch_current(current: CurrentAssignment[U], received_epoch: 
     if received_epoch == JOIN_EPOCH and rejoin_at_zero:
         return
     if received_epoch > current.member_epoch:
-        raise Rejected(E.FENCED_MEMBER_EPOCH, "member-epoch-not-ahead",
-                       f"member epoch {received_epoch} is greater than the coordinator's "
-                       f"{current.member_epoch}")
+        raise RuleViolation(E.FENCED_MEMBER_EPOCH, "member-epoch-not-ahead",
+                            f"member epoch {received_epoch} is greater than the coordinator's "
+                            f"{current.member_epoch}")
     if received_epoch != current.previous_member_epoch or owned is None \
             or not owned <= current.assigned:
-        raise Rejected(E.FENCED_MEMBER_EPOCH, "member-epoch-not-behind",
-                       f"member epoch {received_epoch} is smaller than the coordinator's "
-                       f"{current.member_epoch}")
+        raise RuleViolation(E.FENCED_MEMBER_EPOCH, "member-epoch-not-behind",
+                            f"member epoch {received_epoch} is smaller than the coordinator's "
+                            f"{current.member_epoch}")
 
 
 def require_member_epoch_exact(current: CurrentAssignment[U], received_epoch: int) -> None:
     """PrepareAssignment / InstallAssignment (draft): the epoch is the member's epoch."""
     if received_epoch != current.member_epoch:
-        raise Rejected(E.FENCED_MEMBER_EPOCH, "member-epoch-matches",
-                       f"member epoch {received_epoch}, coordinator has {current.member_epoch}")
+        raise RuleViolation(E.FENCED_MEMBER_EPOCH, "member-epoch-matches",
+                            f"member epoch {received_epoch}, coordinator has {current.member_epoch}")
 
 
 def require_selected_member(selected: str | None, member_id: str) -> None:
     """PrepareAssignment / InstallAssignment (draft, step 4): only the member chosen to
     compute the assignment may; the draft answers UNKNOWN_MEMBER_ID otherwise."""
     if selected != member_id:
-        raise Rejected(E.UNKNOWN_MEMBER_ID, "member-selected-to-assign",
-                       f"member {member_id} is not the member selected to compute the assignment")
+        raise RuleViolation(E.UNKNOWN_MEMBER_ID, "member-selected-to-assign",
+                            f"member {member_id} is not the member selected to compute the assignment")
 
 
 # --- installed assignments (engine) -----------------------------------------------
@@ -148,15 +148,15 @@ def require_install_epoch_usable(install_epoch: int, group_epoch: int, assignmen
     future one), newer than the current target (never move the target back), whose
     membership the coordinator still knows."""
     if install_epoch > group_epoch:
-        raise Rejected(DraftErrorCode.INVALID_ASSIGNMENT, "install-epoch-not-ahead",
-                       f"group epoch {install_epoch} is ahead of the group's {group_epoch}")
+        raise RuleViolation(DraftErrorCode.INVALID_ASSIGNMENT, "install-epoch-not-ahead",
+                            f"group epoch {install_epoch} is ahead of the group's {group_epoch}")
     if install_epoch <= assignment_epoch:
-        raise Rejected(DraftErrorCode.INVALID_ASSIGNMENT, "install-epoch-newer-than-target",
-                       f"group epoch {install_epoch} is not newer than the target's "
-                       f"{assignment_epoch}")
+        raise RuleViolation(DraftErrorCode.INVALID_ASSIGNMENT, "install-epoch-newer-than-target",
+                            f"group epoch {install_epoch} is not newer than the target's "
+                            f"{assignment_epoch}")
     if install_epoch not in known_epochs:
-        raise Rejected(DraftErrorCode.INVALID_ASSIGNMENT, "install-epoch-known",
-                       f"the membership at group epoch {install_epoch} is no longer known")
+        raise RuleViolation(DraftErrorCode.INVALID_ASSIGNMENT, "install-epoch-known",
+                            f"the membership at group epoch {install_epoch} is no longer known")
 
 
 def require_assigned_members_exist(assignment: Mapping[str, object],
@@ -164,8 +164,8 @@ def require_assigned_members_exist(assignment: Mapping[str, object],
     """Assignment validation, "all workers exist" (ERRATA 20): as of the install's epoch."""
     unknown = sorted(set(assignment) - set(members_at_epoch))
     if unknown:
-        raise Rejected(DraftErrorCode.INVALID_ASSIGNMENT, "assignment-members-exist",
-                       f"not members at group epoch {epoch}: {', '.join(unknown)}")
+        raise RuleViolation(DraftErrorCode.INVALID_ASSIGNMENT, "assignment-members-exist",
+                            f"not members at group epoch {epoch}: {', '.join(unknown)}")
 
 
 def require_units_assigned_once(assignment: Mapping[str, Collection[U]]) -> None:
@@ -174,8 +174,8 @@ def require_units_assigned_once(assignment: Mapping[str, Collection[U]]) -> None
     for member_id in sorted(assignment):
         for unit in assignment[member_id]:
             if unit in seen:
-                raise Rejected(DraftErrorCode.INVALID_ASSIGNMENT, "unit-assigned-once",
-                               f"{unit} is assigned to {seen[unit]} and {member_id}")
+                raise RuleViolation(DraftErrorCode.INVALID_ASSIGNMENT, "unit-assigned-once",
+                                    f"{unit} is assigned to {seen[unit]} and {member_id}")
             seen[unit] = member_id
 
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from ...coordinator.reconcile.errors import DraftErrorCode as D
+from ...coordinator.errors import DraftErrorCode as D
 from ...protocol import default_registry
 from ...protocol.error_codes import ErrorCode as E
 from .catalogue import rule

@@ -42,8 +42,11 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import TypeVar
 
-from .reconcile.units import ConnectUnit, sorted_units
+from ..coordinator.reconcile.units import ConnectUnit, sorted_units
+
+U = TypeVar("U", bound=tuple[str, int])  # a unit: ConnectUnit or a plain (connector, task)
 
 #: Connect's scheduled.rebalance.max.delay.ms default (5 minutes).
 DEFAULT_MAX_DELAY_MS = 300_000
@@ -178,4 +181,14 @@ class IncrementalCooperativeAssignor:
             given[m].add(u)
 
 
-__all__ = ["DEFAULT_MAX_DELAY_MS", "MemberAssignment", "IncrementalCooperativeAssignor"]
+def round_robin(units: Iterable[U], members: Iterable[str]) -> dict[str, set[U]]:
+    """The eager (v0) protocol's share, all of it handed out each round: unit i in natural
+    order goes to the i-th member (mod n), members sorted by id."""
+    ordered = sorted(members)
+    share: dict[str, set[U]] = {m: set() for m in ordered}
+    for i, unit in enumerate(sorted(units)):
+        share[ordered[i % len(ordered)]].add(unit)
+    return share
+
+
+__all__ = ["DEFAULT_MAX_DELAY_MS", "MemberAssignment", "IncrementalCooperativeAssignor", "round_robin"]

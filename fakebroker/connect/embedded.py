@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from fakebroker.protocol import Struct, default_registry
+from ..protocol import Struct, default_registry
 
 REG = default_registry()
 METADATA = REG["ConnectProtocolMetadata"]
