@@ -70,6 +70,13 @@ class Connection:
     in_flight: int = 0  # frames read and not yet answered: an idle timeout does not apply
     buffered: int = 0  # bytes of frames read ahead and not yet served
     room: asyncio.Event = field(default_factory=asyncio.Event)  # set when buffered drops
+    # The idle watch (connections.max.idle.ms): when the pump's current read began (loop
+    # time; None while it is not reading), whether that read is of a frame's body, and the
+    # connection's one timer, re-armed only when it fires (so a read costs no timer).
+    read_since: float | None = None
+    read_partial: bool = False
+    idle_timer: asyncio.TimerHandle | None = None
+    idle_expired: bool = False
 
 
 class _Idle(Exception):
@@ -334,6 +341,8 @@ class FakeBroker:
             conn.closed_by, conn.close_reason = "broker", "internal error"
         finally:
             pump.cancel()
+            if conn.idle_timer is not None:
+                conn.idle_timer.cancel()
             if self.proxy is not None:
                 self.proxy.drop(conn)
             self._connections.pop(conn.id, None)
@@ -378,22 +387,52 @@ class FakeBroker:
     async def _read_idle(self, reader: asyncio.StreamReader, n: int, conn: Connection,
                          partial: bool) -> bytes:
         """``readexactly(n)``, bounded by the idle timeout while nothing of this connection
-        is in progress (a parked request is not idleness) or while a frame is half read."""
+        is in progress (a parked request is not idleness) or while a frame is half read.
+        Runs in the connection's pump task, which ``_idle_check`` cancels on expiry."""
         limit = self.config.idle_timeout_ms
         if limit is None:
             return await reader.readexactly(n)
-        read = asyncio.ensure_future(reader.readexactly(n))
-        while True:
-            done, _ = await asyncio.wait({read}, timeout=limit / 1000)
-            if done:
-                return read.result()
-            if partial or not conn.in_flight:
-                read.cancel()
-                what = "a partly sent frame" if partial else "nothing"
-                conn.closed_by = "broker"
-                conn.close_reason = f"idle: {what} for {limit} ms (connections.max.idle.ms)"
-                log.info("connection %d: %s; closing", conn.id, conn.close_reason)
-                raise _Idle
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        conn.read_since, conn.read_partial = loop.time(), partial
+        if conn.idle_timer is None:
+            conn.idle_timer = loop.call_at(conn.read_since + limit / 1000, self._idle_check,
+                                           conn, task, limit / 1000)
+        try:
+            return await reader.readexactly(n)
+        except asyncio.CancelledError:
+            if not conn.idle_expired or task.uncancel():
+                raise  # cancelled from outside (the broker stopping), not by the idle check
+            what = "a partly sent frame" if partial else "nothing"
+            conn.closed_by = "broker"
+            conn.close_reason = f"idle: {what} for {limit} ms (connections.max.idle.ms)"
+            log.info("connection %d: %s; closing", conn.id, conn.close_reason)
+            raise _Idle from None
+        finally:
+            conn.read_since = None
+
+    def _idle_check(self, conn: Connection, pump: asyncio.Task[None], limit_s: float) -> None:
+        """The idle timer: a read that has waited ``limit_s`` ends the connection unless a
+        request of it is in progress (then look again ``limit_s`` later); otherwise fire
+        again when the current (or next) read can have waited that long."""
+        if pump.done():
+            conn.idle_timer = None  # the connection has ended
+            return
+        loop = pump.get_loop()
+        now = loop.time()
+        since = conn.read_since
+        if since is None:
+            at = now + limit_s  # not reading: the next read starts later than now
+        elif now - since >= limit_s - 0.001:  # (timers may fire a clock tick early)
+            if conn.read_partial or not conn.in_flight:
+                conn.idle_expired, conn.idle_timer = True, None
+                pump.cancel()
+                return
+            at = now + limit_s
+        else:
+            at = since + limit_s
+        conn.idle_timer = loop.call_at(at, self._idle_check, conn, pump, limit_s)
 
     async def _read_frame(self, reader: asyncio.StreamReader, conn: Connection) -> bytes | None:
         try:
