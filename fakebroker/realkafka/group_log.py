@@ -26,9 +26,15 @@ form, so the loader gives the same groups from either. Kafka never cleans the ac
 segment rolls (``segment.ms`` / ``segment.bytes``) and the cleaner comes round
 (``log.cleaner.backoff.ms``, 15 s by default).
 
-The store is synchronous (the engine calls ``append`` from its own code): it owns an event
-loop on a private thread with one ``KafkaConnection``; ``append`` blocks until the broker
-acknowledges, and raises ``GroupLogError`` on any error (nothing is retried).
+Writes go out from a private thread (its own event loop and one ``KafkaConnection``):
+``submit`` hands a state change over and returns at once with a future; the thread writes
+every state change waiting at that moment as ONE Produce request (one batch each, in the
+order submitted, so offsets follow submission order) and resolves each future with its
+``Batch`` once Kafka has acknowledged it, or with ``GroupLogError`` (nothing is retried).
+``append`` is ``submit`` and waiting for the answer: the engine's synchronous store. The
+fake broker submits instead, so its event loop never waits on Kafka, and holds every
+answer until the writes made before it are acknowledged (``FakeBroker``'s write-behind,
+as Kafka's coordinator holds a response until its records are committed).
 """
 
 from __future__ import annotations
@@ -40,6 +46,7 @@ import time
 import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -211,7 +218,8 @@ async def ensure_topic(conn: KafkaConnection, topic: str, *,
 
 async def produce_batch(conn: KafkaConnection, topic: str, partition: int, batch: bytes, *,
                         timeout_ms: int = 30_000, registry: Registry | None = None) -> int:
-    """Produce one batch with acks=-1; returns the base offset the broker gave it."""
+    """Produce ``batch`` (one record batch, or several back to back: Kafka appends them in
+    order at consecutive offsets) with acks=-1; returns the base offset of the first."""
     reg = registry or default_registry()
     pr = reg["ProduceRequest"]
     body = pr.new(transactional_id=None, acks=-1, timeout_ms=timeout_ms, topic_data=[
@@ -251,8 +259,13 @@ class KafkaGroupLog:
         self.bootstrap, self.topic, self.partition = bootstrap, topic, partition
         self.timeout_s = timeout_s
         self.clock = clock or (lambda: int(time.time() * 1000))
-        self.batches: list[Batch] = []
+        self.batches: list[Batch] = []  # acknowledged, in log order
         self.created: CreatedTopic | None = None
+        # Submitted state changes not yet taken by the writer: (batch bytes, records, future).
+        self._queue: list[tuple[bytes, int, Future[Batch]]] = []
+        self._lock = threading.Lock()
+        self._writing = False  # a writer task is running on the private loop
+        self._last: Future[Batch] | None = None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"group-log-{topic}",
                                         daemon=True)
@@ -273,24 +286,81 @@ class KafkaGroupLog:
         return fut.result(self.timeout_s + 10)
 
     def append(self, records: Sequence[EngineRecord]) -> None:
+        """Write the records of one state change as one batch; returns once acknowledged."""
+        if records:
+            self._wait(self.submit(records))
+
+    def submit(self, records: Sequence[EngineRecord]) -> Future[Batch]:
+        """Queue the records of one state change as one batch (encoded now: all or nothing,
+        before any I/O); the future gives its ``Batch`` once Kafka acknowledged it."""
         if not records:
-            return
-        encoded = [encode_record(r) for r in records]  # all or nothing, before any I/O
-        self.append_bytes(encoded)
+            raise ValueError("a state change without records")
+        return self.submit_bytes([encode_record(r) for r in records])
 
     def append_bytes(self, entries: Sequence[tuple[bytes, bytes | None]]) -> Batch:
-        """Write ``entries`` as one batch (one state change)."""
+        """Write ``entries`` as one batch (one state change); returns once acknowledged."""
+        return self._wait(self.submit_bytes(entries))
+
+    def submit_bytes(self, entries: Sequence[tuple[bytes, bytes | None]]) -> Future[Batch]:
         if self._conn is None:
             raise GroupLogError("the group log is closed")
         batch = encode_batch(entries, self.clock())
-        base = self._run(produce_batch(self._conn, self.topic, self.partition, batch,
-                                       timeout_ms=int(self.timeout_s * 1000)))
-        written = Batch(base, len(entries))
-        self.batches.append(written)
-        return written
+        fut: Future[Batch] = Future()
+        with self._lock:
+            self._queue.append((batch, len(entries), fut))
+            self._last = fut
+            start, self._writing = not self._writing, True
+        if start:
+            asyncio.run_coroutine_threadsafe(self._write_queued(), self._loop)
+        return fut
+
+    def _wait(self, fut: Future[T]) -> T:
+        try:
+            return fut.result(self.timeout_s + 10)
+        except FutureTimeout:
+            raise GroupLogError(f"no acknowledgement from {self.bootstrap} within "
+                                f"{self.timeout_s + 10:.0f} s") from None
+
+    async def _write_queued(self) -> None:
+        """The writer (on the private loop): everything queued, as one Produce request,
+        until the queue is empty. Batches in one request get consecutive offsets."""
+        while True:
+            with self._lock:
+                todo, self._queue = self._queue, []
+                if not todo:
+                    self._writing = False
+                    return
+            try:
+                if self._conn is None:
+                    raise GroupLogError("the group log is closed")
+                base = await produce_batch(self._conn, self.topic, self.partition,
+                                           b"".join(batch for batch, _, _ in todo),
+                                           timeout_ms=int(self.timeout_s * 1000))
+            except Exception as e:  # noqa: BLE001 - every waiting writer is told
+                error = e if isinstance(e, GroupLogError) else GroupLogError(
+                    f"Produce {self.topic}-{self.partition}: {type(e).__name__}: {e}")
+                for _, _, fut in todo:
+                    fut.set_exception(error)
+                continue
+            for _, count, fut in todo:
+                written = Batch(base, count)
+                self.batches.append(written)
+                base = written.end
+                fut.set_result(written)
+
+    def flush(self) -> None:
+        """Wait until every write submitted so far is acknowledged (or has failed)."""
+        last = self._last
+        if last is not None:
+            try:
+                self._wait(last)
+            except GroupLogError:
+                pass
 
     def close(self) -> None:
+        """Flush what was submitted, then close the connection and stop the thread."""
         if self._conn is not None:
+            self.flush()
             conn, self._conn = self._conn, None
             try:
                 self._run(conn.close())

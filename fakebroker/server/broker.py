@@ -16,6 +16,7 @@ closing, is given to the attached recorders as one transcript event.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import itertools
 import logging
@@ -90,6 +91,28 @@ class _Pending:
     api_key: int
 
 
+class WriteBehind:
+    """The coordinator's store in front of one whose writes are acknowledged later
+    (``submit(records) -> concurrent.futures.Future``, e.g. ``KafkaGroupLog``): ``append``
+    hands each state change over without waiting, so the event loop never blocks on the
+    log; the broker holds every answer until the last write made before it is
+    acknowledged (Kafka's coordinator likewise sends a response only once the records
+    written before it are committed). The store writes in submission order."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self._last: concurrent.futures.Future[Any] | None = None
+
+    def append(self, records: Sequence[EngineRecord]) -> None:
+        if records:
+            self._last = self.store.submit(records)
+
+    def unacknowledged(self) -> concurrent.futures.Future[Any] | None:
+        """The last write, while it is not acknowledged yet."""
+        last = self._last
+        return None if last is None or last.done() else last
+
+
 @dataclass
 class FakeBroker:
     """A fake Kafka broker on one TCP port. ``async with FakeBroker(cfg) as b: b.bootstrap``."""
@@ -107,19 +130,22 @@ class FakeBroker:
     # Where connect groups write their engine records (``GroupCoordinator``'s
     # ``connect_store``, e.g. a ``realkafka.group_log.KafkaGroupLog``), and the records the
     # broker loads its connect groups from when it starts (on its clock). ``stop`` closes
-    # the store if it has a ``close``.
+    # the store if it has a ``close``. A store with ``submit`` (writes acknowledged later,
+    # through a future) is written behind: see ``WriteBehind``.
     connect_store: RecordStore | None = None
     connect_records: Sequence[EngineRecord] = ()
 
     def __post_init__(self) -> None:
         # Consumer groups assign from the broker's topics, with the ids Metadata reports; the
         # offset APIs check topics against the same list only when strict.
+        self._writes = (WriteBehind(self.connect_store)
+                        if hasattr(self.connect_store, "submit") else None)
         catalogue = FixedTopics({t.name: t.partitions for t in self.config.topics},
                                 {t.name: t.topic_id for t in self.config.topics})
         self.coordinator = GroupCoordinator(self.registry, self.coordinator_config,
                                             topics=catalogue if self.strict_topics else None,
                                             cluster=catalogue,
-                                            connect_store=self.connect_store)
+                                            connect_store=self._writes or self.connect_store)
         self.hooks = Hooks(self.registry)
         self.recorders: list[Recorder] = []
         # Exchanges running, and those of them waiting on something outside (a parked
@@ -653,13 +679,36 @@ class FakeBroker:
     # ------------------------------------------------------------------ coordinator glue
 
     def _deliver(self, replies: list[Reply]) -> None:
-        for reply in replies:
-            pending = self._pending.get(reply.request_id)
-            if pending is not None and not pending.future.done():
-                pending.future.set_result(reply.body)
+        """Answer ``replies`` now or, while writes to the connect store are unacknowledged,
+        once the last of them is (answers keep their order: they queue on that write)."""
+        unacked = self._writes.unacknowledged() if self._writes is not None else None
+        if unacked is None:
+            self._answer(replies)
+        elif replies:
+            loop = asyncio.get_running_loop()
+
+            def acknowledged(done: concurrent.futures.Future[Any]) -> None:
+                with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+                    loop.call_soon_threadsafe(self._answer, replies, done.exception())
+
+            unacked.add_done_callback(acknowledged)
         for event in self.coordinator.drain_events():
             log.info("%s", event)
         self._wake.set()  # deadlines may have moved
+
+    def _answer(self, replies: list[Reply], error: BaseException | None = None) -> None:
+        """Resolve the waiting requests; a failed store write fails them (their connections
+        close: the state they would report is not durable)."""
+        if error is not None:
+            log.error("connect store write failed: %s; closing %d waiting connection(s)",
+                      error, len(replies))
+        for reply in replies:
+            pending = self._pending.get(reply.request_id)
+            if pending is not None and not pending.future.done():
+                if error is None:
+                    pending.future.set_result(reply.body)
+                else:
+                    pending.future.set_exception(error)
 
     async def _timers(self) -> None:
         """Fire the coordinator's deadlines on the broker's clock. This task never ends
