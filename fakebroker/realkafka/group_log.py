@@ -28,9 +28,11 @@ segment rolls (``segment.ms`` / ``segment.bytes``) and the cleaner comes round
 
 Writes go out from a private thread (its own event loop and one ``KafkaConnection``):
 ``submit`` hands a state change over and returns at once with a future; the thread writes
-every state change waiting at that moment as ONE Produce request (one batch each, in the
-order submitted, so offsets follow submission order) and resolves each future with its
-``Batch`` once Kafka has acknowledged it, or with ``GroupLogError`` (nothing is retried).
+the state changes waiting at that moment, in the order submitted, as ONE record batch in
+one Produce request (Kafka takes exactly one batch per partition per request; a batch of
+whole state changes is still all or nothing), up to ``MAX_BATCH_BYTES``, and resolves
+each future with its state change's ``Batch`` (its offsets) once Kafka has acknowledged
+it, or with ``GroupLogError`` (nothing is retried).
 ``append`` is ``submit`` and waiting for the answer: the engine's synchronous store. The
 fake broker submits instead, so its event loop never waits on Kafka, and holds every
 answer until the writes made before it are acknowledged (``FakeBroker``'s write-behind,
@@ -66,6 +68,9 @@ DEFAULT_TOPIC = "__worker_offsets"
 PRODUCE_VERSION = 9  # flexible, topics by name (v13 switches to topic ids)
 CREATE_TOPICS_VERSION = 7  # Kafka 4.x answers v2..v7; v5+ report the new topic's configs
 T = TypeVar("T")
+# A merged batch stays well under Kafka's default max.message.bytes (1 MiB); a single
+# state change is never split, whatever its size.
+MAX_BATCH_BYTES = 512 * 1024
 
 
 class GroupLogError(RuntimeError):
@@ -218,8 +223,7 @@ async def ensure_topic(conn: KafkaConnection, topic: str, *,
 
 async def produce_batch(conn: KafkaConnection, topic: str, partition: int, batch: bytes, *,
                         timeout_ms: int = 30_000, registry: Registry | None = None) -> int:
-    """Produce ``batch`` (one record batch, or several back to back: Kafka appends them in
-    order at consecutive offsets) with acks=-1; returns the base offset of the first."""
+    """Produce one batch with acks=-1; returns the base offset the broker gave it."""
     reg = registry or default_registry()
     pr = reg["ProduceRequest"]
     body = pr.new(transactional_id=None, acks=-1, timeout_ms=timeout_ms, topic_data=[
@@ -261,8 +265,8 @@ class KafkaGroupLog:
         self.clock = clock or (lambda: int(time.time() * 1000))
         self.batches: list[Batch] = []  # acknowledged, in log order
         self.created: CreatedTopic | None = None
-        # Submitted state changes not yet taken by the writer: (batch bytes, records, future).
-        self._queue: list[tuple[bytes, int, Future[Batch]]] = []
+        # Submitted state changes not yet taken by the writer: (records, timestamp, future).
+        self._queue: list[tuple[list[tuple[bytes, bytes | None]], int, Future[Batch]]] = []
         self._lock = threading.Lock()
         self._writing = False  # a writer task is running on the private loop
         self._last: Future[Batch] | None = None
@@ -304,10 +308,11 @@ class KafkaGroupLog:
     def submit_bytes(self, entries: Sequence[tuple[bytes, bytes | None]]) -> Future[Batch]:
         if self._conn is None:
             raise GroupLogError("the group log is closed")
-        batch = encode_batch(entries, self.clock())
+        if not entries:
+            raise ValueError("a state change without records")
         fut: Future[Batch] = Future()
         with self._lock:
-            self._queue.append((batch, len(entries), fut))
+            self._queue.append((list(entries), self.clock(), fut))
             self._last = fut
             start, self._writing = not self._writing, True
         if start:
@@ -322,19 +327,20 @@ class KafkaGroupLog:
                                 f"{self.timeout_s + 10:.0f} s") from None
 
     async def _write_queued(self) -> None:
-        """The writer (on the private loop): everything queued, as one Produce request,
-        until the queue is empty. Batches in one request get consecutive offsets."""
+        """The writer (on the private loop): the queued state changes, in order, as one
+        batch per Produce request, until the queue is empty."""
         while True:
             with self._lock:
-                todo, self._queue = self._queue, []
+                todo = self._take()
                 if not todo:
                     self._writing = False
                     return
+            entries = [e for change, _, _ in todo for e in change]
             try:
                 if self._conn is None:
                     raise GroupLogError("the group log is closed")
                 base = await produce_batch(self._conn, self.topic, self.partition,
-                                           b"".join(batch for batch, _, _ in todo),
+                                           encode_batch(entries, max(t for _, t, _ in todo)),
                                            timeout_ms=int(self.timeout_s * 1000))
             except Exception as e:  # noqa: BLE001 - every waiting writer is told
                 error = e if isinstance(e, GroupLogError) else GroupLogError(
@@ -342,11 +348,22 @@ class KafkaGroupLog:
                 for _, _, fut in todo:
                     fut.set_exception(error)
                 continue
-            for _, count, fut in todo:
-                written = Batch(base, count)
+            for change, _, fut in todo:
+                written = Batch(base, len(change))
                 self.batches.append(written)
                 base = written.end
                 fut.set_result(written)
+
+    def _take(self) -> list[tuple[list[tuple[bytes, bytes | None]], int, Future[Batch]]]:
+        """The oldest queued state changes that fit in one batch (at least one)."""
+        size = n = 0
+        for change, _, _ in self._queue:
+            size += sum(len(k) + len(v or b"") + 16 for k, v in change)
+            if n and size > MAX_BATCH_BYTES:
+                break
+            n += 1
+        todo, self._queue = self._queue[:n], self._queue[n:]
+        return todo
 
     def flush(self) -> None:
         """Wait until every write submitted so far is acknowledged (or has failed)."""
