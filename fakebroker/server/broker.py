@@ -671,6 +671,8 @@ class FakeBroker:
         rctx = RequestContext(rid, req.api_key, req.version, client_id, conn.peer.rsplit(":", 1)[0])
         self._deliver(self.coordinator.handle(rctx, req.body, self.clock.now_ms()))
         try:
+            if fut.done():  # answered at once: nothing to wait for (most requests)
+                return fut.result()
             with self._waiting(fut.done, conn):
                 return await fut
         finally:
