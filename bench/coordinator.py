@@ -30,6 +30,7 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
+from pathlib import Path
 
 from fakebroker.client import KafkaConnection
 from fakebroker.protocol import default_registry
@@ -39,6 +40,7 @@ REG = default_registry()
 JOIN, SYNC, HB = REG["JoinGroupRequest"], REG["SyncGroupRequest"], REG["HeartbeatRequest"]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
+PROFILED = str(Path(__file__).with_name("profiled.py"))
 
 
 INITIAL_DELAY_MS = 3000  # Kafka's default: gathers the first wave of joins into one generation
@@ -69,9 +71,12 @@ def proc_rss(pid: int | None) -> float:
     return int(open(f"/proc/{pid}/statm").read().split()[1]) * PAGE
 
 
-def start_server() -> tuple[subprocess.Popen[str], str]:
+def start_server(profile: str | None = None) -> tuple[subprocess.Popen[str], str]:
+    """`fakebroker serve` in its own process; under cProfile counting CPU time (stats
+    written to ``profile`` when it stops on SIGTERM) if asked."""
+    cmd = [PROFILED, profile] if profile else ["-m", "fakebroker.cli"]
     proc = subprocess.Popen(
-        [sys.executable, "-m", "fakebroker.cli", "serve", "--port", "0", "--log-level", "WARNING",
+        [sys.executable, *cmd, "serve", "--port", "0", "--log-level", "WARNING",
          "--initial-rebalance-delay-ms", str(INITIAL_DELAY_MS),
          "--min-session-timeout-ms", str(MIN_SESSION_MS), "--max-group-size", "1000000"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
@@ -197,6 +202,9 @@ def main() -> None:
                    help="which brokers to measure (default both, with fake/real ratios)")
     p.add_argument("--kafka-heap-mb", type=int, default=1024, help="the real broker's JVM heap")
     p.add_argument("--json", action="store_true", help="print results as JSON")
+    p.add_argument("--profile-server", metavar="FILE",
+                   help="run the fake broker under cProfile and write its stats to FILE "
+                        "(read them with python -m pstats FILE)")
     a = p.parse_args()
     sizes = a.n or [100, 1000, 5000]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
@@ -207,7 +215,7 @@ def main() -> None:
     rows = []
     try:
         if a.broker in ("both", "fake"):
-            fake_proc, bootstrap = start_server()
+            fake_proc, bootstrap = start_server(a.profile_server)
             brokers.append(("fake", bootstrap, fake_proc.pid))
             print(f"fake broker at {bootstrap} (pid {fake_proc.pid})", file=sys.stderr)
         if a.broker in ("both", "real"):

@@ -47,7 +47,9 @@ class KafkaConnection:
         self._reader: asyncio.StreamReader | None = None
         self._writer: asyncio.StreamWriter | None = None
         self._ids = itertools.count(1)
-        self._waiting: dict[int, tuple[asyncio.Future[bytes], int, int]] = {}
+        # correlation id -> (its future, request, request frame, version): the reader
+        # decodes each answer and resolves the future itself (no task per request).
+        self._waiting: dict[int, tuple[asyncio.Future[Exchange], Struct, bytes, int]] = {}
         self._pump: asyncio.Task[None] | None = None
         self._closed_reason: str | None = None
 
@@ -79,8 +81,9 @@ class KafkaConnection:
                 waiter = self._waiting.pop(cid, None)
                 if waiter is None:
                     raise ClientError(f"response with unknown correlation id {cid}")
-                if not waiter[0].done():  # done: its caller gave up waiting; the answer is late
-                    waiter[0].set_result(head + frame)
+                fut, body, sent, version = waiter
+                if not fut.done():  # done: its caller gave up waiting; the answer is late
+                    self._answer(fut, body, sent, version, cid, head + frame)
         except (asyncio.IncompleteReadError, ConnectionError) as e:
             self._fail(f"connection closed by {self.host}:{self.port}"
                        f"{'' if isinstance(e, asyncio.IncompleteReadError) else f': {e}'}")
@@ -91,9 +94,20 @@ class KafkaConnection:
         except Exception as e:  # noqa: BLE001 - a dead reader must fail every waiter, not hang them
             self._fail(f"response reader failed: {type(e).__name__}: {e}")
 
+    def _answer(self, fut: asyncio.Future[Exchange], body: Struct, sent: bytes, version: int,
+                cid: int, data: bytes) -> None:
+        mt = self.registry.of(body)
+        assert mt.api_key is not None
+        try:
+            resp = decode_response(self.registry, data[4:], mt.api_key, version, base=4)
+        except DecodeError as e:
+            fut.set_exception(ClientError(f"undecodable {mt.name[:-7]} v{version} response: {e}"))
+            return
+        fut.set_result(Exchange(mt.api_key, version, cid, body, resp.body, sent, data))
+
     def _fail(self, reason: str) -> None:
         self._closed_reason = reason
-        for fut, _, _ in self._waiting.values():
+        for fut, _, _, _ in self._waiting.values():
             if not fut.done():
                 fut.set_exception(ClientError(reason))
         self._waiting.clear()
@@ -107,23 +121,12 @@ class KafkaConnection:
         """Send without waiting; pipelined requests are answered in order by a Kafka broker."""
         if self._writer is None or self._closed_reason is not None:
             raise ClientError(self._closed_reason or "not connected")
-        mt = self.registry.of(body)
-        assert mt.api_key is not None
         cid = next(self._ids)
         frame = encode_request(self.registry, body, version, cid, self.client_id, size_prefix=True)
-        raw: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
-        self._waiting[cid] = (raw, mt.api_key, version)
+        fut: asyncio.Future[Exchange] = asyncio.get_running_loop().create_future()
+        self._waiting[cid] = (fut, body, frame, version)
         self._writer.write(frame)
-
-        async def finish() -> Exchange:
-            data = await raw
-            try:
-                resp = decode_response(self.registry, data[4:], mt.api_key, version, base=4)  # type: ignore[arg-type]
-            except DecodeError as e:
-                raise ClientError(f"undecodable {mt.name[:-7]} v{version} response: {e}") from None
-            return Exchange(mt.api_key, version, cid, body, resp.body, frame, data)  # type: ignore[arg-type]
-
-        return asyncio.ensure_future(finish())
+        return fut
 
     async def wait(self, fut: asyncio.Future[Exchange], *, timeout_s: float | None = None) -> Exchange:
         try:

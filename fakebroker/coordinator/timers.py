@@ -10,23 +10,27 @@ from __future__ import annotations
 import heapq
 import itertools
 from collections.abc import Callable, Hashable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 TimerKey = Hashable
 
 
-@dataclass(order=True)
+@dataclass
 class _Entry:
     deadline_ms: int
     seq: int
-    key: TimerKey = field(compare=False)
-    action: Callable[[], None] = field(compare=False)
-    live: bool = field(default=True, compare=False)
+    key: TimerKey
+    action: Callable[[], None]
+    live: bool = True
 
 
 class Timers:
     def __init__(self) -> None:
-        self._heap: list[_Entry] = []
+        # (deadline, seq, entry): tuples compare in C; seq is unique, so the entry itself is
+        # never compared. A cancelled or rescheduled entry stays until it reaches the top
+        # or the heap is rebuilt (when dead entries outnumber live ones: every heartbeat
+        # reschedules its member's session timer, which would otherwise pile up).
+        self._heap: list[tuple[int, int, _Entry]] = []
         self._by_key: dict[TimerKey, _Entry] = {}
         self._seq = itertools.count()
 
@@ -34,7 +38,10 @@ class Timers:
         self.cancel(key)
         entry = _Entry(deadline_ms, next(self._seq), key, action)
         self._by_key[key] = entry
-        heapq.heappush(self._heap, entry)
+        if len(self._heap) > 2 * len(self._by_key) + 64:
+            self._heap = [item for item in self._heap if item[2].live]
+            heapq.heapify(self._heap)
+        heapq.heappush(self._heap, (deadline_ms, entry.seq, entry))
 
     def cancel(self, key: TimerKey) -> None:
         entry = self._by_key.pop(key, None)
@@ -51,14 +58,14 @@ class Timers:
 
     def next_deadline(self) -> int | None:
         self._drop_dead()
-        return self._heap[0].deadline_ms if self._heap else None
+        return self._heap[0][0] if self._heap else None
 
     def pop_due(self, now_ms: int) -> tuple[int, Callable[[], None]] | None:
         """The earliest timer due at ``now_ms`` (removed), or None."""
         self._drop_dead()
-        if not self._heap or self._heap[0].deadline_ms > now_ms:
+        if not self._heap or self._heap[0][0] > now_ms:
             return None
-        entry = heapq.heappop(self._heap)
+        _, _, entry = heapq.heappop(self._heap)
         del self._by_key[entry.key]
         return entry.deadline_ms, entry.action
 
@@ -66,5 +73,5 @@ class Timers:
         return list(self._by_key)
 
     def _drop_dead(self) -> None:
-        while self._heap and not self._heap[0].live:
+        while self._heap and not self._heap[0][2].live:
             heapq.heappop(self._heap)

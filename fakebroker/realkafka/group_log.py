@@ -26,9 +26,17 @@ form, so the loader gives the same groups from either. Kafka never cleans the ac
 segment rolls (``segment.ms`` / ``segment.bytes``) and the cleaner comes round
 (``log.cleaner.backoff.ms``, 15 s by default).
 
-The store is synchronous (the engine calls ``append`` from its own code): it owns an event
-loop on a private thread with one ``KafkaConnection``; ``append`` blocks until the broker
-acknowledges, and raises ``GroupLogError`` on any error (nothing is retried).
+Writes go out from a private thread (its own event loop and one ``KafkaConnection``):
+``submit`` hands a state change over and returns at once with a future; the thread writes
+the state changes waiting at that moment, in the order submitted, as ONE record batch in
+one Produce request (Kafka takes exactly one batch per partition per request; a batch of
+whole state changes is still all or nothing), up to ``MAX_BATCH_BYTES``, and resolves
+each future with its state change's ``Batch`` (its offsets) once Kafka has acknowledged
+it, or with ``GroupLogError`` (nothing is retried).
+``append`` is ``submit`` and waiting for the answer: the engine's synchronous store. The
+fake broker submits instead, so its event loop never waits on Kafka, and holds every
+answer until the writes made before it are acknowledged (``FakeBroker``'s write-behind,
+as Kafka's coordinator holds a response until its records are committed).
 """
 
 from __future__ import annotations
@@ -40,6 +48,7 @@ import time
 import uuid
 from collections.abc import Callable, Coroutine, Mapping, Sequence
 from concurrent.futures import Future
+from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -59,6 +68,9 @@ DEFAULT_TOPIC = "__worker_offsets"
 PRODUCE_VERSION = 9  # flexible, topics by name (v13 switches to topic ids)
 CREATE_TOPICS_VERSION = 7  # Kafka 4.x answers v2..v7; v5+ report the new topic's configs
 T = TypeVar("T")
+# A merged batch stays well under Kafka's default max.message.bytes (1 MiB); a single
+# state change is never split, whatever its size.
+MAX_BATCH_BYTES = 512 * 1024
 
 
 class GroupLogError(RuntimeError):
@@ -251,8 +263,13 @@ class KafkaGroupLog:
         self.bootstrap, self.topic, self.partition = bootstrap, topic, partition
         self.timeout_s = timeout_s
         self.clock = clock or (lambda: int(time.time() * 1000))
-        self.batches: list[Batch] = []
+        self.batches: list[Batch] = []  # acknowledged, in log order
         self.created: CreatedTopic | None = None
+        # Submitted state changes not yet taken by the writer: (records, timestamp, future).
+        self._queue: list[tuple[list[tuple[bytes, bytes | None]], int, Future[Batch]]] = []
+        self._lock = threading.Lock()
+        self._writing = False  # a writer task is running on the private loop
+        self._last: Future[Batch] | None = None
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name=f"group-log-{topic}",
                                         daemon=True)
@@ -273,24 +290,94 @@ class KafkaGroupLog:
         return fut.result(self.timeout_s + 10)
 
     def append(self, records: Sequence[EngineRecord]) -> None:
+        """Write the records of one state change as one batch; returns once acknowledged."""
+        if records:
+            self._wait(self.submit(records))
+
+    def submit(self, records: Sequence[EngineRecord]) -> Future[Batch]:
+        """Queue the records of one state change as one batch (encoded now: all or nothing,
+        before any I/O); the future gives its ``Batch`` once Kafka acknowledged it."""
         if not records:
-            return
-        encoded = [encode_record(r) for r in records]  # all or nothing, before any I/O
-        self.append_bytes(encoded)
+            raise ValueError("a state change without records")
+        return self.submit_bytes([encode_record(r) for r in records])
 
     def append_bytes(self, entries: Sequence[tuple[bytes, bytes | None]]) -> Batch:
-        """Write ``entries`` as one batch (one state change)."""
+        """Write ``entries`` as one batch (one state change); returns once acknowledged."""
+        return self._wait(self.submit_bytes(entries))
+
+    def submit_bytes(self, entries: Sequence[tuple[bytes, bytes | None]]) -> Future[Batch]:
         if self._conn is None:
             raise GroupLogError("the group log is closed")
-        batch = encode_batch(entries, self.clock())
-        base = self._run(produce_batch(self._conn, self.topic, self.partition, batch,
-                                       timeout_ms=int(self.timeout_s * 1000)))
-        written = Batch(base, len(entries))
-        self.batches.append(written)
-        return written
+        if not entries:
+            raise ValueError("a state change without records")
+        fut: Future[Batch] = Future()
+        with self._lock:
+            self._queue.append((list(entries), self.clock(), fut))
+            self._last = fut
+            start, self._writing = not self._writing, True
+        if start:
+            asyncio.run_coroutine_threadsafe(self._write_queued(), self._loop)
+        return fut
+
+    def _wait(self, fut: Future[T]) -> T:
+        try:
+            return fut.result(self.timeout_s + 10)
+        except FutureTimeout:
+            raise GroupLogError(f"no acknowledgement from {self.bootstrap} within "
+                                f"{self.timeout_s + 10:.0f} s") from None
+
+    async def _write_queued(self) -> None:
+        """The writer (on the private loop): the queued state changes, in order, as one
+        batch per Produce request, until the queue is empty."""
+        while True:
+            with self._lock:
+                todo = self._take()
+                if not todo:
+                    self._writing = False
+                    return
+            entries = [e for change, _, _ in todo for e in change]
+            try:
+                if self._conn is None:
+                    raise GroupLogError("the group log is closed")
+                base = await produce_batch(self._conn, self.topic, self.partition,
+                                           encode_batch(entries, max(t for _, t, _ in todo)),
+                                           timeout_ms=int(self.timeout_s * 1000))
+            except Exception as e:  # noqa: BLE001 - every waiting writer is told
+                error = e if isinstance(e, GroupLogError) else GroupLogError(
+                    f"Produce {self.topic}-{self.partition}: {type(e).__name__}: {e}")
+                for _, _, fut in todo:
+                    fut.set_exception(error)
+                continue
+            for change, _, fut in todo:
+                written = Batch(base, len(change))
+                self.batches.append(written)
+                base = written.end
+                fut.set_result(written)
+
+    def _take(self) -> list[tuple[list[tuple[bytes, bytes | None]], int, Future[Batch]]]:
+        """The oldest queued state changes that fit in one batch (at least one)."""
+        size = n = 0
+        for change, _, _ in self._queue:
+            size += sum(len(k) + len(v or b"") + 16 for k, v in change)
+            if n and size > MAX_BATCH_BYTES:
+                break
+            n += 1
+        todo, self._queue = self._queue[:n], self._queue[n:]
+        return todo
+
+    def flush(self) -> None:
+        """Wait until every write submitted so far is acknowledged (or has failed)."""
+        last = self._last
+        if last is not None:
+            try:
+                self._wait(last)
+            except GroupLogError:
+                pass
 
     def close(self) -> None:
+        """Flush what was submitted, then close the connection and stop the thread."""
         if self._conn is not None:
+            self.flush()
             conn, self._conn = self._conn, None
             try:
                 self._run(conn.close())

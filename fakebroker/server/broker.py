@@ -23,6 +23,7 @@ through hooks, recorders and ``FakeBroker``'s constructor.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import itertools
 import logging
@@ -99,6 +100,13 @@ class Connection:
         assert self.broker is not None
         self.closed_by = "broker"
         self.broker._close(self, reason)
+    # The idle watch (connections.max.idle.ms): when the pump's current read began (loop
+    # time; None while it is not reading), whether that read is of a frame's body, and the
+    # connection's one timer, re-armed only when it fires (so a read costs no timer).
+    read_since: float | None = None
+    read_partial: bool = False
+    idle_timer: asyncio.TimerHandle | None = None
+    idle_expired: bool = False
 
 
 class _Idle(Exception):
@@ -110,6 +118,28 @@ class _Pending:
     future: asyncio.Future[Struct]
     version: int
     api_key: int
+
+
+class WriteBehind:
+    """The coordinator's store in front of one whose writes are acknowledged later
+    (``submit(records) -> concurrent.futures.Future``, e.g. ``KafkaGroupLog``): ``append``
+    hands each state change over without waiting, so the event loop never blocks on the
+    log; the broker holds every answer until the last write made before it is
+    acknowledged (Kafka's coordinator likewise sends a response only once the records
+    written before it are committed). The store writes in submission order."""
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self._last: concurrent.futures.Future[Any] | None = None
+
+    def append(self, records: Sequence[EngineRecord]) -> None:
+        if records:
+            self._last = self.store.submit(records)
+
+    def unacknowledged(self) -> concurrent.futures.Future[Any] | None:
+        """The last write, while it is not acknowledged yet."""
+        last = self._last
+        return None if last is None or last.done() else last
 
 
 @dataclass
@@ -129,19 +159,22 @@ class FakeBroker:
     # Where connect groups write their engine records (``GroupCoordinator``'s
     # ``connect_store``, e.g. a ``realkafka.group_log.KafkaGroupLog``), and the records the
     # broker loads its connect groups from when it starts (on its clock). ``stop`` closes
-    # the store if it has a ``close``.
+    # the store if it has a ``close``. A store with ``submit`` (writes acknowledged later,
+    # through a future) is written behind: see ``WriteBehind``.
     connect_store: RecordStore | None = None
     connect_records: Sequence[EngineRecord] = ()
 
     def __post_init__(self) -> None:
         # Consumer groups assign from the broker's topics, with the ids Metadata reports; the
         # offset APIs check topics against the same list only when strict.
+        self._writes = (WriteBehind(self.connect_store)
+                        if hasattr(self.connect_store, "submit") else None)
         catalogue = FixedTopics({t.name: t.partitions for t in self.config.topics},
                                 {t.name: t.topic_id for t in self.config.topics})
         self.coordinator = GroupCoordinator(self.registry, self.coordinator_config,
                                             topics=catalogue if self.strict_topics else None,
                                             cluster=catalogue,
-                                            connect_store=self.connect_store)
+                                            connect_store=self._writes or self.connect_store)
         self.hooks = Hooks(self.registry)
         self.recorders: list[Recording] = []
         # Exchanges running, and those of them waiting on something outside (a parked
@@ -371,6 +404,8 @@ class FakeBroker:
             conn.closed_by, conn.close_reason = "broker", "internal error"
         finally:
             pump.cancel()
+            if conn.idle_timer is not None:
+                conn.idle_timer.cancel()
             if self.proxy is not None:
                 self.proxy.drop(conn)
             self._connections.pop(conn.id, None)
@@ -415,26 +450,52 @@ class FakeBroker:
     async def _read_idle(self, reader: asyncio.StreamReader, n: int, conn: Connection,
                          partial: bool) -> bytes:
         """``readexactly(n)``, bounded by the idle timeout while nothing of this connection
-        is in progress (a parked request is not idleness) or while a frame is half read."""
+        is in progress (a parked request is not idleness) or while a frame is half read.
+        Runs in the connection's pump task, which ``_idle_check`` cancels on expiry."""
         limit = self.config.idle_timeout_ms
         if limit is None:
             return await reader.readexactly(n)
-        read = asyncio.ensure_future(reader.readexactly(n))
+        task = asyncio.current_task()
+        assert task is not None
+        loop = asyncio.get_running_loop()
+        conn.read_since, conn.read_partial = loop.time(), partial
+        if conn.idle_timer is None:
+            conn.idle_timer = loop.call_at(conn.read_since + limit / 1000, self._idle_check,
+                                           conn, task, limit / 1000)
         try:
-            while True:
-                done, _ = await asyncio.wait({read}, timeout=limit / 1000)
-                if done:
-                    return read.result()
-                if partial or not conn.in_flight:
-                    what = "a partly sent frame" if partial else "nothing"
-                    conn.closed_by = "broker"
-                    conn.close_reason = f"idle: {what} for {limit} ms (connections.max.idle.ms)"
-                    log.info("connection %d: %s; closing", conn.id, conn.close_reason)
-                    raise _Idle
+            return await reader.readexactly(n)
+        except asyncio.CancelledError:
+            if not conn.idle_expired or task.uncancel():
+                raise  # cancelled from outside (the broker stopping), not by the idle check
+            what = "a partly sent frame" if partial else "nothing"
+            conn.closed_by = "broker"
+            conn.close_reason = f"idle: {what} for {limit} ms (connections.max.idle.ms)"
+            log.info("connection %d: %s; closing", conn.id, conn.close_reason)
+            raise _Idle from None
         finally:
-            # Also when the pump is cancelled (the broker closed the connection): a read
-            # left running would fail later with nobody to retrieve its exception.
-            read.cancel()
+            conn.read_since = None
+
+    def _idle_check(self, conn: Connection, pump: asyncio.Task[None], limit_s: float) -> None:
+        """The idle timer: a read that has waited ``limit_s`` ends the connection unless a
+        request of it is in progress (then look again ``limit_s`` later); otherwise fire
+        again when the current (or next) read can have waited that long."""
+        if pump.done():
+            conn.idle_timer = None  # the connection has ended
+            return
+        loop = pump.get_loop()
+        now = loop.time()
+        since = conn.read_since
+        if since is None:
+            at = now + limit_s  # not reading: the next read starts later than now
+        elif now - since >= limit_s - 0.001:  # (timers may fire a clock tick early)
+            if conn.read_partial or not conn.in_flight:
+                conn.idle_expired, conn.idle_timer = True, None
+                pump.cancel()
+                return
+            at = now + limit_s
+        else:
+            at = since + limit_s
+        conn.idle_timer = loop.call_at(at, self._idle_check, conn, pump, limit_s)
 
     async def _read_frame(self, reader: asyncio.StreamReader, conn: Connection) -> bytes | None:
         try:
@@ -660,12 +721,12 @@ class FakeBroker:
             return verdict.refusal
         if verdict.request is not None:
             req.body = verdict.request
-        body = await self._answer(conn, req)
+        body = await self._dispatch(conn, req)
         if verdict.after is not None and body is not None and body is not NO_REPLY:
             verdict.after(body)
         return body
 
-    async def _answer(self, conn: Connection, req: Request) -> Struct | NoReply | None:
+    async def _dispatch(self, conn: Connection, req: Request) -> Struct | NoReply | None:
         assert self.ctx is not None
         if self.proxy is not None and self.proxy.forwards(req.api_key):
             return await self.proxy.forward(conn, req)
@@ -684,6 +745,8 @@ class FakeBroker:
         rctx = RequestContext(rid, req.api_key, req.version, client_id, conn.peer.rsplit(":", 1)[0])
         self._deliver(self.coordinator.handle(rctx, req.body, self.clock.now_ms()))
         try:
+            if fut.done():  # answered at once: nothing to wait for (most requests)
+                return fut.result()
             with self._waiting(fut.done, conn):
                 return await fut
         finally:
@@ -692,13 +755,36 @@ class FakeBroker:
     # ------------------------------------------------------------------ coordinator glue
 
     def _deliver(self, replies: list[Reply]) -> None:
-        for reply in replies:
-            pending = self._pending.get(reply.request_id)
-            if pending is not None and not pending.future.done():
-                pending.future.set_result(reply.body)
+        """Answer ``replies`` now or, while writes to the connect store are unacknowledged,
+        once the last of them is (answers keep their order: they queue on that write)."""
+        unacked = self._writes.unacknowledged() if self._writes is not None else None
+        if unacked is None:
+            self._answer(replies)
+        elif replies:
+            loop = asyncio.get_running_loop()
+
+            def acknowledged(done: concurrent.futures.Future[Any]) -> None:
+                with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+                    loop.call_soon_threadsafe(self._answer, replies, done.exception())
+
+            unacked.add_done_callback(acknowledged)
         for event in self.coordinator.drain_events():
             log.info("%s", event)
         self._wake.set()  # deadlines may have moved
+
+    def _answer(self, replies: list[Reply], error: BaseException | None = None) -> None:
+        """Resolve the waiting requests; a failed store write fails them (their connections
+        close: the state they would report is not durable)."""
+        if error is not None:
+            log.error("connect store write failed: %s; closing %d waiting connection(s)",
+                      error, len(replies))
+        for reply in replies:
+            pending = self._pending.get(reply.request_id)
+            if pending is not None and not pending.future.done():
+                if error is None:
+                    pending.future.set_result(reply.body)
+                else:
+                    pending.future.set_exception(error)
 
     async def _timers(self) -> None:
         """Fire the coordinator's deadlines on the broker's clock. This task never ends

@@ -15,6 +15,7 @@ from typing import Any, TypeVar, overload
 
 from fakebroker.coordinator import (CoordinatorConfig, GroupCoordinator, GroupEvent, RequestContext,
                                     counting_suffixes)
+from fakebroker.coordinator.classic.group import ClassicGroup
 from fakebroker.coordinator.topics import TopicCatalog
 from fakebroker.protocol import Struct, default_registry
 from fakebroker.protocol.error_codes import ErrorCode
@@ -79,6 +80,16 @@ class Harness:
             data = mt.encode(r.body, sent.version)  # strict: raises if wrong for the version
             self.inbox[r.request_id] = mt.decode(data, sent.version)
         self.events.extend(self.coord.drain_events())
+        self._check_join_counts()
+
+    def _check_join_counts(self) -> None:
+        """Every classic group's count of parked joins (kept incrementally, so a join costs
+        O(1)) equals a recount of its members, after every input of every test."""
+        for group in self.coord.groups.values():
+            if isinstance(group, ClassicGroup):
+                parked = sum(1 for m in group.members.values() if m.is_awaiting_join)
+                assert group.num_awaiting_join() == parked, (
+                    f"group {group.group_id}: {group.num_awaiting_join()} counted, {parked} parked")
 
     def advance(self, ms: int) -> None:
         self.at(self.now + ms)

@@ -114,6 +114,21 @@ def test_timers_order_and_replacement() -> None:
     assert t.next_deadline() is None and t.keys() == []
 
 
+def test_rescheduled_timers_do_not_pile_up_and_keep_their_order() -> None:
+    """Every heartbeat reschedules its member's timer further out: the replaced entries
+    are dropped once they outnumber the live ones, and the order stays right."""
+    fired: list[str] = []
+    t = Timers()
+    members = [f"m{i}" for i in range(50)]
+    for beat in range(200):
+        for i, m in enumerate(members):
+            t.schedule(m, 1000 + beat * 10 + (49 - i), lambda m=m: fired.append(m))
+    assert len(t._heap) <= 2 * len(members) + 64 + 1
+    while (due := t.pop_due(10**6)) is not None:
+        due[1]()
+    assert fired == members[::-1]  # the last reschedule of each, by its deadline
+
+
 def test_timers_cancel_where() -> None:
     t = Timers()
     for k in [("x", "g1"), ("y", "g1"), ("x", "g2")]:

@@ -4,10 +4,13 @@ and decoded with the project's codec)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from fakebroker.coordinator.errors import DraftErrorCode, RuleViolation
-from fakebroker.coordinator.reconcile import ClientAssignor, Heartbeat, MemberMetadata, MemberTarget
+from fakebroker.coordinator.reconcile import (ClientAssignor, ConnectUnit, EngineConfig, GroupEngine,
+                                              Heartbeat, Installed, MemberMetadata, MemberTarget)
 from fakebroker.coordinator.reconcile.connect import (connect_selector, eligible_members,
                                                       heartbeat_from_request,
                                                       heartbeat_response, install_targets,
@@ -221,3 +224,42 @@ def test_install_targets_rejects_negative_tasks_and_duplicates() -> None:
     with pytest.raises(RuleViolation) as info:
         install_targets(req([("A", 0), ("A", 0)]))
     assert info.value.rule == "unit-assigned-once"
+
+
+def test_unchanged_assignors_are_checked_against_the_group_as_it_is() -> None:
+    """A heartbeat repeating its assignors is checked from the answer kept for the group's
+    metadata, which a leave renews: with A [1-4] gone, nobody covers B [1-2] and C [3-4]."""
+    engine = connect_engine()
+    engine.heartbeat(join("A", 1, 4), 0)
+    engine.heartbeat(join("B", 1, 2), 1)
+    engine.heartbeat(join("C", 3, 4), 2)
+    require_assignors_compatible(engine, "B", assignors(1, 2))
+    require_assignors_compatible(engine, "B", None)
+    engine.leave("A", 3)
+    for repeated in (assignors(1, 2), None):
+        with pytest.raises(RuleViolation) as info:
+            require_assignors_compatible(engine, "B", repeated)
+        assert info.value.error == E.UNSUPPORTED_ASSIGNOR
+
+
+def test_the_selection_is_made_again_only_when_metadata_changes() -> None:
+    """While a target is due every heartbeat asks who computes it: for unchanged metadata
+    the kept answer serves (O(1) per heartbeat, not a pass over the members)."""
+    seen: list[int] = []
+
+    def counting(members: Any, previous: str | None) -> str | None:
+        seen.append(len(members))
+        return connect_selector(members, previous)
+
+    engine: GroupEngine[ConnectUnit] = GroupEngine(EngineConfig.connect("g"), Installed(selector=counting))
+    epochs = {m: engine.heartbeat(join(m), t).member_epoch for t, m in enumerate(["W1", "W2", "W3"])}
+    assert engine.is_assignment_due()
+    before = len(seen)
+    for t in range(10, 40):
+        m = ["W1", "W2", "W3"][t % 3]
+        r = engine.heartbeat(Heartbeat(member_id=m, member_epoch=epochs[m]), t)
+        assert r.error == E.NONE and r.compute_assignment == (m == "W1")
+    assert len(seen) - before <= 1
+    engine.leave("W1", 50)  # W1 was selected: the choice is made again, among W2 and W3
+    r = engine.heartbeat(Heartbeat(member_id="W2", member_epoch=epochs["W2"]), 51)
+    assert r.compute_assignment and seen[-1] == 2

@@ -16,6 +16,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from ...protocol.error_codes import ErrorCode
+from ..context import RequestContext
 from ..env import Env
 from ..errors import RuleViolation
 from ..events import (GenerationChanged, LeaderChanged, MemberJoined, MemberRemoved,
@@ -59,6 +60,9 @@ class ClassicGroup:
         self.pending_sync: dict[str, None] = {}  # members the sync phase still waits for
         # Set when a member joins during the initial rebalance: the delay is extended.
         self.new_member_added = False
+        # Members with a parked JoinGroup (Kafka's numMembersAwaitingJoinResponse): kept as
+        # joins park and are answered, so each join checks "all rejoined?" in O(1).
+        self._awaiting_join = 0
 
     # ------------------------------------------------------------------ Group protocol
 
@@ -104,7 +108,7 @@ class ClassicGroup:
         return self.static_members.get(group_instance_id)
 
     def num_awaiting_join(self) -> int:
-        return sum(1 for m in self.members.values() if m.is_awaiting_join)
+        return self._awaiting_join
 
     def has_all_members_joined(self) -> bool:
         return self.num_awaiting_join() == len(self.members) and not self.pending_join
@@ -163,6 +167,21 @@ class ClassicGroup:
 
     # ------------------------------------------------------------------ changes
 
+    def park_join(self, member: ClassicMember, ctx: RequestContext) -> None:
+        """Park ``ctx`` as the member's JoinGroup (replacing one parked before, unanswered)."""
+        if member.awaiting_join is None and member.member_id in self.members:
+            self._awaiting_join += 1
+        member.awaiting_join = ctx
+
+    def take_join(self, member: ClassicMember) -> RequestContext | None:
+        """The member's parked JoinGroup, now no longer parked (None if it had none)."""
+        ctx = member.awaiting_join
+        if ctx is not None:
+            member.awaiting_join = None
+            if self.members.get(member.member_id) is member:
+                self._awaiting_join -= 1
+        return ctx
+
     def transition_to(self, state: ClassicGroupState) -> None:
         if not state.can_follow(self.state):
             raise ValueError(f"group {self.group_id}: {self.state} -> {state} is not a valid transition")
@@ -184,6 +203,7 @@ class ClassicGroup:
         if not self.supports_protocols(member.protocol_type, member.protocol_names):
             raise ValueError("the group supports none of the member's protocols")
         self.members[member.member_id] = member
+        self._awaiting_join += member.is_awaiting_join
         self._protocol_counts.update(member.protocol_names)
         self.pending_join.pop(member.member_id, None)
         self._env.emit(MemberJoined(self.group_id, self._env.now_ms, member.member_id,
@@ -198,6 +218,7 @@ class ClassicGroup:
         self.pending_join.pop(member_id, None)
         self.pending_sync.pop(member_id, None)
         if member is not None:
+            self._awaiting_join -= member.is_awaiting_join
             self._protocol_counts.subtract(member.protocol_names)
             self._protocol_counts += Counter()
             if member.group_instance_id is not None:
@@ -220,6 +241,7 @@ class ClassicGroup:
         """Give a restarted static member a new id, in its predecessor's place; the caller
         has already answered the predecessor's parked requests with FENCED_INSTANCE_ID."""
         old = self.members[old_member_id]
+        self._awaiting_join -= old.is_awaiting_join
         new = ClassicMember(new_member_id, old.group_instance_id, old.client_id, old.client_host,
                             old.rebalance_timeout_ms, old.session_timeout_ms, old.protocol_type,
                             old.protocols, old.assignment)

@@ -51,12 +51,11 @@ class Rebalancer:
 
     # ------------------------------------------------------------------ parked requests
 
-    def answer_join(self, member: ClassicMember, result: JoinResult) -> bool:
+    def answer_join(self, group: ClassicGroup, member: ClassicMember, result: JoinResult) -> bool:
         """Answer the member's parked JoinGroup, if it has one."""
-        ctx = member.awaiting_join
+        ctx = group.take_join(member)
         if ctx is None:
             return False
-        member.awaiting_join = None
         self.env.reply(ctx, join_response(self.env.registry, ctx.api_version, result))
         return True
 
@@ -128,7 +127,7 @@ class Rebalancer:
                                  reason: RemovalReason, rebalance_reason: str) -> None:
         # A new member may still have its first JoinGroup parked: it gets UNKNOWN_MEMBER_ID
         # so that a live client retries.
-        self.answer_join(member, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=""))
+        self.answer_join(group, member, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=""))
         group.remove(member.member_id, reason)
         if group.in_state(S.STABLE, S.COMPLETING_REBALANCE):
             self.maybe_prepare_rebalance_or_complete_join(group, rebalance_reason)
@@ -145,7 +144,7 @@ class Rebalancer:
         """LeaveGroup: drop the member, answering a parked JoinGroup with UNKNOWN_MEMBER_ID."""
         member = group.member(member_id)
         self.cancel_heartbeat(group, member_id)
-        self.answer_join(member, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=""))
+        self.answer_join(group, member, JoinResult(ErrorCode.UNKNOWN_MEMBER_ID, member_id=""))
         group.remove(member_id, RemovalReason.LEAVE, detail)
 
     # ------------------------------------------------------------------ join phase
@@ -175,7 +174,7 @@ class Rebalancer:
         group.set_protocols(member, req.protocols)
         member.rebalance_timeout_ms = req.rebalance_timeout_ms
         member.session_timeout_ms = req.session_timeout_ms
-        member.awaiting_join = ctx
+        group.park_join(member, ctx)
 
     def update_member_then_rebalance_or_complete_join(self, ctx: RequestContext, req: JoinRequest,
                                                       group: ClassicGroup, member: ClassicMember,
@@ -191,7 +190,7 @@ class Rebalancer:
         assert req.group_instance_id is not None
         leader_before = group.leader_id
         old = group.member(old_member_id)
-        self.answer_join(old, JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id=old_member_id))
+        self.answer_join(group, old, JoinResult(ErrorCode.FENCED_INSTANCE_ID, member_id=old_member_id))
         self.answer_sync(old, SyncResult(ErrorCode.FENCED_INSTANCE_ID))
         self.cancel_heartbeat(group, old_member_id)
         new = group.replace_static_member(req.group_instance_id, old_member_id, new_member_id)
@@ -211,7 +210,7 @@ class Rebalancer:
                     # does not compute a new assignment.
                     result = self.join_result(group, new_member_id, with_members=False,
                                               leader=leader_before or "")
-                self.answer_join(new, result)
+                self.answer_join(group, new, result)
             else:
                 self.maybe_prepare_rebalance_or_complete_join(
                     group, f"Group's selectedProtocol will change because static member "
@@ -309,7 +308,7 @@ class Rebalancer:
         if group.state is S.EMPTY:
             return
         for m in list(group.members.values()):
-            self.answer_join(m, self.join_result(group, m.member_id,
+            self.answer_join(group, m, self.join_result(group, m.member_id,
                                                  with_members=group.is_leader(m.member_id)))
             self.reschedule_heartbeat(group, m)
             m.is_new = False
@@ -372,7 +371,7 @@ class Rebalancer:
         group.transition_to(S.DEAD)
         if group.previous_state is S.PREPARING_REBALANCE:
             for m in list(group.members.values()):
-                self.answer_join(m, JoinResult(ErrorCode.NOT_COORDINATOR, member_id=m.member_id))
+                self.answer_join(group, m, JoinResult(ErrorCode.NOT_COORDINATOR, member_id=m.member_id))
         elif group.previous_state in (S.COMPLETING_REBALANCE, S.STABLE):
             for m in list(group.members.values()):
                 self.answer_sync(m, SyncResult(ErrorCode.NOT_COORDINATOR))

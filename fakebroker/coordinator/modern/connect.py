@@ -70,8 +70,7 @@ class ConnectGroup(ModernGroup[ConnectUnit]):
 
     def assignor_name(self) -> str | None:
         """The client-side assignor every member supports (the vote), or None."""
-        e = self.engine
-        return selected_assignor({m: e.member(m).metadata for m in e.member_ids()})
+        return self.engine.of_members(selected_assignor)
 
 
 def _selector_without(excluded: frozenset[str]) -> Any:

@@ -120,11 +120,17 @@ def require_assignors_compatible(engine: GroupEngine[ConnectUnit], member_id: st
     """UNSUPPORTED_ASSIGNOR when admitting this member's assignors would leave the group
     with no common assignor or no member covering every range (ERRATA 19). The member
     is not admitted; the group is unchanged."""
-    members = {mid: engine.member(mid).metadata for mid in engine.member_ids()}
-    previous = members.get(member_id, MemberMetadata())
-    assignors = client_assignors if client_assignors is not None else previous.client_assignors
-    members[member_id] = MemberMetadata(client_assignors=assignors)
-    if not eligible_members(members):
+    if engine.has_member(member_id) and client_assignors in (
+            None, engine.member(member_id).metadata.client_assignors):
+        # Unchanged assignors (every full heartbeat repeats them): the group as it is.
+        eligible = engine.of_members(eligible_members)
+    else:
+        members = {mid: engine.member(mid).metadata for mid in engine.member_ids()}
+        previous = members.get(member_id, MemberMetadata())
+        assignors = client_assignors if client_assignors is not None else previous.client_assignors
+        members[member_id] = MemberMetadata(client_assignors=assignors)
+        eligible = eligible_members(members)
+    if not eligible:
         raise RuleViolation(E.UNSUPPORTED_ASSIGNOR, "assignor-versions-overlap",
                             "no member's assignor version range covers every other member's")
 

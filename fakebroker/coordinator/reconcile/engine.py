@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import heapq
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Generic
+from typing import Generic, TypeVar
 
 from ...protocol.error_codes import ErrorCode
 from .assignors import AssignorError
@@ -48,6 +48,8 @@ from .validation import (JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH,
                          require_install_epoch_usable, require_member_epoch_current,
                          require_member_epoch_exact, require_member_known,
                          require_selected_member, require_units_assigned_once)
+
+T = TypeVar("T")
 
 E = ErrorCode
 NONE = E.NONE
@@ -224,6 +226,12 @@ class GroupEngine(Generic[U]):
         self._seq = itertools.count()
         self._selected: str | None = None
         self._membership: dict[int, frozenset[str]] = {0: frozenset()}
+        # Bumped whenever a member's metadata changes: the selector's answer for unchanged
+        # metadata is kept (``_select``), so a heartbeat while a target is due costs O(1),
+        # not a pass over every member.
+        self._metadata_version = 0
+        self._selection: tuple[tuple[int, str | None], str | None] | None = None
+        self._derived: dict[Callable[..., object], tuple[int, object]] = {}
         self._undo: tuple = ()  # type: ignore[type-arg]  # the last static replacement
 
     # ----------------------------------------------------------------- read access
@@ -271,7 +279,7 @@ class GroupEngine(Generic[U]):
         """Connect groups: the member chosen to compute the target (None when none is)."""
         if not isinstance(self.policy, Installed):
             return None
-        return self.policy.selector(self._metadata_view(), self._selected)
+        return self._select(None)
 
     def is_assignment_due(self) -> bool:
         return self._group_epoch > self._assignment_epoch
@@ -539,7 +547,7 @@ class GroupEngine(Generic[U]):
                 events.append(TargetAssignmentUpdated(now_ms, group_epoch, f"assignor:{name}"))
                 target_epoch, target = group_epoch, new_target
             else:
-                selected = self.policy.selector(overlay(), self._selected)
+                selected = self._select(overlay() if changed else None)
                 compute = selected == mid
                 if compute:
                     events.append(ComputeAssignmentRequested(now_ms, mid, group_epoch))
@@ -694,6 +702,26 @@ class GroupEngine(Generic[U]):
 
     # ----------------------------------------------------------------- internals
 
+    def of_members(self, fn: Callable[[Mapping[str, MemberMetadata]], T]) -> T:
+        """``fn`` of every member's metadata, computed again only once a member's metadata
+        has changed (``fn`` must depend on nothing else)."""
+        kept = self._derived.get(fn)
+        if kept is None or kept[0] != self._metadata_version:
+            kept = (self._metadata_version, fn(self._metadata_view()))
+            self._derived[fn] = kept
+        return kept[1]  # type: ignore[return-value]
+
+    def _select(self, members: Mapping[str, MemberMetadata] | None) -> str | None:
+        """The connect selector's choice among ``members``, or (None) among the members as
+        they are, answered from the last such call while nothing it reads has changed."""
+        assert isinstance(self.policy, Installed)
+        if members is not None:
+            return self.policy.selector(members, self._selected)
+        key = (self._metadata_version, self._selected)
+        if self._selection is None or self._selection[0] != key:
+            self._selection = (key, self.policy.selector(self._metadata_view(), self._selected))
+        return self._selection[1]
+
     def _metadata_view(self) -> dict[str, MemberMetadata]:
         return {mid: md for mid, (md, _) in self._metadata.items()}
 
@@ -747,6 +775,7 @@ class GroupEngine(Generic[U]):
             self._catalog = dict(record.catalog)
             self._catalog_epoch = record.epoch
         elif isinstance(record, MemberMetadataRecord):
+            self._metadata_version += 1
             if record.value is None:
                 self._metadata.pop(record.member_id, None)
             else:
