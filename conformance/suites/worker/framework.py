@@ -225,7 +225,9 @@ def seed_work(target: Target, bootstrap: str, attempts: int = 3) -> None:
                 raise RuntimeError(f"the seeding worker exited ({w.proc.returncode}), {attempts} times; "
                                    f"last log:\n{w.log_tail()}")
         finally:
-            w.terminate()
+            # Generous: the first Apache Connect worker writes its class archive as it stops
+            # (fakebroker.realconnect.fast_start); killed meanwhile, the next one writes it.
+            w.terminate(timeout_s=120)
             try:
                 os.unlink(w.log_path)
             except OSError:
@@ -476,8 +478,9 @@ class WorkerContext(CoordinatorContext):
                 resp["time"] if resp else None)
 
     async def close(self) -> None:
+        # All at once: each stop is a JVM's shutdown of seconds, and the case is decided.
+        await asyncio.gather(*(asyncio.to_thread(w.terminate) for w in self.workers))
         for w in self.workers:
-            await asyncio.to_thread(w.terminate)
             self.note(f"worker {w.worker_id} log tail:\n{w.log_tail(15)}")
             self.attachments[f"worker {w.worker_id} log"] = w.log_tail(2000)
             try:
