@@ -269,8 +269,10 @@ class WorkerSession:
     def start(cls, target: Target) -> WorkerSession:
         kafka = None
         if target.upstream == "real-kafka":
-            from fakebroker.realkafka import start_real_kafka
-            kafka = start_real_kafka()
+            from fakebroker.realkafka import KafkaSettings, start_real_kafka
+            # It only stores the workers' internal topics: started for start-up, not
+            # throughput (C1 only, as the Connect workers run; fakebroker.realconnect.fast_start).
+            kafka = start_real_kafka(KafkaSettings(jvm_args=("-XX:TieredStopAtLevel=1",)))
         session = cls(target, None, target.implementation_version, kafka)
         try:
             broker = RecordingBroker(BrokerConfig(), CoordinatorConfig(initial_rebalance_delay_ms=0,
