@@ -8,7 +8,9 @@ FindCoordinator, its first JoinGroup and its first successful SyncGroup (joined)
 how long it then takes to stop (SIGTERM until it exited).
 
 ``run``: ``conformance run`` of each ``--target`` (its whole scope, as ``make certify``
-runs it), the wall time of each beside its verdict, and the machine's load before and after.
+runs it), the wall time of each beside its verdict and the CPU seconds it used (every process
+it started and waited for: the load-independent figure; a 2-core machine runs it in at least
+half that), and the machine's load before and after.
 
     python bench/certify.py startup --target fixtures/targets/apache-connect-eager.toml --repeats 3
     python bench/certify.py run --target fixtures/targets/apache-connect-eager.toml \\
@@ -20,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -39,6 +42,12 @@ STAGES = ("FindCoordinator", "JoinGroup", "SyncGroup")
 
 def load() -> str:
     return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+def children_cpu() -> float:
+    """User + system CPU seconds of every finished child process (and theirs, waited for)."""
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
 
 
 def time_one_start(session: WorkerSession, deadline_s: float) -> dict[str, float]:
@@ -97,16 +106,16 @@ def cmd_run(args: argparse.Namespace) -> int:
     reports = Path(tempfile.mkdtemp(prefix="bench-certify-"))
     for t in args.target:
         name = load_target(t).name
-        t0 = time.monotonic()
+        t0, cpu0 = time.monotonic(), children_cpu()
         r = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--target", t, "-n", args.workers,
                             "--no-html", "--reports", str(reports / name)],
                            cwd=ROOT, capture_output=True, text=True)
-        wall = time.monotonic() - t0
+        wall, cpu = time.monotonic() - t0, children_cpu() - cpu0
         verdict = next((ln.strip().split(":")[0] for ln in r.stdout.splitlines()
                         if ln.strip().split(":")[0] in ("CERTIFIED", "NOT CERTIFIED", "PARTIAL", "BROKEN")),
                        f"exit {r.returncode}")
         rows.append((name, wall, verdict))
-        print(f"{name:32} {wall:7.1f}s  {verdict}  (load {load()})", flush=True)
+        print(f"{name:32} {wall:7.1f}s  CPU {cpu:6.1f}s  {verdict}  (load {load()})", flush=True)
     print(f"total {sum(w for _, w, _ in rows):.1f}s; load after: {load()}")
     return 0
 
