@@ -36,7 +36,7 @@ from fakebroker.exit_codes import EXIT_BROKEN, EXIT_FAILED, EXIT_OK, EXIT_PARTIA
 
 from .attestation import AttestationError, Ed25519PrivateKey, load_private_key, verify_file, write_attestation
 from .catalogue import default_catalogue
-from .target import TargetError, load_target
+from .target import Target, TargetError, load_target
 
 # Worst first: with several targets the run exits with the worst code of any.
 SEVERITY = (EXIT_USAGE, EXIT_BROKEN, EXIT_FAILED, EXIT_PARTIAL, EXIT_OK)
@@ -152,21 +152,22 @@ def worst(codes: list[int]) -> int:
     return min(codes, key=SEVERITY.index) if codes else EXIT_BROKEN
 
 
-def _run_all(targets: list[Any], outs: list[Path], args: argparse.Namespace) -> Iterator[tuple[int, float]]:
+def _run_all(targets: list[Target], outs: list[Path], args: argparse.Namespace) -> Iterator[tuple[int, float]]:
     """(pytest's exit code, wall seconds) per target, in order, each after its ``==`` line
     and output. One at a time, pytest writes straight to the terminal; with ``--jobs``
     several run at once and each one's output is shown, whole, in its turn."""
-    def run(target: Any, out: Path, capture: bool) -> tuple[int, float, str | None]:
+    def run(target: Target, out: Path, capture: bool) -> tuple[int, float, str | None]:
         started = time.monotonic()
         code, output = _run_pytest(target.path, out, args, capture)
         return code, time.monotonic() - started, output
 
-    def header(target: Any, out: Path) -> None:
+    def header(target: Target, out: Path) -> None:
         print(f"== {target.name} ({target.kind}, {target.path}) -> {out}/", flush=True)
     if args.jobs == 1 or len(targets) == 1:
         for target, out in zip(targets, outs):
             header(target, out)
-            yield run(target, out, False)[:2]
+            code, wall, _ = run(target, out, False)
+            yield code, wall
         return
     from concurrent.futures import ThreadPoolExecutor
     with ThreadPoolExecutor(args.jobs) as pool:
