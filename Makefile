@@ -10,6 +10,5 @@ test: setup
 	.venv/bin/python -m pytest -n auto --dist loadgroup
 
 # The main job: certify the bundled implementations and write the report under reports/.
-# Two targets at a time: the real brokers' and workers' cases mostly wait on real time.
 certify: setup
-	.venv/bin/conformance run --jobs 2 --target fixtures/targets/fakebroker.toml --target fixtures/targets/apache-kafka.toml --target fixtures/targets/fakebroker-group-log.toml --target fixtures/targets/kafka-python-worker.toml --target fixtures/targets/draft-worker.toml --target fixtures/targets/apache-connect-eager.toml --target fixtures/targets/apache-connect-compatible.toml --target fixtures/targets/apache-connect-sessioned.toml -n auto --reports reports
+	.venv/bin/conformance run --target fixtures/targets/fakebroker.toml --target fixtures/targets/apache-kafka.toml --target fixtures/targets/fakebroker-group-log.toml --target fixtures/targets/kafka-python-worker.toml --target fixtures/targets/draft-worker.toml --target fixtures/targets/apache-connect-eager.toml --target fixtures/targets/apache-connect-compatible.toml --target fixtures/targets/apache-connect-sessioned.toml -n auto --reports reports
