@@ -1,7 +1,7 @@
 """``conformance``: run the suite against targets, write certificates, list the catalogue.
 
-    conformance run --target FILE [--target FILE ...] [-n N] [--strict] [--suite S] [--reports DIR]
-                    [-k EXPR] [-m EXPR] [--junitxml FILE]
+    conformance run --target FILE [--target FILE ...] [-n N] [--jobs J] [--strict] [--suite S]
+                    [--reports DIR] [-k EXPR] [-m EXPR] [--junitxml FILE]
     conformance report [--reports DIR] [--no-html]
     conformance list [--suite S] [--target FILE] [--json]
     conformance mutants [--dir fixtures/mutants] [--suite S] [--group-log] [--reports DIR]
@@ -28,6 +28,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from collections.abc import Iterator
 from typing import Any
 
 from fakebroker import __version__
@@ -35,7 +36,7 @@ from fakebroker.exit_codes import EXIT_BROKEN, EXIT_FAILED, EXIT_OK, EXIT_PARTIA
 
 from .attestation import AttestationError, Ed25519PrivateKey, load_private_key, verify_file, write_attestation
 from .catalogue import default_catalogue
-from .target import TargetError, load_target
+from .target import Target, TargetError, load_target
 
 # Worst first: with several targets the run exits with the worst code of any.
 SEVERITY = (EXIT_USAGE, EXIT_BROKEN, EXIT_FAILED, EXIT_PARTIAL, EXIT_OK)
@@ -52,6 +53,11 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--target", action="append", required=True, metavar="FILE",
                      help="target file (TOML) of an implementation under test; repeat for several")
     run.add_argument("-n", dest="workers", default="auto", help="pytest-xdist workers (default auto; 0 = none)")
+    run.add_argument("--jobs", type=int, default=1, metavar="J",
+                     help="run up to J targets at once (default 1); each target's output is printed "
+                          "when it finishes. Targets that mostly wait on real time (real workers and "
+                          "brokers) finish sooner, but their timing-sensitive cases then share the CPU: "
+                          "on a loaded machine keep 1")
     run.add_argument("--strict", action="store_true", help="a SHOULD not met fails the run")
     run.add_argument("--suite", choices=("coordinator", "worker", "all"),
                      help="requirements to run (default: the target's kind; narrower makes the run PARTIAL)")
@@ -118,14 +124,13 @@ def cmd_run(args: argparse.Namespace) -> int:
     if len(set(names)) != len(names):
         print("conformance: two targets share a name; their reports would collide", file=sys.stderr)
         return EXIT_USAGE
+    if args.jobs < 1:
+        print("conformance: --jobs must be at least 1", file=sys.stderr)
+        return EXIT_USAGE
     root = Path(args.reports)
+    outs = [root if len(targets) == 1 else root / target.name for target in targets]
     codes, summary = [], []
-    for target in targets:
-        out = root if len(targets) == 1 else root / target.name
-        print(f"== {target.name} ({target.kind}, {target.path}) -> {out}/", flush=True)
-        started = time.monotonic()
-        code = _run_pytest(target.path, out, args)
-        wall = time.monotonic() - started
+    for target, out, (code, wall) in zip(targets, outs, _run_all(targets, outs, args)):
         if code == 4:  # pytest's usage error
             return EXIT_USAGE
         if not (out / "results.json").exists():
@@ -151,7 +156,35 @@ def worst(codes: list[int]) -> int:
     return min(codes, key=SEVERITY.index) if codes else EXIT_BROKEN
 
 
-def _run_pytest(target_path: str, out: Path, args: argparse.Namespace) -> int:
+def _run_all(targets: list[Target], outs: list[Path], args: argparse.Namespace) -> Iterator[tuple[int, float]]:
+    """(pytest's exit code, wall seconds) per target, in order, each after its ``==`` line
+    and output. One at a time, pytest writes straight to the terminal; with ``--jobs``
+    several run at once and each one's output is shown, whole, in its turn."""
+    def run(target: Target, out: Path, capture: bool) -> tuple[int, float, str | None]:
+        started = time.monotonic()
+        code, output = _run_pytest(target.path, out, args, capture)
+        return code, time.monotonic() - started, output
+
+    def header(target: Target, out: Path) -> None:
+        print(f"== {target.name} ({target.kind}, {target.path}) -> {out}/", flush=True)
+    if args.jobs == 1 or len(targets) == 1:
+        for target, out in zip(targets, outs):
+            header(target, out)
+            code, wall, _ = run(target, out, False)
+            yield code, wall
+        return
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(args.jobs) as pool:
+        futures = [pool.submit(run, t, o, True) for t, o in zip(targets, outs)]
+        for target, out, f in zip(targets, outs, futures):
+            code, wall, output = f.result()
+            header(target, out)
+            print(output or "", end="", flush=True)
+            yield code, wall
+
+
+def _run_pytest(target_path: str, out: Path, args: argparse.Namespace,
+                capture: bool = False) -> tuple[int, str | None]:
     results_dir = out / "allure-results"
     if results_dir.exists():
         shutil.rmtree(results_dir)
@@ -170,7 +203,10 @@ def _run_pytest(target_path: str, out: Path, args: argparse.Namespace) -> int:
         cmd += ["-k", args.keyword]
     if getattr(args, "markexpr", None):
         cmd += ["-m", args.markexpr]
-    return subprocess.call(cmd)
+    if not capture:
+        return subprocess.call(cmd), None
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return r.returncode, r.stdout
 
 
 def _signing_key(args: argparse.Namespace) -> Ed25519PrivateKey | None:

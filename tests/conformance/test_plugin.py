@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -148,6 +149,26 @@ def test_cli_run_exit_codes(tmp_path: Path) -> None:
     bad = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--target", str(tmp_path / "none.toml")],
                          cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert bad.returncode == 2 and "cannot read" in bad.stderr
+
+
+def test_cli_run_jobs_runs_targets_at_once_and_shows_each_output_whole(tmp_path: Path) -> None:
+    """--jobs 2: both targets run, each one's block (its == line, its pytest output, its
+    verdict) printed whole and in the order given; the index lists both."""
+    copy = tmp_path / "fakebroker-copy.toml"
+    copy.write_text(FAKEBROKER.read_text().replace('name = "fakebroker"', 'name = "fakebroker-copy"', 1))
+    r = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--target", str(FAKEBROKER),
+                        "--target", str(copy), "--jobs", "2", "-n", "0", "--reports", str(tmp_path / "reports"),
+                        "--no-html", "-k", "CLS-JOIN-01"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert r.returncode == 4, r.stdout[-2000:] + r.stderr[-2000:]  # PARTIAL: narrowed with -k
+    blocks = re.split(r"(?m)^== ", r.stdout)[1:]
+    assert [b.split(" ")[0] for b in blocks] == ["fakebroker", "fakebroker-copy"], r.stdout[-3000:]
+    for b in blocks:  # each target's pytest session and its verdict inside its own block
+        assert b.count("test session starts") == 1 and "CLS-JOIN-01" in b and "PARTIAL" in b, b[-2000:]
+    index = json.loads((tmp_path / "reports" / "certificate.json").read_text())
+    assert [t["target"] for t in index["targets"]] == ["fakebroker", "fakebroker-copy"]
+    bad = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--target", str(FAKEBROKER),
+                          "--jobs", "0"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert bad.returncode == 2 and "--jobs must be at least 1" in bad.stderr
 
 
 def test_golden_transcripts_are_cases_with_their_rule_id(tmp_path: Path) -> None:

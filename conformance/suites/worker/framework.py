@@ -256,7 +256,9 @@ def seed_work(target: Target, bootstrap: str, attempts: int = 3) -> None:
                 raise RuntimeError(f"the seeding worker exited ({w.proc.returncode}), {attempts} times; "
                                    f"last log:\n{w.log_tail()}")
         finally:
-            w.terminate()
+            # Generous: the first Apache Connect worker writes its class archive as it stops
+            # (fakebroker.realconnect.fast_start); killed meanwhile, the next one writes it.
+            w.terminate(timeout_s=120)
             try:
                 os.unlink(w.log_path)
             except OSError:
@@ -298,8 +300,10 @@ class WorkerSession:
     def start(cls, target: Target) -> WorkerSession:
         kafka = None
         if target.upstream == "real-kafka":
-            from fakebroker.realkafka import start_real_kafka
-            kafka = start_real_kafka()
+            from fakebroker.realkafka import KafkaSettings, start_real_kafka
+            # It only stores the workers' internal topics: started for start-up, not
+            # throughput (C1 only, as the Connect workers run; fakebroker.realconnect.fast_start).
+            kafka = start_real_kafka(KafkaSettings(jvm_args=("-XX:TieredStopAtLevel=1",)))
         session = cls(target, None, target.implementation_version, kafka)
         try:
             broker = RecordingBroker(BrokerConfig(), CoordinatorConfig(initial_rebalance_delay_ms=0,
@@ -523,8 +527,9 @@ class WorkerContext(CoordinatorContext):
                 resp["time"] if resp else None)
 
     async def close(self) -> None:
+        # All at once: each stop is a JVM's shutdown of seconds, and the case is decided.
+        await asyncio.gather(*(asyncio.to_thread(w.terminate) for w in self.workers))
         for w in self.workers:
-            await asyncio.to_thread(w.terminate)
             self.note(f"worker {w.worker_id} log tail:\n{w.log_tail(15)}")
             self.attachments[f"worker {w.worker_id} log"] = w.log_tail(2000)
             try:
