@@ -30,7 +30,7 @@ from ..coordinator.reconcile.records import RecordStore
 from ..coordinator.topics import FixedTopics
 from ..protocol import DecodeError, EncodeError, Registry, Struct, default_registry
 from ..protocol.error_codes import ErrorCode
-from ..protocol.framing import Request, add_size_prefix, decode_request, encode_response
+from ..protocol.framing import Request, add_size_prefix, encode_response
 from ..script.hooks import (Action, Call, Close, Continue, Defer, Delay, Drop, ErrorResponse,
                             Hold, Hooks, Respond)
 from ..script.recorder import Recorder
@@ -39,16 +39,13 @@ from .apis import api_versions
 from .apis.context import BrokerContext
 from .clock import Clock, RealClock, VirtualClock
 from .config import BrokerConfig
+from .offload import decode
 from .proxy import NO_REPLY, Proxy
 from .throttle import Throttled
 
 log = logging.getLogger("fakebroker")
 _FRAME_SIZE = 4
 _READ_AHEAD = 16  # frames read ahead of the one being served (pipelining)
-# Frames at least this big are decoded on a worker thread: decoding costs microseconds per
-# array element, so a maximal frame decoded on the loop would stall every other client for
-# seconds; on a thread the loop still gets the GIL every switch interval (5 ms).
-OFFLOAD_DECODE_BYTES = 64 * 1024
 # After a coordinator tick raised: retry on the broker's clock, not at once (a tick that
 # keeps failing must not spin the loop), and keep every other connection served.
 TICK_RETRY_MS = 1000
@@ -428,10 +425,9 @@ class FakeBroker:
             conn.requests += 1
             return await self.proxy.forward_raw(conn, frame)  # no spec: bytes both ways
         try:
-            if len(frame) >= OFFLOAD_DECODE_BYTES:
-                req = await asyncio.to_thread(decode_request, self.registry, frame)
-            else:
-                req = decode_request(self.registry, frame)
+            # A big frame is decoded, and its coordinator view built, off the loop.
+            req, prepared = await decode(self.registry, frame, lambda r: self.coordinator.prepare(
+                r.api_key, r.version, r.body))
         except DecodeError as e:
             self._record_request(conn, frame, error=str(e))
             return self._refuse(conn, e)
@@ -448,11 +444,13 @@ class FakeBroker:
         received = req.body.to_json() if self.recorders else None  # before a hook edits it
         notes: list[str] = []
         action = self._decide(call, notes)
+        if len(self.hooks):
+            prepared = None  # a hook may have edited the request
         self._record_request(conn, frame, req, received, notes)
         outcome, body = await self._perform(call, action, conn)
         if outcome == "continue":
             req.body = call.request
-            body = await self.dispatch(conn, req)
+            body = await self.dispatch(conn, req, prepared)
             if self.proxy is not None:
                 if body is None and self.proxy.forwards(req.api_key):
                     return None  # the upstream failed: the proxy said why
@@ -586,8 +584,10 @@ class FakeBroker:
         conn.close_reason = f"malformed request: {e}"
         return None
 
-    async def dispatch(self, conn: Connection, req: Request) -> Struct | None:
-        """Route a decoded request to a broker-side handler or to the group coordinator."""
+    async def dispatch(self, conn: Connection, req: Request,
+                       prepared: object | None = None) -> Struct | None:
+        """Route a decoded request to a broker-side handler or to the group coordinator
+        (with ``prepared``, its ``GroupCoordinator.prepare`` view, if any)."""
         assert self.ctx is not None
         if self.proxy is not None and self.proxy.forwards(req.api_key):
             return await self.proxy.forward(conn, req)
@@ -604,7 +604,7 @@ class FakeBroker:
         self._pending[rid] = _Pending(fut, req.version, req.api_key)
         client_id = req.header.client_id or ""  # type: ignore[attr-defined]
         rctx = RequestContext(rid, req.api_key, req.version, client_id, conn.peer.rsplit(":", 1)[0])
-        self._deliver(self.coordinator.handle(rctx, req.body, self.clock.now_ms()))
+        self._deliver(self.coordinator.handle(rctx, req.body, self.clock.now_ms(), prepared))
         try:
             with self._waiting(fut.done, conn):
                 return await fut

@@ -1,0 +1,122 @@
+"""Big request frames are handled without starving the event loop.
+
+Decoding costs microseconds per array element: a maximal frame (8 MiB of empty JoinGroup
+protocols, ~1.4 million elements) takes seconds, and so do building the coordinator's view
+of it and, for a tenth of that, freeing it. On the loop, that would be every other
+client's latency. So for a frame of at least ``OFFLOAD_DECODE_BYTES``:
+
+- decoding and ``prepare`` (the per-element work its consumer needs) run on a thread;
+- its objects are freed on a thread, once the loop has dropped the request;
+- while either runs, the GIL switch interval drops from 5 ms to ``SWITCH_INTERVAL_S`` (the
+  thread holds the GIL; the loop, which wants it once per iteration, waits up to one
+  interval each time), and the cyclic garbage collector pauses;
+- its objects are kept out of the collector's generations (``gc.freeze``) while they live:
+  a collection walks every object in its generations holding the GIL, hundreds of
+  milliseconds for these. Decoded messages hold no reference cycles to collect.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import sys
+import threading
+import weakref
+from collections.abc import Callable
+from typing import Any
+
+from ..protocol import Registry
+from ..protocol.framing import Request, decode_request
+
+OFFLOAD_DECODE_BYTES = 64 * 1024
+SWITCH_INTERVAL_S = 0.0002
+
+
+class _Quiet:
+    """Counts big frames being decoded or freed (on any thread): the first in lowers the
+    switch interval and pauses the collector, the last out restores both. It also counts
+    big requests alive, whose objects stay frozen until the last is freed."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._busy = 0
+        self._alive = 0
+        self._interval = 0.0
+        self._gc_was_enabled = False
+
+    def enter(self) -> None:
+        with self._lock:
+            if self._busy == 0:
+                self._interval = sys.getswitchinterval()
+                self._gc_was_enabled = gc.isenabled()
+                sys.setswitchinterval(min(self._interval, SWITCH_INTERVAL_S))
+                gc.disable()
+            self._busy += 1
+
+    def leave(self) -> None:
+        with self._lock:
+            self._busy -= 1
+            if self._busy == 0:
+                sys.setswitchinterval(self._interval)
+                if self._gc_was_enabled:
+                    gc.enable()
+
+    def freeze(self) -> None:
+        """Move every object tracked now (the new request's among them) out of reach of
+        collections."""
+        with self._lock:
+            gc.freeze()
+            self._alive += 1
+
+    def thaw(self) -> None:
+        with self._lock:
+            self._alive -= 1
+            if self._alive == 0:
+                gc.unfreeze()  # the rest go back to the oldest generation
+
+
+_quiet = _Quiet()
+
+
+def _decode(registry: Registry, frame: bytes,
+            prepare: Callable[[Request], Any] | None) -> tuple[Request, Any]:
+    _quiet.enter()
+    try:
+        req = decode_request(registry, frame)
+        prepared = prepare(req) if prepare is not None else None
+        _quiet.freeze()
+        return req, prepared
+    finally:
+        _quiet.leave()
+
+
+def _free(keep: list[Any]) -> None:
+    _quiet.enter()
+    try:
+        keep.clear()
+        _quiet.thaw()
+    finally:
+        _quiet.leave()
+
+
+def _release(loop: asyncio.AbstractEventLoop, keep: list[Any]) -> None:
+    """The loop dropped a big request (this runs as it is freed, on the loop's thread):
+    free what it held on a thread, from the next loop iteration on, when the frame that
+    dropped it has dropped the rest (the body, ``prepared``) too."""
+    try:
+        loop.call_soon_threadsafe(loop.run_in_executor, None, _free, keep)
+    except RuntimeError:  # the loop is closed: free here
+        _free(keep)
+
+
+async def decode(registry: Registry, frame: bytes,
+                 prepare: Callable[[Request], Any] | None = None) -> tuple[Request, Any]:
+    """Decode a request frame; for a big one also ``prepare(request)`` (which must read
+    only the request), both on a worker thread. Returns the request and what ``prepare``
+    made (None for a small frame: its consumer builds that itself, cheaply).
+    Raises ``DecodeError`` as ``decode_request`` does."""
+    if len(frame) < OFFLOAD_DECODE_BYTES:
+        return decode_request(registry, frame), None
+    req, prepared = await asyncio.to_thread(_decode, registry, frame, prepare)
+    weakref.finalize(req, _release, asyncio.get_running_loop(), [req.body, prepared])
+    return req, prepared
