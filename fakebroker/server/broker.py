@@ -380,17 +380,21 @@ class FakeBroker:
         if limit is None:
             return await reader.readexactly(n)
         read = asyncio.ensure_future(reader.readexactly(n))
-        while True:
-            done, _ = await asyncio.wait({read}, timeout=limit / 1000)
-            if done:
-                return read.result()
-            if partial or not conn.in_flight:
-                read.cancel()
-                what = "a partly sent frame" if partial else "nothing"
-                conn.closed_by = "broker"
-                conn.close_reason = f"idle: {what} for {limit} ms (connections.max.idle.ms)"
-                log.info("connection %d: %s; closing", conn.id, conn.close_reason)
-                raise _Idle
+        try:
+            while True:
+                done, _ = await asyncio.wait({read}, timeout=limit / 1000)
+                if done:
+                    return read.result()
+                if partial or not conn.in_flight:
+                    what = "a partly sent frame" if partial else "nothing"
+                    conn.closed_by = "broker"
+                    conn.close_reason = f"idle: {what} for {limit} ms (connections.max.idle.ms)"
+                    log.info("connection %d: %s; closing", conn.id, conn.close_reason)
+                    raise _Idle
+        finally:
+            # Also when this reader is cancelled (its connection closed): a read left
+            # running would fail at EOF unretrieved ("Task exception was never retrieved").
+            read.cancel()
 
     async def _read_frame(self, reader: asyncio.StreamReader, conn: Connection) -> bytes | None:
         try:
