@@ -18,6 +18,7 @@ client's latency. So for a frame of at least ``OFFLOAD_DECODE_BYTES``:
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import gc
 import sys
 import threading
@@ -85,6 +86,9 @@ def _decode(registry: Registry, frame: bytes,
         req = decode_request(registry, frame)
         prepared = prepare(req) if prepare is not None else None
         _quiet.freeze()
+        # Registered here, not by the awaiting task: if that is cancelled meanwhile, the
+        # request is still freed on a thread and its objects thawed.
+        weakref.finalize(req, _release, [req.body, prepared])
         return req, prepared
     finally:
         _quiet.leave()
@@ -99,14 +103,19 @@ def _free(keep: list[Any]) -> None:
         _quiet.leave()
 
 
-def _release(loop: asyncio.AbstractEventLoop, keep: list[Any]) -> None:
-    """The loop dropped a big request (this runs as it is freed, on the loop's thread):
-    free what it held on a thread, from the next loop iteration on, when the frame that
-    dropped it has dropped the rest (the body, ``prepared``) too."""
+def _release(keep: list[Any]) -> None:
+    """A big request was dropped (this runs as it is freed, on the thread that dropped
+    it): free what it held on a thread. That thread needs the GIL first, which the
+    dropping thread keeps while it drops the rest of its references (microseconds; the
+    switch interval is at least ``SWITCH_INTERVAL_S``), so it frees the last of them."""
     try:
-        loop.call_soon_threadsafe(loop.run_in_executor, None, _free, keep)
-    except RuntimeError:  # the loop is closed: free here
+        _FREEING.submit(_free, keep)
+    except RuntimeError:  # the interpreter is exiting
         _free(keep)
+
+
+# Its own thread, not a loop's executor: the loop may be gone by then (asyncio.run's end).
+_FREEING = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fakebroker-free")
 
 
 async def decode(registry: Registry, frame: bytes,
@@ -117,6 +126,4 @@ async def decode(registry: Registry, frame: bytes,
     Raises ``DecodeError`` as ``decode_request`` does."""
     if len(frame) < OFFLOAD_DECODE_BYTES:
         return decode_request(registry, frame), None
-    req, prepared = await asyncio.to_thread(_decode, registry, frame, prepare)
-    weakref.finalize(req, _release, asyncio.get_running_loop(), [req.body, prepared])
-    return req, prepared
+    return await asyncio.to_thread(_decode, registry, frame, prepare)

@@ -47,6 +47,16 @@ class _Witness:
         self.freed.append(threading.get_ident())
 
 
+async def _thawed() -> bool:
+    """Wait (boundedly) until no big request is alive: nothing is left frozen (nothing else
+    in the test process freezes objects)."""
+    for _ in range(1000):
+        if gc.get_freeze_count() == 0:
+            return True
+        await asyncio.sleep(0.01)
+    return False
+
+
 def test_a_big_frame_is_decoded_prepared_and_freed_on_threads_and_settings_come_back() -> None:
     seen: list[int] = []
     freed: list[int] = []
@@ -54,24 +64,21 @@ def test_a_big_frame_is_decoded_prepared_and_freed_on_threads_and_settings_come_
     def prepare(req: Request) -> _Witness:
         return _Witness(req, seen, freed)
 
-    interval, gc_on, frozen = sys.getswitchinterval(), gc.isenabled(), gc.get_freeze_count()
+    interval, gc_on = sys.getswitchinterval(), gc.isenabled()
 
     async def go() -> None:
+        assert await _thawed()  # what earlier tests decoded is gone
         req, prepared = await offload.decode(REG, big_join(), prepare)
         assert prepared.protocols == 20_000 and req.body.group_id == "big"  # type: ignore[attr-defined]
         assert seen and seen[0] != threading.get_ident()
         # While the request lives, its objects are out of the collector's generations.
-        assert gc.get_freeze_count() > frozen + 20_000
+        assert gc.get_freeze_count() > 20_000
         del req, prepared
-        for _ in range(100):  # freed on a thread, from the next loop iteration
-            await asyncio.sleep(0.01)
-            if gc.get_freeze_count() == frozen:
-                break
+        assert await _thawed()  # freed on a thread
         assert freed and freed[0] != threading.get_ident()
         small, none = await offload.decode(REG, encode_request(REG, JOIN.new(), 5, 1, "c"), prepare)
         assert none is None and len(seen) == 1  # a small frame: no thread, no prepare
     asyncio.run(go())
-    assert gc.get_freeze_count() == frozen
     assert (sys.getswitchinterval(), gc.isenabled()) == (interval, gc_on)
 
 
@@ -104,4 +111,17 @@ def test_a_hook_that_edits_a_big_request_is_not_overridden_by_the_prepared_view(
             b.hooks.add(edit, api="JoinGroup", keep=True)
             resp = await _send_raw(b.bootstrap, big_join())
             assert resp.error_code == ErrorCode.INVALID_GROUP_ID
+    asyncio.run(go())
+
+
+def test_a_big_decode_whose_task_is_cancelled_is_still_freed_and_thawed() -> None:
+    async def go() -> None:
+        assert await _thawed()
+        task = asyncio.ensure_future(offload.decode(REG, big_join(protocols=100_000)))
+        await asyncio.sleep(0.01)  # on its thread now
+        task.cancel()
+        await asyncio.wait([task])
+        assert task.cancelled()
+        del task  # (its CancelledError's traceback refers to the thread's future)
+        assert await _thawed()  # the thread finished the decode, then it was freed
     asyncio.run(go())
