@@ -6,7 +6,10 @@ of it and, for a tenth of that, freeing it. On the loop, that would be every oth
 client's latency. So for a frame of at least ``OFFLOAD_DECODE_BYTES``:
 
 - decoding and ``prepare`` (the per-element work its consumer needs) run on a thread;
-- its objects are freed on a thread, once the loop has dropped the request;
+- its objects are freed on that thread, once the loop has dropped the request;
+- that thread is one for all connections, so at most one CPU-bound thread competes with
+  the loop for the GIL, and big frames' objects do not pile up: those of a frame being
+  freed are gone before the next big frame is decoded;
 - while either runs, the GIL switch interval drops from 5 ms to ``SWITCH_INTERVAL_S`` (the
   thread holds the GIL; the loop, which wants it once per iteration, waits up to one
   interval each time), and the cyclic garbage collector pauses;
@@ -109,21 +112,21 @@ def _release(keep: list[Any]) -> None:
     dropping thread keeps while it drops the rest of its references (microseconds; the
     switch interval is at least ``SWITCH_INTERVAL_S``), so it frees the last of them."""
     try:
-        _FREEING.submit(_free, keep)
+        _WORKER.submit(_free, keep)
     except RuntimeError:  # the interpreter is exiting
         _free(keep)
 
 
-# Its own thread, not a loop's executor: the loop may be gone by then (asyncio.run's end).
-_FREEING = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fakebroker-free")
+# Not a loop's executor: the loop may be gone when a request is freed (asyncio.run's end).
+_WORKER = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="fakebroker-big-frames")
 
 
 async def decode(registry: Registry, frame: bytes,
                  prepare: Callable[[Request], Any] | None = None) -> tuple[Request, Any]:
     """Decode a request frame; for a big one also ``prepare(request)`` (which must read
-    only the request), both on a worker thread. Returns the request and what ``prepare``
+    only the request), both on the big-frame thread. Returns the request and what ``prepare``
     made (None for a small frame: its consumer builds that itself, cheaply).
     Raises ``DecodeError`` as ``decode_request`` does."""
     if len(frame) < OFFLOAD_DECODE_BYTES:
         return decode_request(registry, frame), None
-    return await asyncio.to_thread(_decode, registry, frame, prepare)
+    return await asyncio.wrap_future(_WORKER.submit(_decode, registry, frame, prepare))
