@@ -6,7 +6,9 @@ of it and, for a tenth of that, freeing it. On the loop, that would be every oth
 client's latency. So for a frame of at least ``OFFLOAD_DECODE_BYTES``:
 
 - decoding and ``prepare`` (the per-element work its consumer needs) run on a thread;
-- its objects are freed on that thread, once the loop has dropped the request;
+- its objects are freed on that thread, once the loop has dropped the request, its big
+  arrays ``FREE_SLICE`` items at a time (freeing runs no bytecode, so the thread would keep
+  the GIL for a whole array otherwise: ~100 ms);
 - that thread is one for all connections, so at most one CPU-bound thread competes with
   the loop for the GIL, and big frames' objects do not pile up: those of a frame being
   freed are gone before the next big frame is decoded;
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import dataclasses
 import gc
 import sys
 import threading
@@ -29,11 +32,12 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from ..protocol import Registry
+from ..protocol import Registry, Struct
 from ..protocol.framing import Request, decode_request
 
 OFFLOAD_DECODE_BYTES = 64 * 1024
 SWITCH_INTERVAL_S = 0.0002
+FREE_SLICE = 4096
 
 
 class _Quiet:
@@ -97,10 +101,38 @@ def _decode(registry: Registry, frame: bytes,
         _quiet.leave()
 
 
+def big_sequences(roots: list[Any]) -> list[list[Any]]:
+    """The items of every list or tuple of at least ``FREE_SLICE`` items reachable from
+    ``roots`` through messages (and dataclasses), their fields and smaller sequences, one
+    list per sequence. The items of a big sequence are not searched: each of them is
+    small to free."""
+    found: list[list[Any]] = []
+    todo, seen = list(roots), set()
+    while todo:
+        o = todo.pop()
+        if id(o) in seen:
+            continue  # shared, or a cycle
+        seen.add(id(o))
+        if isinstance(o, (list, tuple)):
+            if len(o) >= FREE_SLICE:
+                found.append(list(o))
+            else:
+                todo.extend(o)
+        elif isinstance(o, dict):
+            todo.extend(o.values())
+        elif isinstance(o, Struct) or (dataclasses.is_dataclass(o) and not isinstance(o, type)):
+            todo.extend(r for r in gc.get_referents(o) if not isinstance(r, type))
+    return found
+
+
 def _free(keep: list[Any]) -> None:
     _quiet.enter()
     try:
-        keep.clear()
+        big = big_sequences(keep)
+        keep.clear()  # cheap now: the items of its big sequences are still held in ``big``
+        for items in big:
+            while items:
+                del items[-FREE_SLICE:]  # between slices, the loop can take the GIL
         _quiet.thaw()
     finally:
         _quiet.leave()

@@ -125,3 +125,22 @@ def test_a_big_decode_whose_task_is_cancelled_is_still_freed_and_thawed() -> Non
         del task  # (its CancelledError's traceback refers to the thread's future)
         assert await _thawed()  # the thread finished the decode, then it was freed
     asyncio.run(go())
+
+
+def test_big_sequences_are_found_through_messages_views_and_small_arrays() -> None:
+    """What the freeing thread frees a slice at a time: here a JoinGroup's protocols (a
+    field of the message), its view's (a field of a dataclass) and a big array nested in
+    a small one."""
+    from fakebroker.coordinator.classic.join_request import JoinRequest
+    n = offload.FREE_SLICE
+    req = JOIN.cls.JoinGroupRequestProtocol
+    body = JOIN.new(group_id="g", protocols=[req(name=str(i), metadata=b"") for i in range(n)])
+    view = JoinRequest.from_struct(body, 5)
+    commit = REG["OffsetCommitRequest"]
+    topic = commit.cls.OffsetCommitRequestTopic(
+        name="t", partitions=[commit.cls.OffsetCommitRequestPartition(partition_index=i)
+                              for i in range(n + 1)])
+    small = JOIN.new(protocols=[req(name="x")] * (n - 1))
+    found = offload.big_sequences([body, view, commit.new(topics=[topic]), small])
+    assert sorted(len(f) for f in found) == [n, n, n + 1]
+    assert found[0] is not body.protocols  # copies: the originals are freed cheaply
