@@ -4,11 +4,15 @@ A peer's bytes reach ``decode_request`` (requests) and ``MessageType.decode`` (r
 straight from the socket; an IndexError or a struct.error there would crash the fake
 broker instead of producing a precise conformance failure. Inputs are random byte strings
 and, more usefully, valid frames of every API and version built with the codec and then
-damaged: bytes flipped, inserted, deleted, the frame cut short, lengths bumped.
+damaged: bytes flipped, inserted, deleted, the frame cut short, lengths bumped. The last
+test sends such frames through a running broker while a member of another group
+heartbeats: it must keep its assignment.
 """
 
 from __future__ import annotations
 
+import asyncio
+import logging
 import struct
 from collections.abc import Callable
 from typing import Any
@@ -189,3 +193,118 @@ def test_mutated_responses(data: st.DataObject) -> None:
     mt, version, body = data.draw(response_bodies(), label="valid response")
     assert mt.decode(body, version) is not None
     check_response(mt, version, data.draw(mutated(body), label="mutated response"))
+
+
+# ------------------------------------------------------------ the wire path, with a bystander
+# Damaged and random frames reach a running FakeBroker, each on its own connection (a
+# malformed frame closes its connection), while one well-behaved member of another group
+# heartbeats through it all on the broker's virtual clock. The broker must stay up, log no
+# traceback, and leave that member its generation and assignment. Bounded: WIRE_EXAMPLES
+# derandomized examples (the same frames on every run) of at most WIRE_FRAMES frames each.
+WIRE_EXAMPLES, WIRE_FRAMES, WIRE_CONNECTIONS = 25, 80, 8
+WIRE = settings(max_examples=WIRE_EXAMPLES, derandomize=True, database=None, deadline=None,
+                suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+STEADY = "steady-group"  # longer than any drawn string: no frame names it by chance
+JOIN, SYNC, HEARTBEAT = REG["JoinGroupRequest"], REG["SyncGroupRequest"], REG["HeartbeatRequest"]
+
+
+@st.composite
+def wire_frames(draw: st.DrawFn) -> bytes:
+    """A size-prefixed frame: valid, damaged or random; now and then a wrong prefix."""
+    kind = draw(st.sampled_from(["valid", "mutated", "mutated", "random"]))
+    if kind == "random":
+        frame = draw(st.binary(max_size=64))
+    else:
+        frame = draw(request_frames())
+        if kind == "mutated":
+            frame = draw(mutated(frame))
+    n = len(frame)
+    size = draw(st.sampled_from([n] * 8 + [n - 1, n + 1, -(2**31), 2**31 - 1]))
+    return struct.pack(">i", size) + frame
+
+
+async def _steady_member(c: Any) -> tuple[str, int, bytes]:
+    proto = [JOIN.cls.JoinGroupRequestProtocol(name="default", metadata=b"\x01")]
+
+    def join(member: str) -> Struct:
+        return JOIN.new(group_id=STEADY, session_timeout_ms=10_000, rebalance_timeout_ms=10_000,
+                        member_id=member, protocol_type="connect", protocols=proto)
+    member = (await c.send(join(""), 5)).response.member_id
+    joined = (await c.send(join(member), 5)).response
+    assert joined.error_code == 0 and joined.leader == member
+    mine = b"assignment of " + member.encode()
+    a = SYNC.cls.SyncGroupRequestAssignment(member_id=member, assignment=mine)
+    synced = (await c.send(SYNC.new(group_id=STEADY, generation_id=joined.generation_id,
+                                    member_id=member, assignments=[a]), 3)).response
+    assert synced.error_code == 0 and synced.assignment == mine
+    return member, joined.generation_id, mine
+
+
+async def _fuzz_connection(host: str, port: int, frame: bytes) -> None:
+    """Send one frame and half-close: the broker answers or refuses it, then closes
+    (also when the request is parked: the client has gone), so every read ends."""
+    r, w = await asyncio.open_connection(host, port)
+    try:
+        w.write(frame)
+        w.write_eof()
+        await r.read()
+    except ConnectionError:
+        pass  # refused mid-write: the broker closed first
+    finally:
+        w.close()
+
+
+class _Tracebacks(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.bad: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if record.exc_info or "internal error" in record.getMessage():
+            self.bad.append(self.format(record))
+
+
+@WIRE
+@given(st.lists(wire_frames(), min_size=WIRE_FRAMES // 2, max_size=WIRE_FRAMES))
+def test_fuzzed_wire_leaves_a_heartbeating_member_its_assignment(frames: list[bytes]) -> None:
+    from fakebroker.client import KafkaConnection
+    from fakebroker.coordinator.config import CoordinatorConfig
+    from fakebroker.server.broker import FakeBroker
+    from fakebroker.server.clock import VirtualClock
+
+    async def go() -> None:
+        clock = VirtualClock()
+        broker = FakeBroker(coordinator_config=CoordinatorConfig(initial_rebalance_delay_ms=0),
+                            clock=clock)
+        async with broker, await KafkaConnection.open(broker.bootstrap, timeout_s=30) as c:
+            member, generation, mine = await _steady_member(c)
+            host, port = broker.bootstrap.rsplit(":", 1)
+            pending = list(frames)
+
+            async def fuzzer() -> None:
+                while pending:
+                    await _fuzz_connection(host, int(port), pending.pop())
+
+            fuzzers = asyncio.ensure_future(asyncio.gather(*(fuzzer() for _ in range(WIRE_CONNECTIONS))))
+            beats = 0
+            hb = HEARTBEAT.new(group_id=STEADY, generation_id=generation, member_id=member)
+            while not fuzzers.done() or beats < 3:
+                clock.advance(1000)  # a tenth of the session timeout per beat: timers fire too
+                assert (await c.send(hb, 3)).response.error_code == 0, f"heartbeat {beats}"
+                beats += 1
+            await fuzzers
+            again = (await c.send(SYNC.new(group_id=STEADY, generation_id=generation,
+                                           member_id=member, assignments=[]), 3)).response
+            assert (again.error_code, again.assignment) == (0, mine)
+            described = (await c.send(REG["DescribeGroupsRequest"].new(groups=[STEADY]), 5)).response
+            (g,) = described.groups
+            assert g.group_state == "Stable" and [m.member_id for m in g.members] == [member]
+            assert (await c.send(REG["ApiVersionsRequest"].new(), 3)).response.error_code == 0
+
+    watch = _Tracebacks()
+    logging.getLogger().addHandler(watch)
+    try:
+        asyncio.run(asyncio.wait_for(go(), 120))
+    finally:
+        logging.getLogger().removeHandler(watch)
+    assert not watch.bad, "\n".join(watch.bad)

@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..protocol import Registry, Struct, default_registry
-from .apis import HANDLERS, PROTOCOL_OF_API
+from .apis import HANDLERS, PREPARERS, PROTOCOL_OF_API
 from .classic.group import ClassicGroup
 from .classic.rebalance import Rebalancer
 from .config import CoordinatorConfig
@@ -67,10 +67,20 @@ class GroupCoordinator:
         enabled = set(self.config.rebalance_protocols)
         return sorted(k for k in HANDLERS if PROTOCOL_OF_API.get(k, "classic") in enabled)
 
-    def handle(self, ctx: RequestContext, body: Struct, now_ms: int) -> list[Reply]:
+    @staticmethod
+    def prepare(api_key: int, api_version: int, body: Struct) -> object | None:
+        """The handler's view of a request (None if its API has none), built from the
+        request alone: safe on any thread, so a broker builds it off its event loop for
+        a big frame and hands it to ``handle``."""
+        preparer = PREPARERS.get(api_key)
+        return preparer(body, api_version) if preparer is not None else None
+
+    def handle(self, ctx: RequestContext, body: Struct, now_ms: int,
+               prepared: object | None = None) -> list[Reply]:
         """Handle one request. Returns the replies ready now: possibly none (a parked
         JoinGroup or SyncGroup), possibly several (a join that completes a phase answers
-        every parked join). Replies to requests parked earlier may come first."""
+        every parked join). Replies to requests parked earlier may come first.
+        ``prepared``: what ``prepare`` returned for this very body, if anything."""
         handler = HANDLERS.get(ctx.api_key)
         if handler is None or \
                 PROTOCOL_OF_API.get(ctx.api_key, "classic") not in self.config.rebalance_protocols:
@@ -82,7 +92,10 @@ class GroupCoordinator:
         if not mt.supports(ctx.api_version):
             raise ValueError(f"{mt.name} has no version {ctx.api_version}")
         self._advance(now_ms)
-        handler(self, ctx, body)
+        if prepared is None:
+            handler(self, ctx, body)
+        else:
+            handler(self, ctx, body, prepared)
         self._advance(now_ms)  # a timer the request set for "now" (e.g. a zero delay) fires too
         return self.env.take_replies()
 

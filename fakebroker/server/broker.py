@@ -38,7 +38,7 @@ from ..coordinator.reconcile.records import RecordStore
 from ..coordinator.topics import FixedTopics
 from ..protocol import DecodeError, EncodeError, Registry, Struct, default_registry
 from ..protocol.error_codes import ErrorCode
-from ..protocol.framing import Request, decode_request, encode_response
+from ..protocol.framing import Request, encode_response
 from ..intercept.hooks import (Action, Call, Close, Continue, Defer, Delay, Drop, ErrorResponse,
                                Hold, Hooks, Respond)
 from ..intercept.recording import Recording
@@ -47,6 +47,7 @@ from .apis import api_versions
 from .apis.context import BrokerContext
 from .clock import Clock, RealClock, VirtualClock
 from .config import BrokerConfig
+from .offload import decode
 from .proxy import NO_REPLY, NoReply, Proxy
 from .acl import ANONYMOUS
 from .authorize import PASS, Authorizer
@@ -58,10 +59,6 @@ log = logging.getLogger("fakebroker")
 RecordingT = TypeVar("RecordingT", bound=Recording)
 _FRAME_SIZE = 4
 _READ_AHEAD = 16  # frames read ahead of the one being served (pipelining)
-# Frames at least this big are decoded on a worker thread: decoding costs microseconds per
-# array element, so a maximal frame decoded on the loop would stall every other client for
-# seconds; on a thread the loop still gets the GIL every switch interval (5 ms).
-OFFLOAD_DECODE_BYTES = 64 * 1024
 # After a coordinator tick raised: retry on the broker's clock, not at once (a tick that
 # keeps failing must not spin the loop), and keep every other connection served.
 TICK_RETRY_MS = 1000
@@ -531,10 +528,9 @@ class FakeBroker:
             conn.requests += 1
             return await self.proxy.forward_raw(conn, frame)  # no spec: bytes both ways
         try:
-            if len(frame) >= OFFLOAD_DECODE_BYTES:
-                req = await asyncio.to_thread(decode_request, self.registry, frame)
-            else:
-                req = decode_request(self.registry, frame)
+            # A big frame is decoded, and its coordinator view built, off the loop.
+            req, prepared = await decode(self.registry, frame, lambda r: self.coordinator.prepare(
+                r.api_key, r.version, r.body))
         except DecodeError as e:
             self._record_request(conn, frame, error=str(e))
             return self._refuse(conn, e)
@@ -561,11 +557,13 @@ class FakeBroker:
         received = req.body.to_json() if self.recorders else None  # before a hook edits it
         notes: list[str] = []
         action = self._decide(call, notes)
+        if len(self.hooks):
+            prepared = None  # a hook may have edited the request
         self._record_request(conn, frame, req, received, notes)
         outcome, body = await self._perform(call, action, conn)
         if outcome == "continue":
             req.body = call.request
-            routed = await self.route(conn, req)
+            routed = await self.route(conn, req, prepared)
             if routed is None:
                 return None  # the route closed the connection and said why
             if routed is NO_REPLY:
@@ -708,10 +706,12 @@ class FakeBroker:
         conn.close_reason = f"malformed request: {e}"
         return None
 
-    async def route(self, conn: Connection, req: Request) -> Struct | NoReply | None:
+    async def route(self, conn: Connection, req: Request,
+                    prepared: object | None = None) -> Struct | NoReply | None:
         """Answer a decoded request once the ACLs (if any) allow it: the upstream (proxy
         mode), a broker-side handler or the group coordinator. ``NO_REPLY``: send nothing;
-        None: the route closed the connection (its ``close_reason`` says why)."""
+        None: the route closed the connection (its ``close_reason`` says why). ``prepared``:
+        the request's ``GroupCoordinator.prepare`` view, if any (built off the loop)."""
         verdict = PASS
         if self.authorizer is not None:
             user = conn.sasl.user if conn.sasl is not None else None
@@ -720,13 +720,14 @@ class FakeBroker:
         if verdict.refusal is not None:
             return verdict.refusal
         if verdict.request is not None:
-            req.body = verdict.request
-        body = await self._dispatch(conn, req)
+            req.body, prepared = verdict.request, None
+        body = await self._dispatch(conn, req, prepared)
         if verdict.after is not None and body is not None and body is not NO_REPLY:
             verdict.after(body)
         return body
 
-    async def _dispatch(self, conn: Connection, req: Request) -> Struct | NoReply | None:
+    async def _dispatch(self, conn: Connection, req: Request,
+                        prepared: object | None) -> Struct | NoReply | None:
         assert self.ctx is not None
         if self.proxy is not None and self.proxy.forwards(req.api_key):
             return await self.proxy.forward(conn, req)
@@ -743,7 +744,7 @@ class FakeBroker:
         self._pending[rid] = _Pending(fut, req.version, req.api_key)
         client_id = req.header.client_id or ""  # type: ignore[attr-defined]
         rctx = RequestContext(rid, req.api_key, req.version, client_id, conn.peer.rsplit(":", 1)[0])
-        self._deliver(self.coordinator.handle(rctx, req.body, self.clock.now_ms()))
+        self._deliver(self.coordinator.handle(rctx, req.body, self.clock.now_ms(), prepared))
         try:
             if fut.done():  # answered at once: nothing to wait for (most requests)
                 return fut.result()

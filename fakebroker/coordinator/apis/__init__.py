@@ -2,6 +2,9 @@
 
 A handler is ``handle(coordinator, ctx, body) -> None``: it answers through the
 coordinator's outbox (``coordinator.env.reply``), now or, for a parked request, later.
+``PREPARERS`` maps the API keys whose handler costs per array element to the function that
+builds the handler's view of a request from the request alone: ``handle(coordinator, ctx,
+body, prepared)`` then skips that work (done off the event loop for a big frame).
 """
 
 from __future__ import annotations
@@ -10,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from ...protocol import Struct
+from ..classic.join_request import JoinRequest
 from ..context import RequestContext
 from . import (connect_group_heartbeat, connect_group_install_assignment,
                connect_group_prepare_assignment, consumer_group_describe,
@@ -19,7 +23,7 @@ from . import (connect_group_heartbeat, connect_group_install_assignment,
 if TYPE_CHECKING:
     from ..coordinator import GroupCoordinator
 
-Handler = Callable[["GroupCoordinator", RequestContext, Struct], None]
+Handler = Callable[..., None]  # (coordinator, ctx, body[, prepared])
 
 HANDLERS: dict[int, Handler] = {
     m.API_KEY: m.handle
@@ -27,6 +31,10 @@ HANDLERS: dict[int, Handler] = {
               describe_groups, list_groups, consumer_group_heartbeat, consumer_group_describe,
               connect_group_heartbeat, connect_group_prepare_assignment,
               connect_group_install_assignment)
+}
+
+PREPARERS: dict[int, Callable[[Struct, int], object]] = {
+    join_group.API_KEY: JoinRequest.from_struct,
 }
 
 #: The rebalance protocol (``CoordinatorConfig.rebalance_protocols``) an API belongs to;

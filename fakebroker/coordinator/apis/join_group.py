@@ -32,8 +32,9 @@ API_KEY = 11
 S = ClassicGroupState
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
-    req = JoinRequest.from_struct(body, ctx.api_version)
+def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+           prepared: JoinRequest | None = None) -> None:
+    req = prepared if prepared is not None else JoinRequest.from_struct(body, ctx.api_version)
 
     def answer(result: JoinResult) -> None:
         coord.env.reply(ctx, join_response(coord.registry, ctx.api_version, result))
