@@ -92,6 +92,8 @@ class KafkaConnection:
             self._fail(f"response reader failed: {type(e).__name__}: {e}")
 
     def _fail(self, reason: str) -> None:
+        if self._closed_reason is None:
+            self.failed(reason)
         self._closed_reason = reason
         for fut, _, _ in self._waiting.values():
             if not fut.done():
@@ -114,6 +116,7 @@ class KafkaConnection:
         raw: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
         self._waiting[cid] = (raw, mt.api_key, version)
         self._writer.write(frame)
+        self.sent(body, version, cid, frame)
 
         async def finish() -> Exchange:
             data = await raw
@@ -121,9 +124,21 @@ class KafkaConnection:
                 resp = decode_response(self.registry, data[4:], mt.api_key, version, base=4)  # type: ignore[arg-type]
             except DecodeError as e:
                 raise ClientError(f"undecodable {mt.name[:-7]} v{version} response: {e}") from None
-            return Exchange(mt.api_key, version, cid, body, resp.body, frame, data)  # type: ignore[arg-type]
+            ex = Exchange(mt.api_key, version, cid, body, resp.body, frame, data)  # type: ignore[arg-type]
+            self.received(ex)
+            return ex
 
         return asyncio.ensure_future(finish())
+
+    # What a recording connection (fakebroker.testing) observes; nothing here.
+    def sent(self, body: Struct, version: int, correlation_id: int, frame: bytes) -> None:
+        """A request frame (size prefix included) has just been written."""
+
+    def received(self, exchange: Exchange) -> None:
+        """A response has arrived and decoded (also when its caller gave up waiting)."""
+
+    def failed(self, reason: str) -> None:
+        """The connection died (``reason``): the peer closed it or sent garbage."""
 
     async def wait(self, fut: asyncio.Future[Exchange], *, timeout_s: float | None = None) -> Exchange:
         try:

@@ -18,13 +18,14 @@ from typing import Any
 
 from fakebroker.client import ClientError
 from fakebroker.protocol.error_codes import ErrorCode, error_text
+from fakebroker.script.recorder import Recorder
+from fakebroker.testing.recorded import RecordedConnection
 
 from ..catalogue import Requirement
 from ..target import Target
 from .clock import CaseClock
 from .members import ClassicMember, Pending
 from .outcomes import Broken, Violation
-from .transcript import RecordedConnection, Transcript
 
 REBALANCE_IN_PROGRESS = ErrorCode.REBALANCE_IN_PROGRESS.value
 
@@ -42,12 +43,15 @@ class Generation:
 
 class CoordinatorContext:
     def __init__(self, target: Target, requirement: Requirement, bootstrap: str,
-                 clock: CaseClock, transcript: Transcript) -> None:
+                 clock: CaseClock, recording: Recorder) -> None:
         self.target = target
         self.requirement = requirement
         self.bootstrap = bootstrap
         self.clock = clock
-        self.transcript = transcript
+        self.recording = recording  # the case's transcript: every member's exchanges
+        host, _, port = bootstrap.rpartition(":")
+        recording.begin(host=host, port=int(port), node_id=None,
+                        clock="virtual" if clock.virtual else "real")
         self.group_id = f"{requirement.id.lower()}-{uuid.uuid4().hex[:8]}"
         self.members: list[ClassicMember] = []
         self.notes: list[str] = []
@@ -64,8 +68,8 @@ class CoordinatorContext:
         # On a virtual clock nothing the suite waits for needs real time: a short bound
         # keeps a target that never answers from costing more than a few seconds.
         timeout = 3.0 if self.clock.virtual else self.wait_s(10_000)
-        conn = RecordedConnection(host, int(port), name=name, transcript=self.transcript,
-                                  client_id=name, timeout_s=timeout)
+        conn = RecordedConnection(host, int(port), name=name, recorder=self.recording,
+                                  now_ms=self.clock.now_ms, client_id=name, timeout_s=timeout)
         try:
             await conn.connect()
         except ClientError as e:

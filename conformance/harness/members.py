@@ -15,9 +15,9 @@ from typing import Any
 from fakebroker.client import ClientError, Exchange
 from fakebroker.protocol import Struct, default_registry
 from fakebroker.protocol.error_codes import ErrorCode, error_text
+from fakebroker.testing.recorded import RecordedConnection
 
 from .outcomes import Violation
-from .transcript import RecordedConnection
 
 REG = default_registry()
 PROTOCOL_TYPE = "connect"

@@ -16,11 +16,12 @@ import time
 import traceback
 from typing import Any, Protocol
 
+from fakebroker.script.recorder import Recorder
+
 from ..catalogue import Requirement
 from ..target import Target
 from .cases import Case, load_cases
 from .outcomes import Broken, CaseResult, NotApplicable, Outcome, Violation
-from .transcript import Transcript
 
 
 class Session(Protocol):
@@ -28,7 +29,7 @@ class Session(Protocol):
 
     target: Target
 
-    def context(self, requirement: Requirement, transcript: Transcript) -> Any: ...
+    def context(self, requirement: Requirement, recording: Recorder) -> Any: ...
 
 
 def applicability(req: Requirement, target: Target, suite_case: Case | None) -> tuple[Outcome, str] | None:
@@ -70,10 +71,10 @@ def run_case(req: Requirement, session: Session, protocol: str | None = None) ->
         result.outcome, result.message = skip
         return result
     assert c is not None
-    transcript = Transcript()
+    recording = Recorder(origin="record")
     started = time.monotonic()
     try:
-        asyncio.run(_run(c, req, session, transcript, result))
+        asyncio.run(_run(c, req, session, recording, result))
     except Violation as v:
         result.expected, result.actual = v.expected, v.actual
         if req.level == "MUST":
@@ -93,14 +94,13 @@ def run_case(req: Requirement, session: Session, protocol: str | None = None) ->
         result.outcome = Outcome.BROKEN
         result.message = f"harness error: {type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"
     result.duration_s = time.monotonic() - started
-    result.transcript = transcript.entries
-    result.frames = [(f.connection, f.direction, f.frame, f.time) for f in transcript.frames]  # type: ignore[misc]
+    result.transcript = recording.by_time()
     return result
 
 
-async def _run(c: Case, req: Requirement, session: Session, transcript: Transcript,
+async def _run(c: Case, req: Requirement, session: Session, recording: Recorder,
                result: CaseResult) -> None:
-    ctx = session.context(req, transcript)
+    ctx = session.context(req, recording)
     try:
         await asyncio.wait_for(c.fn(ctx), c.timeout_s)
     finally:
