@@ -77,53 +77,38 @@ def label_case(req: Requirement, target: Target, result: CaseResult) -> None:
         return
     claimed = ([result.protocol] if result.protocol else
                [p for p in req.protocols if p in target.protocols] or list(req.protocols))
-    allure.dynamic.epic(PROTOCOL_TITLES.get(claimed[0], claimed[0]))
+    epic = PROTOCOL_TITLES.get(claimed[0], claimed[0])
+    allure.dynamic.epic(epic + (" - golden transcripts" if req.transcripts else ""))
     allure.dynamic.feature(req.feature)
     allure.dynamic.story(req.id)
     allure.dynamic.id(result.case_id)
     allure.dynamic.title(f"{result.case_id}: {req.statement}")
     allure.dynamic.tag(req.level)
     allure.dynamic.severity({"MUST": "critical", "SHOULD": "normal", "MAY": "minor"}[req.level])
-    _suites(allure, PROTOCOL_TITLES.get(claimed[0], claimed[0]),
-            f"{family(req.id)} ({' and '.join(req.binds)})", req.feature)
+    if req.transcripts:  # checked by replaying golden transcripts: their own branch
+        _suites(allure, "Golden transcripts", family(req.id), req.feature)
+    else:
+        _suites(allure, epic, f"{family(req.id)} ({' and '.join(req.binds)})", req.feature)
     allure.dynamic.link(spec_link(req), name=f"{req.source.file} § {req.source.section}")
+    for name in req.transcripts:
+        allure.dynamic.link(f"{GOLDEN_IN_REPORT}/{urllib.parse.quote(name)}", name=f"fixtures/golden/{name}")
     allure.dynamic.parameter("target", _Bare(target.name))
     allure.dynamic.parameter("level", _Bare(req.level))
     allure.dynamic.parameter("protocols", _Bare(", ".join(claimed)))
     desc = (f"**{req.id}** ({req.level}, binds {' and '.join(req.binds)})\n\n{req.statement}\n\n"
             f"Source: `{req.source.file}` § {req.source.section}")
+    if req.transcripts:
+        desc += f"\n\nCases: golden transcripts {', '.join(req.transcripts)}, replayed against the target."
     if req.errata:
         desc += f"\n\nResolved by schemas/ERRATA.md entries {', '.join(map(str, req.errata))}."
     desc += f"\n\nOutcome: **{result.outcome}** {result.message}"
     if result.notes:  # a note's first line; its body (a worker's log tail) is an attachment
         desc += "\n\nNotes:\n" + "\n".join(f"- {n.splitlines()[0]}" for n in result.notes if n.strip())
     allure.dynamic.description(desc)
-
-
-def label_golden(rule: Any, target: Target, result: CaseResult) -> None:
-    """A golden transcript case: epic classic, feature = its API, story/id = the rule id,
-    a link to the transcript; on failure the replay report and the transcripts."""
-    try:
-        import allure
-    except ImportError:
-        return
-    allure.dynamic.epic(PROTOCOL_TITLES["classic"] + " - golden transcripts")
-    allure.dynamic.feature(rule.api or "golden")
-    allure.dynamic.story(rule.id)
-    allure.dynamic.id(rule.id)
-    allure.dynamic.title(f"{rule.id}: {rule.title}")
-    allure.dynamic.tag("MUST")
-    allure.dynamic.severity("critical")
-    _suites(allure, "Golden transcripts", family(rule.id), rule.api or "golden")
-    for p in rule.transcripts:
-        allure.dynamic.link(f"{GOLDEN_IN_REPORT}/{urllib.parse.quote(p.name)}", name=f"fixtures/golden/{p.name}")
-    allure.dynamic.parameter("target", _Bare(target.name))
-    allure.dynamic.description(f"**{rule.id}** (golden transcript, {rule.source})\n\n{rule.title}\n\n"
-                               f"Outcome: **{result.outcome}** {result.message}")
-    if result.outcome.value in ("FAIL", "BROKEN", "NON-STRICT"):
-        allure.attach(result.message, "replay report", allure.attachment_type.TEXT)
-        for p in rule.transcripts:
-            allure.attach.file(str(p), p.name, extension="jsonl")
+    if req.transcripts and result.outcome.value in ("FAIL", "BROKEN", "NON-STRICT"):
+        from .golden import transcript_paths
+        for path in transcript_paths(req):
+            allure.attach.file(str(path), path.name, extension="jsonl")
 
 
 def attach_failure(result: CaseResult) -> None:
