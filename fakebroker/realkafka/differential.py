@@ -40,8 +40,8 @@ import yaml
 
 from ..client import ClientError, Exchange, KafkaConnection
 from ..protocol import Registry, Struct, default_registry
-from ..script.golden.session import (describe_fields, heartbeat_fields, join_fields, leave_fields,
-                                     list_groups_fields, sync_fields)
+from ..testing.requests import (describe_fields, heartbeat_fields, join_fields, leave_fields,
+                                list_groups_fields, sync_fields)
 
 Scenario = Callable[["Script"], Awaitable[None]]
 #: How long a request that is expected to park is given to reach the broker before the

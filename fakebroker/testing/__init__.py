@@ -1,5 +1,10 @@
-"""The testing surface: scripted clients on ``fakebroker.client`` that record what they
-exchange in the one transcript format. Golden generation, the differential scenarios
-against the real Kafka and the conformance harness are its clients; it sits above the
-server and the script package and nothing below imports it.
+"""The testing surface: what scripted clients on ``fakebroker.client`` share. Golden
+generation (``fakebroker.script.golden``), the differential scenarios against the real
+Kafka (``fakebroker.realkafka.differential``) and the conformance harness are its users.
+
+- ``requests``: the fields of the group APIs' requests at a version (one builder per API);
+- ``recorded``: a connection that records what it exchanges in the one transcript format
+  (``fakebroker.script.recorder``), the client's side of what the broker records.
+
+It imports only the client, the codec and the recorder; the server never imports it.
 """
