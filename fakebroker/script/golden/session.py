@@ -22,17 +22,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ...client import Exchange, KafkaConnection
-from ...protocol import Registry, Struct
+from ...protocol import Registry
 from ...server.broker import FakeBroker
 from ...server.clock import VirtualClock
-from ...testing.requests import (describe_fields, heartbeat_fields, join_fields, leave_fields,
-                                 list_groups_fields, sync_fields)
+from ...testing.client import ScriptedClient
 from ..recorder import Recorder
 
-PROTOCOL_TYPE = "connect"
-SESSION_MS = 10_000
-REBALANCE_MS = 10_000
-DEFAULT_PROTOCOLS: tuple[tuple[str, bytes], ...] = (("sessioned", b"\x00\x02"),)
 # The suffix of generated member ids in golden runs: UUID-shaped like Kafka's, counting.
 GENERATED = re.compile(r"-00000000-0000-0000-0000-[0-9a-f]{12}$")
 
@@ -130,20 +125,20 @@ class Session:
         await self.settle()
 
 
-class Client:
-    """One connection with one client id; helpers build requests with the codec."""
+class Client(ScriptedClient):
+    """One connection with one client id: the group APIs' verbs (``ScriptedClient``), each
+    request followed by the session settling."""
 
     def __init__(self, session: Session, conn: KafkaConnection, client_id: str) -> None:
         self.s = session
+        self.registry = session.registry
         self.conn = conn
         self.client_id = client_id
         self._open = True
 
-    def _new(self, api: str, **fields: Any) -> Struct:
-        return self.s.registry[f"{api}Request"].new(**fields)
-
-    async def submit(self, api: str, version: int, **fields: Any) -> asyncio.Future[Exchange]:
-        fut = self.conn.submit(self._new(api, **fields), version)
+    async def submit(self, api: str, version: int, *, label: str = "",
+                     **fields: Any) -> asyncio.Future[Exchange]:
+        fut = self.conn.submit(self.registry[f"{api}Request"].new(**fields), version)
         # A request still parked when its connection closes fails; that is expected.
         fut.add_done_callback(lambda f: f.cancelled() or f.exception())
         self.s._sent += 1
@@ -151,8 +146,8 @@ class Client:
         await self.s.settle()
         return fut
 
-    async def call(self, api: str, version: int, **fields: Any) -> Any:
-        return await self.s.result(await self.submit(api, version, **fields))
+    async def result(self, pending: asyncio.Future[Exchange]) -> Any:
+        return await self.s.result(pending)
 
     async def close(self) -> None:
         if self._open:
@@ -163,52 +158,12 @@ class Client:
 
     # ------------------------------------------------------------------ group APIs
 
-    async def join_later(self, group: str, member_id: str = "", *, version: int = 9,
-                         session: int = SESSION_MS, rebalance: int = REBALANCE_MS,
-                         protocols: tuple[tuple[str, bytes], ...] = DEFAULT_PROTOCOLS,
-                         protocol_type: str = PROTOCOL_TYPE, instance: str | None = None,
-                         reason: str | None = None) -> asyncio.Future[Exchange]:
-        return await self.submit("JoinGroup", version, **join_fields(
-            self.s.registry, group, member_id, version, session=session, rebalance=rebalance,
-            protocols=protocols, protocol_type=protocol_type, instance=instance, reason=reason))
-
-    async def join(self, group: str, member_id: str = "", **kw: Any) -> Any:
-        return await self.s.result(await self.join_later(group, member_id, **kw))
-
     async def new_member(self, group: str, **kw: Any) -> tuple[str, asyncio.Future[Exchange]]:
         """KIP-394: join without an id (MEMBER_ID_REQUIRED), rejoin with the id given.
         Returns the member id and the (possibly parked) rejoin."""
         first = await self.join(group, **kw)
         self.s.check(first.error_code == 79, f"expected MEMBER_ID_REQUIRED, got {first.error_code}")
         return first.member_id, await self.join_later(group, first.member_id, **kw)
-
-    async def sync_later(self, group: str, member_id: str, generation: int, *, version: int = 5,
-                         assignments: dict[str, bytes] | None = None, instance: str | None = None,
-                         protocol_type: str | None = PROTOCOL_TYPE,
-                         protocol_name: str | None = "sessioned") -> asyncio.Future[Exchange]:
-        return await self.submit("SyncGroup", version, **sync_fields(
-            self.s.registry, group, member_id, generation, version, assignments=assignments,
-            instance=instance, protocol_type=protocol_type, protocol_name=protocol_name))
-
-    async def sync(self, group: str, member_id: str, generation: int, **kw: Any) -> Any:
-        return await self.s.result(await self.sync_later(group, member_id, generation, **kw))
-
-    async def heartbeat(self, group: str, member_id: str, generation: int, *, version: int = 4,
-                        instance: str | None = None) -> Any:
-        return await self.call("Heartbeat", version,
-                               **heartbeat_fields(group, member_id, generation, version, instance))
-
-    async def leave(self, group: str, *members: tuple[str, str | None] | str, version: int = 5,
-                    reason: str | None = None) -> Any:
-        return await self.call("LeaveGroup", version,
-                               **leave_fields(self.s.registry, group, members, version, reason))
-
-    async def describe(self, *groups: str, version: int = 6, ops: bool = False) -> Any:
-        return await self.call("DescribeGroups", version, **describe_fields(groups, version, ops))
-
-    async def list_groups(self, *, version: int = 5, states: list[str] | None = None,
-                          types: list[str] | None = None) -> Any:
-        return await self.call("ListGroups", version, **list_groups_fields(version, states, types))
 
     async def commit(self, group: str, offsets: dict[str, dict[int, int]], *, version: int = 9,
                      member_id: str = "", generation: int = -1, instance: str | None = None,
