@@ -107,7 +107,8 @@ async def protocol_vote(s: Script) -> None:
     j1 = await w1.join(g, m1, protocols=p1, label="w1: rejoin")
     await w2.result(parked)
     await w1.sync(g, m1, j1.generation_id,
-                  assignments={m1: b"x", m2: b"y"}, protocol_name=j1.protocol_name, label="w1: sync with the voted protocol")
+                  assignments={m1: b"x", m2: b"y"}, protocol_name=j1.protocol_name,
+                  label="w1: sync with the voted protocol")
     await w1.describe(g, label="describe after the vote")
 
 
@@ -130,7 +131,8 @@ async def metadata_change(s: Script) -> None:
     g = s.group()
     w1, w2, m1, m2, gen = await two_member_group(s, g)
     parked = await w2.join_later(g, m2,
-                                 protocols=[("sessioned", b"\x00\x02changed")], label="w2: rejoin with new metadata (parks)")
+                                 protocols=[("sessioned", b"\x00\x02changed")],
+                                 label="w2: rejoin with new metadata (parks)")
     await w1.heartbeat(g, m1, gen, label="w1: heartbeat sees the rebalance")
     j1 = await w1.join(g, m1, label="w1: rejoin")
     await w2.result(parked)
@@ -319,13 +321,16 @@ async def consumer_group(s: Script) -> None:
     w1, w2 = await s.client("c1"), await s.client("c2")
     await w1.ensure_topic(TOPIC, TOPIC_PARTITIONS)
     m1, m2 = "c1-member-aaaaaaaaaaaaaaa", "c2-member-bbbbbbbbbbbbbbb"
-    r1 = await w1.call("ConsumerGroupHeartbeat", 1, **_cgh_fields(s, g, m1, 0, topics=[TOPIC], owned=[]), label="c1: join")
+    r1 = await w1.call("ConsumerGroupHeartbeat", 1, **_cgh_fields(s, g, m1, 0, topics=[TOPIC], owned=[]),
+                       label="c1: join")
     owned1 = _owned(r1)
     r1 = await w1.call("ConsumerGroupHeartbeat", 1,
-                       **_cgh_fields(s, g, m1, r1.member_epoch, owned=owned1), label="c1: heartbeat owning its assignment")
+                       **_cgh_fields(s, g, m1, r1.member_epoch, owned=owned1),
+                       label="c1: heartbeat owning its assignment")
     await w1.call("ConsumerGroupDescribe", 1, group_ids=[g],
                   include_authorized_operations=False, label="describe one member")
-    r2 = await w2.call("ConsumerGroupHeartbeat", 1, **_cgh_fields(s, g, m2, 0, topics=[TOPIC], owned=[]), label="c2: join")
+    r2 = await w2.call("ConsumerGroupHeartbeat", 1, **_cgh_fields(s, g, m2, 0, topics=[TOPIC], owned=[]),
+                       label="c2: join")
     r1 = await w1.call("ConsumerGroupHeartbeat", 1,
                        **_cgh_fields(s, g, m1, r1.member_epoch, owned=owned1), label="c1: heartbeat after c2 joined")
     owned1 = _owned(r1) or owned1
@@ -348,16 +353,19 @@ async def consumer_group_errors(s: Script) -> None:
     w = await s.client("c1")
     await w.ensure_topic(TOPIC, TOPIC_PARTITIONS)
     m = "c1-member-ccccccccccccccc"
-    await w.call("ConsumerGroupHeartbeat", 1, **_cgh_fields(s, "", m, 0, topics=[TOPIC], owned=[]), label="empty group id")
+    await w.call("ConsumerGroupHeartbeat", 1, **_cgh_fields(s, "", m, 0, topics=[TOPIC], owned=[]),
+                 label="empty group id")
     await w.call("ConsumerGroupHeartbeat", 1,
                  **_cgh_fields(s, g, "", 0, topics=[TOPIC], owned=[]), label="v1 join without member id")
     await w.call("ConsumerGroupHeartbeat", 1, **_cgh_fields(s, g, m, 0, owned=[]), label="join without subscription")
     await w.call("ConsumerGroupHeartbeat", 1,
                  **_cgh_fields(s, s.group("owned"), m, 0, topics=[TOPIC]), label="join without owned partitions")
     await w.call("ConsumerGroupHeartbeat", 1,
-                 **_cgh_fields(s, g, m, 0, topics=[TOPIC], owned=[], assignor="no-such-assignor"), label="unknown assignor")
+                 **_cgh_fields(s, g, m, 0, topics=[TOPIC], owned=[], assignor="no-such-assignor"),
+                 label="unknown assignor")
     await w.call("ConsumerGroupHeartbeat", 1,
-                 **_cgh_fields(s, g, m, 0, topics=[TOPIC], owned=[], rebalance_ms=-5), label="negative rebalance timeout")
+                 **_cgh_fields(s, g, m, 0, topics=[TOPIC], owned=[], rebalance_ms=-5),
+                 label="negative rebalance timeout")
     await w.call("ConsumerGroupHeartbeat", 1,
                  **_cgh_fields(s, g, "c1-never-joined-ddddddddd", 3), label="unknown member, epoch 3")
     r = await w.call("ConsumerGroupHeartbeat", 1, **_cgh_fields(s, g, m, 0, topics=[TOPIC], owned=[]), label="join")
@@ -374,4 +382,5 @@ async def consumer_group_errors(s: Script) -> None:
                      protocols=[("range", subscription)], label="classic JoinGroup into a consumer group")
     if j is not None and j.error_code == 79:
         await w.join(g, j.member_id,
-                     protocol_type="consumer", protocols=[("range", subscription)], label="classic JoinGroup into a consumer group, with the member id")
+                     protocol_type="consumer", protocols=[("range", subscription)],
+                     label="classic JoinGroup into a consumer group, with the member id")
