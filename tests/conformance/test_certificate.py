@@ -212,6 +212,17 @@ def test_a_case_the_catalogue_does_not_know_is_an_error() -> None:
         build_certificate(doc)
 
 
+def test_report_on_results_naming_an_unknown_case_is_a_usage_error(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from conformance.cli import main
+    doc = run_doc({"CLS-JOIN-01": ("PASS", "")})
+    doc["results"].append({"id": "CLASSIC-NOPE-01", "outcome": "PASS", "message": ""})
+    (tmp_path / "results.json").write_text(json.dumps(doc))
+    assert main(["report", "--reports", str(tmp_path), "--no-html"]) == EXIT_USAGE
+    assert "'CLASSIC-NOPE-01' is not in the catalogue" in capsys.readouterr().err
+    assert not (tmp_path / "certificate.json").exists()
+
+
 # ---------------------------------------------------------------- markers and options
 
 def test_markers_select_by_level_and_protocol() -> None:
