@@ -49,9 +49,6 @@ class CoordinatorContext:
         self.bootstrap = bootstrap
         self.clock = clock
         self.recording = recording  # the case's transcript: every member's exchanges
-        host, _, port = bootstrap.rpartition(":")
-        recording.begin(host=host, port=int(port), node_id=None,
-                        clock="virtual" if clock.virtual else "real")
         self.group_id = f"{requirement.id.lower()}-{uuid.uuid4().hex[:8]}"
         self.members: list[ClassicMember] = []
         self.notes: list[str] = []
@@ -68,6 +65,7 @@ class CoordinatorContext:
         # On a virtual clock nothing the suite waits for needs real time: a short bound
         # keeps a target that never answers from costing more than a few seconds.
         timeout = 3.0 if self.clock.virtual else self.wait_s(10_000)
+        self.begin_transcript()
         conn = RecordedConnection(host, int(port), name=name, recorder=self.recording,
                                   now_ms=self.clock.now_ms, client_id=name, timeout_s=timeout)
         try:
@@ -75,6 +73,12 @@ class CoordinatorContext:
         except ClientError as e:
             raise Broken(f"cannot reach the target at {self.bootstrap}: {e}") from None
         return conn
+
+    def begin_transcript(self) -> None:
+        """The transcript's header (once): the target's address and the case's clock."""
+        host, _, port = self.bootstrap.rpartition(":")
+        self.recording.begin(host=host, port=int(port), node_id=None,
+                             clock="virtual" if self.clock.virtual else "real")
 
     async def member(self, name: str, **kw: Any) -> ClassicMember:
         kw.setdefault("session_timeout_ms", self.session_ms)

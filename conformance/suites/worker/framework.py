@@ -457,6 +457,8 @@ class WorkerContext(CoordinatorContext):
         """The workers' own group exchanges with the fake broker join the case's transcript
         (and so its pcap), as connection ``worker <id> #<broker's connection>``."""
         frames = self.recorder.frames_of({w.worker_id for w in self.workers}, self.first_frame)
+        if frames:
+            self.begin_transcript()
         names = {id(ev): f"worker {client} #{ev.conn}" for client, ev in frames}
         self.recording.adopt((ev for _, ev in frames), lambda ev: names[id(ev)])
 
