@@ -20,6 +20,8 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+from fakebroker.script.transcript import Event, Transcript
+
 from .catalogue import Requirement
 from .harness.outcomes import CaseResult
 from .target import Target
@@ -75,53 +77,38 @@ def label_case(req: Requirement, target: Target, result: CaseResult) -> None:
         return
     claimed = ([result.protocol] if result.protocol else
                [p for p in req.protocols if p in target.protocols] or list(req.protocols))
-    allure.dynamic.epic(PROTOCOL_TITLES.get(claimed[0], claimed[0]))
+    epic = PROTOCOL_TITLES.get(claimed[0], claimed[0])
+    allure.dynamic.epic(epic + (" - golden transcripts" if req.transcripts else ""))
     allure.dynamic.feature(req.feature)
     allure.dynamic.story(req.id)
     allure.dynamic.id(result.case_id)
     allure.dynamic.title(f"{result.case_id}: {req.statement}")
     allure.dynamic.tag(req.level)
     allure.dynamic.severity({"MUST": "critical", "SHOULD": "normal", "MAY": "minor"}[req.level])
-    _suites(allure, PROTOCOL_TITLES.get(claimed[0], claimed[0]),
-            f"{family(req.id)} ({' and '.join(req.binds)})", req.feature)
+    if req.transcripts:  # checked by replaying golden transcripts: their own branch
+        _suites(allure, "Golden transcripts", family(req.id), req.feature)
+    else:
+        _suites(allure, epic, f"{family(req.id)} ({' and '.join(req.binds)})", req.feature)
     allure.dynamic.link(spec_link(req), name=f"{req.source.file} § {req.source.section}")
+    for name in req.transcripts:
+        allure.dynamic.link(f"{GOLDEN_IN_REPORT}/{urllib.parse.quote(name)}", name=f"fixtures/golden/{name}")
     allure.dynamic.parameter("target", _Bare(target.name))
     allure.dynamic.parameter("level", _Bare(req.level))
     allure.dynamic.parameter("protocols", _Bare(", ".join(claimed)))
     desc = (f"**{req.id}** ({req.level}, binds {' and '.join(req.binds)})\n\n{req.statement}\n\n"
             f"Source: `{req.source.file}` § {req.source.section}")
+    if req.transcripts:
+        desc += f"\n\nCases: golden transcripts {', '.join(req.transcripts)}, replayed against the target."
     if req.errata:
         desc += f"\n\nResolved by schemas/ERRATA.md entries {', '.join(map(str, req.errata))}."
     desc += f"\n\nOutcome: **{result.outcome}** {result.message}"
     if result.notes:  # a note's first line; its body (a worker's log tail) is an attachment
         desc += "\n\nNotes:\n" + "\n".join(f"- {n.splitlines()[0]}" for n in result.notes if n.strip())
     allure.dynamic.description(desc)
-
-
-def label_golden(rule: Any, target: Target, result: CaseResult) -> None:
-    """A golden transcript case: epic classic, feature = its API, story/id = the rule id,
-    a link to the transcript; on failure the replay report and the transcripts."""
-    try:
-        import allure
-    except ImportError:
-        return
-    allure.dynamic.epic(PROTOCOL_TITLES["classic"] + " - golden transcripts")
-    allure.dynamic.feature(rule.api or "golden")
-    allure.dynamic.story(rule.id)
-    allure.dynamic.id(rule.id)
-    allure.dynamic.title(f"{rule.id}: {rule.title}")
-    allure.dynamic.tag("MUST")
-    allure.dynamic.severity("critical")
-    _suites(allure, "Golden transcripts", family(rule.id), rule.api or "golden")
-    for p in rule.transcripts:
-        allure.dynamic.link(f"{GOLDEN_IN_REPORT}/{urllib.parse.quote(p.name)}", name=f"fixtures/golden/{p.name}")
-    allure.dynamic.parameter("target", _Bare(target.name))
-    allure.dynamic.description(f"**{rule.id}** (golden transcript, {rule.source})\n\n{rule.title}\n\n"
-                               f"Outcome: **{result.outcome}** {result.message}")
-    if result.outcome.value in ("FAIL", "BROKEN", "NON-STRICT"):
-        allure.attach(result.message, "replay report", allure.attachment_type.TEXT)
-        for p in rule.transcripts:
-            allure.attach.file(str(p), p.name, extension="jsonl")
+    if req.transcripts and result.outcome.value in ("FAIL", "BROKEN", "NON-STRICT"):
+        from .golden import transcript_paths
+        for path in transcript_paths(req):
+            allure.attach.file(str(path), path.name, extension="jsonl")
 
 
 def attach_failure(result: CaseResult) -> None:
@@ -138,47 +125,48 @@ def attach_failure(result: CaseResult) -> None:
 
 
 def attach_evidence(result: CaseResult) -> None:
-    """The case's transcript (JSON), a pcap of the same frames and its other attachments
-    (a worker's log)."""
+    """The case's transcript (the one format: its header and event lines as a JSON array), a
+    pcap of the same frames and its other attachments (a worker's log)."""
     try:
         import allure
     except ImportError:
         return
-    if not result.transcript and not result.attachments:
-        return
-    _exchange_steps(allure, result.transcript)
-    allure.attach(json.dumps(result.transcript, indent=1), "transcript",
-                  allure.attachment_type.JSON)
-    if result.frames:
-        from fakebroker.script.pcap import Exchange, pcap_bytes
-        frames = sorted((Exchange(c, d, f, t) for c, d, f, t in result.frames), key=lambda e: e.time)
-        port = 9092
-        allure.attach(pcap_bytes(frames, port), "capture.pcap", extension="pcap")
+    t = result.transcript
+    if t is not None and t.events:
+        _exchange_steps(allure, t)
+        lines = ([t.header] if t.header else []) + [e.to_json() for e in t.events]
+        allure.attach(json.dumps(lines, indent=1), "transcript", allure.attachment_type.JSON)
+        from fakebroker.protocol import default_registry
+        from fakebroker.script.export import exchanges
+        from fakebroker.script.pcap import pcap_bytes
+        port = int((t.header or {}).get("broker", {}).get("port", 9092))
+        allure.attach(pcap_bytes(exchanges(t, default_registry()), port), "capture.pcap",
+                      extension="pcap")
     for name, text in result.attachments.items():
         allure.attach(text, name, allure.attachment_type.TEXT)
 
 
-def exchange_title(e: dict[str, Any], t0: float | None) -> str:
+def exchange_title(request: Event, response: Event | None, t0: float | None) -> str:
     """``+0.012 s m1: JoinGroup v9 #1 -> UNKNOWN_MEMBER_ID (79)``: when it was sent (from the
     first exchange), who sent it, and the answer's error by name, or that none came."""
     from fakebroker.protocol.error_codes import error_text
-    sent = e.get("sentWall")
+    sent = request.time
     when = f"+{sent - t0:.3f} s " if sent is not None and t0 is not None else ""
-    head = (f"{when}{e.get('connection', '?')}: {e.get('api', e.get('apiKey'))} v{e.get('version')} "
-            f"#{e.get('correlationId')}")
-    if not e.get("answered", e.get("response") is not None):
+    head = f"{when}{request.conn}: {request.api or request.api_key} v{request.version} #{request.correlation_id}"
+    if response is None:
         return head + " -> no answer"
-    code = (e.get("response") or {}).get("ErrorCode")
+    code = (response.body or {}).get("ErrorCode")
     return head + (f" -> {error_text(code)}" if isinstance(code, int) else " -> answered")
 
 
-def _exchange_steps(allure: Any, transcript: list[dict[str, Any]]) -> None:
+def _exchange_steps(allure: Any, t: Transcript) -> None:
     """The wire conversation as steps, one per exchange, in the order sent (their times are
     in the titles: the steps are written after the case ran)."""
-    times = [e["sentWall"] for e in transcript if isinstance(e.get("sentWall"), (int, float))]
-    t0 = min(times) if times else None
-    for e in sorted(transcript, key=lambda x: x.get("sentWall") or 0):
-        with allure.step(exchange_title(e, t0)):
+    requests = t.requests()
+    answers = {(e.conn, e.correlation_id): e for e in t.events if e.kind == "response"}
+    t0 = min((e.time for e in requests if e.time is not None), default=None)
+    for e in requests:  # the transcript is in wall-clock order
+        with allure.step(exchange_title(e, answers.get((e.conn, e.correlation_id)), t0)):
             pass
 
 

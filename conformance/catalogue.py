@@ -57,6 +57,7 @@ class Requirement:
     needs: tuple[str, ...] = ()
     untestable: str | None = None
     errata: tuple[int, ...] = ()
+    transcripts: tuple[str, ...] = ()  # golden transcripts replayed as cases (conformance.golden)
 
     def __repr__(self) -> str:  # short: pytest and Allure show it as the parameter's value
         return self.id
@@ -156,7 +157,7 @@ def _from_entry(e: dict[str, Any]) -> Requirement:
         id=e["id"], level=e["level"], feature=e["feature"], binds=tuple(e["binds"]),
         protocols=tuple(e["protocols"]), source=Source(e["source"]["file"], e["source"]["section"]),
         statement=e["statement"], needs=tuple(e.get("needs", ())), untestable=e.get("untestable"),
-        errata=tuple(e.get("errata", ())))
+        errata=tuple(e.get("errata", ())), transcripts=tuple(e.get("transcripts", ())))
 
 
 def load_catalogue(path: Path | str | None = None) -> Catalogue:

@@ -2,12 +2,13 @@
 the verdict.
 
 Verdict (``VERDICTS``): **CERTIFIED** when the run covered the target's whole scope
-(``conformance.scope``: every requirement of its kind, per claimed Connect sub-protocol, and
-for a coordinator every golden transcript), no requirement FAILed (under strict mode a
-NON-STRICT counts too) and nothing is BROKEN; **NOT CERTIFIED** when something FAILed or is
-BROKEN; **PARTIAL** when nothing failed but part of the scope has no result (narrowed with
--k / -m, a narrower suite, goldens not found, a run that stopped early). Golden transcripts
-are counted apart from the catalogue's MUST / SHOULD / MAY requirements.
+(``conformance.scope``: every requirement of its kind, per claimed Connect sub-protocol),
+no requirement FAILed (under strict mode a NON-STRICT counts too) and nothing is BROKEN;
+**NOT CERTIFIED** when something FAILed or is BROKEN; **PARTIAL** when nothing failed but
+part of the scope has no result (narrowed with -k / -m, a narrower suite, goldens not
+found, a run that stopped early). Every case is a catalogue requirement's (an unknown id is
+a ``CertificateError``); the requirements checked by replaying golden transcripts are
+counted with the others and summed up again under ``goldens``.
 """
 
 from __future__ import annotations
@@ -33,6 +34,10 @@ VERDICTS = (CERTIFIED, NOT_CERTIFIED, PARTIAL)
 ALLURE_REPORT = "allure-report/index.html"  # relative to the run's reports folder
 
 
+class CertificateError(ValueError):
+    """results.json names a case the catalogue does not know."""
+
+
 def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
     c = Counter(r["outcome"] for r in rows)
     return {o: c.get(o, 0) for o in OUTCOMES}
@@ -40,26 +45,24 @@ def _counts(rows: list[dict[str, Any]]) -> dict[str, int]:
 
 def build_certificate(run: dict[str, Any], catalogue: Catalogue | None = None) -> dict[str, Any]:
     cat = catalogue or default_catalogue()
-    rows, goldens = [], []
+    rows = []
     for res in sorted(run["results"], key=lambda r: r["id"]):
         base = res.get("requirement") or res["id"]
-        if not res.get("golden") and base in cat:
-            req = cat[base]
-            rows.append({"id": res["id"], "requirement": base, "protocol": res.get("protocol"),
-                         "level": req.level, "outcome": res["outcome"], "message": res.get("message", ""),
-                         "feature": req.feature, "protocols": list(req.protocols),
-                         "source": f"{req.source.file} § {req.source.section}", "statement": req.statement,
-                         "duration_s": res.get("duration_s", 0.0)})
-        else:  # a golden transcript rule (fixtures/golden/rules.json)
-            goldens.append({"id": res["id"], "outcome": res["outcome"], "message": res.get("message", ""),
-                            "api": res.get("api", ""), "statement": res.get("title", "golden transcript"),
-                            "transcripts": res.get("transcripts", []), "duration_s": res.get("duration_s", 0.0)})
+        if base not in cat:
+            raise CertificateError(f"results: case {res['id']!r}: requirement {base!r} is not in the "
+                                   "catalogue (rule: every case is a catalogue requirement's)")
+        req = cat[base]
+        rows.append({"id": res["id"], "requirement": base, "protocol": res.get("protocol"),
+                     "level": req.level, "outcome": res["outcome"], "message": res.get("message", ""),
+                     "feature": req.feature, "protocols": list(req.protocols),
+                     "source": f"{req.source.file} § {req.source.section}", "statement": req.statement,
+                     "transcripts": list(req.transcripts), "duration_s": res.get("duration_s", 0.0)})
     counts = {level: _counts([r for r in rows if r["level"] == level]) for level in LEVELS}
+    goldens = [r for r in rows if r["transcripts"]]  # counted in counts too: they are requirements
     golden_counts = _counts(goldens)
     strict = bool(run.get("strict"))
-    both = rows + goldens
-    failed = [r["id"] for r in both if r["outcome"] == "FAIL" or (strict and r["outcome"] == "NON-STRICT")]
-    broken = [r["id"] for r in both if r["outcome"] == "BROKEN"]
+    failed = [r["id"] for r in rows if r["outcome"] == "FAIL" or (strict and r["outcome"] == "NON-STRICT")]
+    broken = [r["id"] for r in rows if r["outcome"] == "BROKEN"]
     left = run.get("left_out")
     if left is None:  # a results.json without the record of its scope proves no coverage
         left = [{"id": "(scope)", "reason": "results.json does not record what the run covered"}]
@@ -77,7 +80,7 @@ def build_certificate(run: dict[str, Any], catalogue: Catalogue | None = None) -
         "per_protocol": _per_protocol(rows, target),
         "provenance": run.get("provenance", {}), "versions": run.get("versions", {}),
         "allure_report": run.get("allure_report"),
-        "requirements": rows, "golden": goldens,
+        "requirements": rows,
     }
 
 
@@ -126,7 +129,7 @@ def render_markdown(cert: dict[str, Any]) -> str:
     for level, c in cert["counts"].items():
         out.append(f"| {level} | " + " | ".join(str(c[o]) for o in OUTCOMES) + " |")
     g = cert["goldens"]
-    out += ["", f"Golden transcripts (not counted as requirements): {g['recorded']} recorded, "
+    out += ["", f"Requirements checked by golden transcripts (counted above): {g['recorded']} recorded, "
             f"{g['replayed']} replayed (" + ", ".join(f"{k} {v}" for k, v in g["counts"].items() if v) + ")."
             if g["recorded"] else "Golden transcripts: none in this run."]
     if cert["failed"] or cert["broken"]:
@@ -142,11 +145,6 @@ def render_markdown(cert: dict[str, Any]) -> str:
     for r in cert["requirements"]:
         detail = r["message"].splitlines()[0] if r["message"] else ""
         out.append(f"| {r['id']} | {r['level']} | {r['outcome']} | {_cell(r['statement'])} | {_cell(detail)} |")
-    if cert["golden"]:
-        out += ["", "## Golden transcripts", "", "| rule | outcome | what | detail |", "| --- | --- | --- | --- |"]
-        for r in cert["golden"]:
-            detail = r["message"].splitlines()[0] if r["message"] else ""
-            out.append(f"| {r['id']} | {r['outcome']} | {_cell(r['statement'])} | {_cell(detail)} |")
     return "\n".join(out) + "\n"
 
 

@@ -36,6 +36,7 @@ from fakebroker.exit_codes import EXIT_BROKEN, EXIT_FAILED, EXIT_OK, EXIT_PARTIA
 
 from .attestation import AttestationError, Ed25519PrivateKey, load_private_key, verify_file, write_attestation
 from .catalogue import default_catalogue
+from .certificate import CertificateError
 from .target import Target, TargetError, load_target
 
 # Worst first: with several targets the run exits with the worst code of any.
@@ -110,7 +111,7 @@ def main(argv: list[str] | None = None) -> int:
                 "verify-attestation": cmd_verify_attestation}
     try:
         return commands[args.command](args)
-    except (TargetError, AttestationError) as e:
+    except (TargetError, AttestationError, CertificateError) as e:
         print(f"conformance: {e}", file=sys.stderr)
         return EXIT_USAGE
 

@@ -1,7 +1,7 @@
-"""Golden transcripts as cases: each rule of ``fixtures/golden/rules.json`` (the scripting
-layer's golden catalogue of the classic group APIs and of the draft's connect group APIs,
-``CONNECT-*``, which apply to targets claiming ``connect``) becomes one case, its rule id the test
-id, replayed client-side against the target (``fakebroker.script.replay``).
+"""Golden transcripts as cases of catalogue requirements: a requirement of
+``schemas/requirements.json`` may list transcripts (``transcripts``, files of
+``fixtures/golden/``, made by ``fakebroker golden``), each replayed client-side against the
+target (``fakebroker.script.replay``) as one of its cases, beside its live case if it has one.
 
 - builtin target: every transcript is replayed on a fresh in-process broker built with the
   transcript's own coordinator settings (and the target's mutant, if any), on a virtual clock;
@@ -12,26 +12,24 @@ id, replayed client-side against the target (``fakebroker.script.replay``).
   (session bounds; Kafka's defaults for the group size and offset metadata limits) or a
   longer initial rebalance delay than the target's, is NOT-APPLICABLE.
 
-A golden rule pins Kafka's classic coordinator behaviour, which DESIGN.md makes binding:
-it counts as a MUST. Its outcome: replay PASS -> PASS, FAIL (every divergence, each with field,
-expected and actual) -> FAIL, SKIP -> NOT-APPLICABLE, BROKEN -> BROKEN.
+The replay's outcome: PASS -> PASS, FAIL (every divergence, each with field, expected and
+actual) -> a ``Violation`` (FAIL for a MUST), every transcript SKIPped -> NOT-APPLICABLE,
+BROKEN -> BROKEN.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .harness.outcomes import CaseResult, Outcome
+from .catalogue import Requirement
+from .harness.outcomes import Broken, NotApplicable, Violation
 from .target import Target
 
-RULES_FILE = "rules.json"
+RULES_FILE = "rules.json"  # the generator's index of the folder: marks a golden folder
 # The draft's connect group APIs (CONNECT-* rules); the transcripts carry the project's keys.
 _CONNECT_APIS = ("ConnectGroupHeartbeat", "ConnectGroupPrepareAssignment", "ConnectGroupInstallAssignment")
 # Settings of the transcript header that must match what an external target declares.
@@ -44,22 +42,20 @@ KAFKA_FIXED = {"max_group_size": 2_147_483_647, "offset_metadata_max_bytes": 409
                "new_member_join_timeout_ms": 300_000}
 
 
-@dataclass(frozen=True, repr=False)
-class GoldenRule:
-    id: str
-    api: str
-    title: str
-    expect: str
-    source: str
-    transcripts: tuple[Path, ...]
+class ReplayDiverged(Violation):
+    """A replayed transcript diverged: the replay's report says where, field by field."""
 
-    def __repr__(self) -> str:
-        return self.id
+    def __init__(self, report: str, expected: Any, actual: Any) -> None:
+        Exception.__init__(self, report)
+        self.what, self.expected, self.actual = report, expected, actual
 
 
 def golden_dir() -> Path | None:
     """$CONFORMANCE_GOLDEN_DIR, else fixtures/golden of the checkout, else the copy an
-    installed wheel ships (conformance/_golden)."""
+    installed wheel ships (conformance/_golden); None when none is found (or there is no
+    replay engine)."""
+    if not replay_available():
+        return None
     env = os.environ.get("CONFORMANCE_GOLDEN_DIR")
     here = Path(__file__).resolve().parent
     candidates = [Path(env)] if env else [here.parent / "fixtures" / "golden", here / "_golden"]
@@ -74,77 +70,65 @@ def replay_available() -> bool:
         return False
 
 
-def load_golden_rules(directory: Path | None = None) -> list[GoldenRule]:
-    """The rules with their transcripts; empty when there is no golden catalogue (or no
-    replay engine) yet."""
-    d = directory or golden_dir()
-    if d is None or not replay_available():
-        return []
-    doc = json.loads((d / RULES_FILE).read_text(encoding="utf-8"))
-    return [GoldenRule(r["id"], r.get("api", ""), r.get("title", ""), r.get("expect", ""),
-                       r.get("source", ""), tuple(d / t for t in r.get("transcripts", [])))
-            for r in doc.get("rules", [])]
+def transcript_paths(req: Requirement) -> tuple[Path, ...]:
+    """The requirement's golden transcripts as files ((): none, or no golden folder)."""
+    d = golden_dir()
+    return tuple(d / t for t in req.transcripts) if d is not None else ()
 
 
-def applies(rule: GoldenRule, target: Target) -> str | None:
-    """Why the rule does not apply (None when it does)."""
-    if target.kind != "coordinator":
-        return "golden transcripts script a coordinator; the target is a worker"
-    if rule.id.startswith("CONNECT-"):
-        if "connect" not in target.protocols:
-            return "a golden transcript of the draft's connect group APIs; the target does not claim connect"
-        from .target import DEFAULT_API_KEYS, DEFAULT_ERROR_CODES
-        moved = sorted(k for k in _CONNECT_APIS if target.api_keys.get(k) != DEFAULT_API_KEYS[k])
-        moved += sorted(k for k, v in DEFAULT_ERROR_CODES.items() if target.error_codes.get(k) != v)
-        if moved:
-            return ("the transcript uses the project's numbers (ERRATA, 'Numbers chosen'); "
-                    f"the target numbers {', '.join(moved)} otherwise")
-    elif "classic" not in target.protocols:
-        return "golden transcripts cover the classic group APIs; the target does not claim classic"
-    if not rule.transcripts:
-        return "the rule lists no transcript"
+def numbering_mismatch(req: Requirement, target: Target) -> str | None:
+    """Why transcripts of the draft's connect APIs cannot be replayed on ``target``: they
+    carry the project's API keys and error codes; None when the target uses them too."""
+    if not any(api in req.feature for api in _CONNECT_APIS):
+        return None
+    from .target import DEFAULT_API_KEYS, DEFAULT_ERROR_CODES
+    moved = sorted(k for k in _CONNECT_APIS if target.api_keys.get(k) != DEFAULT_API_KEYS[k])
+    moved += sorted(k for k, v in DEFAULT_ERROR_CODES.items() if target.error_codes.get(k) != v)
+    if moved:
+        return ("the transcript uses the project's numbers (ERRATA, 'Numbers chosen'); "
+                f"the target numbers {', '.join(moved)} otherwise")
     return None
 
 
-def run_golden(rule: GoldenRule, target: Target, bootstrap: str | None) -> CaseResult:
-    result = CaseResult(rule.id, "MUST", Outcome.PASS)
-    why = applies(rule, target)
+def replay_transcripts(req: Requirement, target: Target, bootstrap: str | None) -> list[str]:
+    """Replay the requirement's transcripts: returns a note per transcript when every one
+    passed (or some were skipped); raises Violation / NotApplicable / Broken otherwise."""
+    why = numbering_mismatch(req, target)
     if why:
-        result.outcome, result.message = Outcome.NOT_APPLICABLE, why
-        return result
-    started = time.monotonic()
+        raise NotApplicable(why)
+    paths = transcript_paths(req)
+    if not paths:
+        raise Broken(f"golden transcripts {', '.join(req.transcripts)} not found "
+                     f"(no {RULES_FILE} folder; set CONFORMANCE_GOLDEN_DIR)")
     try:
-        reports = asyncio.run(_replay_all(rule, target, bootstrap))
+        reports = asyncio.run(_replay_all(paths, target, bootstrap))
     except Exception as e:  # noqa: BLE001 - a harness fault is BROKEN
-        result.outcome, result.message = Outcome.BROKEN, f"replay could not run: {type(e).__name__}: {e}"
-        return result
-    result.duration_s = time.monotonic() - started
+        raise Broken(f"replay could not run: {type(e).__name__}: {e}") from None
     from fakebroker.protocol import default_registry
     reg = default_registry()
     statuses = [r.status for _, r in reports]
-    worst = next((s for s in ("BROKEN", "FAIL") if s in statuses), None)
-    if worst is not None:
-        path, rep = next((p, r) for p, r in reports if r.status == worst)
-        result.outcome = Outcome.BROKEN if worst == "BROKEN" else Outcome.FAIL
-        result.message = f"{path.name}: {rep.render(reg)}"
-        f = getattr(rep, "failure", None)
-        if f is not None and f.divergence is not None:
-            result.expected, result.actual = f.divergence.expected, f.divergence.actual
-    elif all(s == "SKIP" for s in statuses):
-        result.outcome = Outcome.NOT_APPLICABLE
-        result.message = "; ".join(f"{p.name}: {r.skipped}" for p, r in reports)
-    else:
-        result.notes = [f"{p.name}: {r.status}" for p, r in reports]
-    return result
+    for worst in ("BROKEN", "FAIL"):
+        if worst in statuses:
+            path, rep = next((p, r) for p, r in reports if r.status == worst)
+            message = f"{path.name}: {rep.render(reg)}"
+            if worst == "BROKEN":
+                raise Broken(message)
+            f = getattr(rep, "failure", None)
+            d = f.divergence if f is not None else None
+            raise ReplayDiverged(message, d.expected if d else None, d.actual if d else None)
+    if all(s == "SKIP" for s in statuses):
+        raise NotApplicable("; ".join(f"{p.name}: {r.skipped}" for p, r in reports))
+    return [f"{p.name}: {r.status}" for p, r in reports]
 
 
-async def _replay_all(rule: GoldenRule, target: Target, bootstrap: str | None) -> list[tuple[Path, Any]]:
+async def _replay_all(paths: tuple[Path, ...], target: Target,
+                      bootstrap: str | None) -> list[tuple[Path, Any]]:
     from fakebroker.protocol import default_registry
     from fakebroker.script.replay import RealPacer, Report, precheck, replay, run_token
     from fakebroker.script.transcript import load
     reg = default_registry()
     out: list[tuple[Path, Any]] = []
-    for path in rule.transcripts:
+    for path in paths:
         t = load(path, reg)
         head = t.header or {}
         if target.builtin is not None:

@@ -12,8 +12,8 @@ With a target, ``conformance/test_conformance.py`` is parametrised with one test
 requirement of the selected suite (per Connect sub-protocol on a worker target:
 ``CONN-INC-02[compatible]``, see ``conformance.scope``), the case id being the test id.
 Every test carries markers for its level (``MUST``, ``SHOULD``, ``MAY``) and protocols
-(``classic``, ``eager``, ``compatible``, ``sessioned``, ``connect``, ``sticky``); golden
-transcript tests carry ``golden``. Each case runs in the test body (so pytest's and
+(``classic``, ``eager``, ``compatible``, ``sessioned``, ``connect``, ``sticky``); a
+requirement whose cases include golden transcripts carries ``golden``. Each case runs in the test body (so pytest's and
 Allure's durations are the case's own); the outcome maps onto pytest as follows:
 
 | outcome        | pytest                         | status word (-v) |
@@ -43,10 +43,10 @@ from typing import Any
 import pytest
 
 from .allure_support import (PROTOCOL_TITLES, attach_evidence, attach_failure, keep_fixture_teardowns_known,
-                             label_case, label_golden, write_allure_extras)
+                             label_case, write_allure_extras)
 from .catalogue import LEVELS, Requirement
 from .harness.outcomes import CaseResult, Outcome
-from .scope import RequirementRun, golden_rules_for, left_out, requirement_runs, requirements_of
+from .scope import RequirementRun, left_out, requirement_runs, requirements_of
 from .target import Target, TargetError, load_target
 
 PACKAGE_DIR = Path(__file__).resolve().parent
@@ -85,7 +85,7 @@ def active(config: pytest.Config) -> bool:
 
 MARKERS = {
     "conformance": "a case of the conformance suite",
-    "golden": "a golden transcript replayed as a conformance case",
+    "golden": "a requirement with golden transcripts replayed as its cases",
     **{level: f"a conformance case of a {level} requirement" for level in LEVELS},
     **{p: f"a conformance case of the {p} protocol: {title}" for p, title in PROTOCOL_TITLES.items()},
 }
@@ -106,10 +106,8 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """Without --conformance-target, the suite's own test modules are not collected at all;
-    the golden module only when there are golden rules for this run."""
+    """
     if active(config):
-        if collection_path.name == "test_golden.py" and collection_path.parent.resolve() == PACKAGE_DIR:
-            return True if not _golden_rules(config) else None
         return None
     try:
         inside = collection_path.resolve().is_relative_to(PACKAGE_DIR)
@@ -118,11 +116,6 @@ def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool 
     if inside and collection_path.name.startswith("test_"):
         return True
     return None
-
-
-def _golden_rules(config: pytest.Config) -> list[Any]:
-    """The golden rules this run covers: coordinator suites only (none found: none)."""
-    return golden_rules_for(config.stash[TARGET_KEY], suite_of(config)) or []
 
 
 def suite_of(config: pytest.Config) -> str:
@@ -136,13 +129,6 @@ def planned_runs(config: pytest.Config) -> list[RequirementRun]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if not active(metafunc.config):
         return
-    if "golden_rule" in metafunc.fixturenames:
-        rules = _golden_rules(metafunc.config)
-        metafunc.parametrize("golden_rule", [
-            pytest.param(r, id=r.id, marks=[pytest.mark.golden, getattr(
-                pytest.mark, "connect" if r.id.startswith("CONNECT-") else "classic")])
-            for r in rules])
-        return
     if "requirement_run" not in metafunc.fixturenames:
         return
     metafunc.parametrize("requirement_run", [
@@ -151,8 +137,10 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
 
 
 def _marks(run: RequirementRun) -> list[str]:
-    """Level and protocol markers: ``-m "MUST and sessioned"``."""
-    return [run.requirement.level, *([run.protocol] if run.protocol else run.requirement.protocols)]
+    """Level and protocol markers: ``-m "MUST and sessioned"``; ``golden`` on a requirement
+    with golden transcripts."""
+    return [run.requirement.level, *([run.protocol] if run.protocol else run.requirement.protocols),
+            *(["golden"] if run.requirement.transcripts else [])]
 
 
 # ---------------------------------------------------------------- fixtures
@@ -212,23 +200,6 @@ def run_requirement(request: pytest.FixtureRequest, requirement_run: Requirement
         attach_evidence(result)  # a pass is certified on evidence too
     if result.outcome is Outcome.BROKEN:
         raise BrokenCase(f"BROKEN {result.case_id}: {result.message}")
-    return result
-
-
-def run_golden_rule(request: pytest.FixtureRequest, rule: Any, target: Target, session: Any) -> CaseResult:
-    """Replays the golden rule's transcripts in the test body; BROKEN raises ``BrokenCase``."""
-    from .golden import run_golden
-    if isinstance(session, Exception):
-        result = CaseResult(rule.id, "MUST", Outcome.BROKEN, f"the target could not be started: {session}")
-    else:
-        result = run_golden(rule, target, getattr(session, "bootstrap", None))
-    record = result.record()
-    record.update(strict=request.config.getoption("--conformance-strict"), golden=True,
-                  title=rule.title, api=rule.api, transcripts=[p.name for p in rule.transcripts])
-    request.node.user_properties.append((USER_PROPERTY, json.dumps(record)))
-    label_golden(rule, target, result)
-    if result.outcome is Outcome.BROKEN:
-        raise BrokenCase(f"BROKEN {rule.id}: {result.message}")
     return result
 
 
@@ -303,7 +274,7 @@ def _broken_record(report: pytest.TestReport) -> dict[str, Any] | None:
     failing) is BROKEN with pytest's error, not a silent gap."""
     name = report.nodeid.rpartition("::")[2]
     test, _, rest = name.partition("[")
-    if test not in ("test_requirement", "test_golden") or not rest.endswith("]"):
+    if test != "test_requirement" or not rest.endswith("]"):
         return None
     cid = rest[:-1]
     base = cid.partition("[")[0]
@@ -313,8 +284,7 @@ def _broken_record(report: pytest.TestReport) -> dict[str, Any] | None:
     return {"id": cid, "requirement": base, "protocol": cid[len(base) + 1:-1] or None,
             "level": cat[base].level if base in cat else "MUST", "outcome": "BROKEN",
             "message": "the test errored before its case ran: " + " | ".join(ln[2:].strip() for ln in lines[-3:]),
-            "expected": None, "actual": None, "duration_s": 0.0, "notes": [],
-            **({"golden": True} if test == "test_golden" else {})}
+            "expected": None, "actual": None, "duration_s": 0.0, "notes": []}
 
 
 _RESULTS_SEEN: dict[str, dict[str, Any]] = {}

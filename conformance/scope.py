@@ -1,7 +1,7 @@
 """What a run must cover before it may certify: the scope of a target.
 
 The scope of a target is every requirement binding the target's kind, each once per
-Connect sub-protocol it is run at, plus, for a coordinator, every golden transcript rule.
+Connect sub-protocol it is run at (the golden transcripts are cases of requirements).
 A run's results are compared with it: whatever has no result is *left out*, with the reason,
 and a run that left anything out is PARTIAL, never CERTIFIED (``conformance.certificate``).
 
@@ -18,13 +18,12 @@ members' protocols themselves), so coordinator requirements always run once.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from .catalogue import Requirement, default_catalogue
 from .target import Target
 
 SUB_PROTOCOLS = ("eager", "compatible", "sessioned")
-GOLDEN_MISSING = "golden transcripts"  # the left-out entry when no golden catalogue is found
+GOLDEN_MISSING = "golden transcripts"  # the left-out entry when no golden folder is found
 
 
 @dataclass(frozen=True)
@@ -58,30 +57,31 @@ def requirement_runs(reqs: list[Requirement], target: Target) -> list[Requiremen
 
 
 def requirements_of(suite: str) -> list[Requirement]:
-    return default_catalogue().for_suite(suite)
+    """The requirements a run of ``suite`` runs; without a golden folder, those whose only
+    cases are golden transcripts are left out (``left_out`` says so in one entry)."""
+    reqs = default_catalogue().for_suite(suite)
+    if not _goldens_missing(reqs):
+        return reqs
+    from .harness.cases import load_cases
+    live = load_cases()
+    return [r for r in reqs if not r.transcripts or r.id in live]
 
 
-def golden_rules_for(target: Target, suite: str) -> list[Any] | None:
-    """The golden rules a run of ``suite`` on ``target`` replays: [] when goldens do not bind
-    the run (a worker), None when they should but no golden catalogue was found."""
-    from .golden import load_golden_rules
-    if suite == "worker" or target.kind != "coordinator":
-        return []
-    return load_golden_rules() or None
+def _goldens_missing(reqs: list[Requirement]) -> bool:
+    from .golden import golden_dir
+    return any(r.transcripts for r in reqs) and golden_dir() is None
 
 
 def scope_ids(target: Target) -> list[str]:
-    """Every case id a full run of ``target`` must record (goldens found or not: a missing
-    golden catalogue is reported by ``left_out`` as one entry)."""
-    ids = [r.id for r in requirement_runs(requirements_of(target.kind), target)]
-    return ids + [g.id for g in golden_rules_for(target, target.kind) or []]
+    """Every case id a full run of ``target`` must record (a missing golden folder is
+    reported by ``left_out`` as one entry)."""
+    return [r.id for r in requirement_runs(requirements_of(target.kind), target)]
 
 
 def left_out(target: Target, suite: str, recorded: set[str], *, narrowed_by: str = "") -> list[dict[str, str]]:
     """What of the target's scope has no result, each with why: outside the suite that ran,
     golden catalogue not found, deselected (-k/-m), or no result at all."""
-    goldens = golden_rules_for(target, suite)
-    planned = {r.id for r in requirement_runs(requirements_of(suite), target)} | {g.id for g in goldens or []}
+    planned = {r.id for r in requirement_runs(requirements_of(suite), target)}
     out = []
     for cid in scope_ids(target):
         if cid in recorded:
@@ -93,8 +93,8 @@ def left_out(target: Target, suite: str, recorded: set[str], *, narrowed_by: str
         else:
             why = "no result recorded (the run stopped early or a test process died)"
         out.append({"id": cid, "reason": why})
-    if target.kind == "coordinator" and golden_rules_for(target, target.kind) is None:
+    if _goldens_missing(default_catalogue().for_suite(target.kind)):
         from .golden import RULES_FILE
         out.append({"id": GOLDEN_MISSING,
-                    "reason": f"no golden catalogue found ({RULES_FILE}; set CONFORMANCE_GOLDEN_DIR)"})
+                    "reason": f"no golden folder found ({RULES_FILE}; set CONFORMANCE_GOLDEN_DIR)"})
     return out

@@ -82,8 +82,7 @@ class KafkaConnection:
                 if waiter is None:
                     raise ClientError(f"response with unknown correlation id {cid}")
                 fut, body, sent, version = waiter
-                if not fut.done():  # done: its caller gave up waiting; the answer is late
-                    self._answer(fut, body, sent, version, cid, head + frame)
+                self._answer(fut, body, sent, version, cid, head + frame)
         except (asyncio.IncompleteReadError, ConnectionError) as e:
             self._fail(f"connection closed by {self.host}:{self.port}"
                        f"{'' if isinstance(e, asyncio.IncompleteReadError) else f': {e}'}")
@@ -101,11 +100,17 @@ class KafkaConnection:
         try:
             resp = decode_response(self.registry, data[4:], mt.api_key, version, base=4)
         except DecodeError as e:
-            fut.set_exception(ClientError(f"undecodable {mt.name[:-7]} v{version} response: {e}"))
+            if not fut.done():
+                fut.set_exception(ClientError(f"undecodable {mt.name[:-7]} v{version} response: {e}"))
             return
-        fut.set_result(Exchange(mt.api_key, version, cid, body, resp.body, sent, data))
+        ex = Exchange(mt.api_key, version, cid, body, resp.body, sent, data)
+        self.received(ex)
+        if not fut.done():  # done: its caller gave up waiting; the answer is late
+            fut.set_result(ex)
 
     def _fail(self, reason: str) -> None:
+        if self._closed_reason is None:
+            self.failed(reason)
         self._closed_reason = reason
         for fut, _, _, _ in self._waiting.values():
             if not fut.done():
@@ -126,7 +131,18 @@ class KafkaConnection:
         fut: asyncio.Future[Exchange] = asyncio.get_running_loop().create_future()
         self._waiting[cid] = (fut, body, frame, version)
         self._writer.write(frame)
+        self.sent(body, version, cid, frame)
         return fut
+
+    # What a recording connection (fakebroker.testing) observes; nothing here.
+    def sent(self, body: Struct, version: int, correlation_id: int, frame: bytes) -> None:
+        """A request frame (size prefix included) has just been written."""
+
+    def received(self, exchange: Exchange) -> None:
+        """A response has arrived and decoded (also when its caller gave up waiting)."""
+
+    def failed(self, reason: str) -> None:
+        """The connection died (``reason``): the peer closed it or sent garbage."""
 
     async def wait(self, fut: asyncio.Future[Exchange], *, timeout_s: float | None = None) -> Exchange:
         try:

@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fakebroker.protocol import Registry, Struct, default_registry
+from fakebroker.script.recorded import RecordedConnection
 
 from fakebroker.connect.embedded import metadata_bytes
 from .outcomes import Violation
-from .transcript import RecordedConnection
 
 APIS = ("ConnectGroupHeartbeat", "ConnectGroupPrepareAssignment", "ConnectGroupInstallAssignment")
 Task = tuple[str, int]

@@ -18,13 +18,14 @@ from typing import Any
 
 from fakebroker.client import ClientError
 from fakebroker.protocol.error_codes import ErrorCode, error_text
+from fakebroker.script.recorder import Recorder
+from fakebroker.script.recorded import RecordedConnection
 
 from ..catalogue import Requirement
 from ..target import Target
 from .clock import CaseClock
 from .members import ClassicMember, Pending
 from .outcomes import Broken, Violation
-from .transcript import RecordedConnection, Transcript
 
 REBALANCE_IN_PROGRESS = ErrorCode.REBALANCE_IN_PROGRESS.value
 
@@ -42,12 +43,12 @@ class Generation:
 
 class CoordinatorContext:
     def __init__(self, target: Target, requirement: Requirement, bootstrap: str,
-                 clock: CaseClock, transcript: Transcript) -> None:
+                 clock: CaseClock, recording: Recorder) -> None:
         self.target = target
         self.requirement = requirement
         self.bootstrap = bootstrap
         self.clock = clock
-        self.transcript = transcript
+        self.recording = recording  # the case's transcript: every member's exchanges
         self.group_id = f"{requirement.id.lower()}-{uuid.uuid4().hex[:8]}"
         self.members: list[ClassicMember] = []
         self.notes: list[str] = []
@@ -64,13 +65,20 @@ class CoordinatorContext:
         # On a virtual clock nothing the suite waits for needs real time: a short bound
         # keeps a target that never answers from costing more than a few seconds.
         timeout = 3.0 if self.clock.virtual else self.wait_s(10_000)
-        conn = RecordedConnection(host, int(port), name=name, transcript=self.transcript,
-                                  client_id=name, timeout_s=timeout)
+        self.begin_transcript()
+        conn = RecordedConnection(host, int(port), name=name, recorder=self.recording,
+                                  now_ms=self.clock.now_ms, client_id=name, timeout_s=timeout)
         try:
             await conn.connect()
         except ClientError as e:
             raise Broken(f"cannot reach the target at {self.bootstrap}: {e}") from None
         return conn
+
+    def begin_transcript(self) -> None:
+        """The transcript's header (once): the target's address and the case's clock."""
+        host, _, port = self.bootstrap.rpartition(":")
+        self.recording.begin(host=host, port=int(port), node_id=None,
+                             clock="virtual" if self.clock.virtual else "real")
 
     async def member(self, name: str, **kw: Any) -> ClassicMember:
         kw.setdefault("session_timeout_ms", self.session_ms)

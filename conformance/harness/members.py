@@ -1,5 +1,6 @@
 """Scripted classic-protocol members: the suite's side of JoinGroup / SyncGroup / Heartbeat /
-LeaveGroup, built with the codec and sent over a recorded connection.
+LeaveGroup, their fields from ``fakebroker.testing.requests`` (the builders golden
+generation and the differential scenarios use), sent over a recorded connection.
 
 A member sends exactly what it is told (no retries of its own); ``join``, ``sync`` and the
 like wait, bounded, for the answer, while ``submit_*`` return the pending exchange so a
@@ -15,9 +16,11 @@ from typing import Any
 from fakebroker.client import ClientError, Exchange
 from fakebroker.protocol import Struct, default_registry
 from fakebroker.protocol.error_codes import ErrorCode, error_text
+from fakebroker.script.recorded import RecordedConnection
+from fakebroker.testing.requests import (describe_fields, heartbeat_fields, join_fields, leave_fields,
+                                        sync_fields)
 
 from .outcomes import Violation
-from .transcript import RecordedConnection
 
 REG = default_registry()
 PROTOCOL_TYPE = "connect"
@@ -87,23 +90,14 @@ class ClassicMember:
                   session_timeout_ms: Any = UNSET, rebalance_timeout_ms: Any = UNSET,
                   protocol_type: str = PROTOCOL_TYPE, group_id: Any = UNSET,
                   instance_id: Any = UNSET, reason: str | None = None) -> Struct:
-        mt = REG["JoinGroupRequest"]
-        proto_cls = mt.cls.JoinGroupRequestProtocol  # type: ignore[attr-defined]
-        protos = self.protocols if protocols is UNSET else protocols
-        fields: dict[str, Any] = dict(
-            group_id=self.group_id if group_id is UNSET else group_id,
-            session_timeout_ms=self.session_timeout_ms if session_timeout_ms is UNSET else session_timeout_ms,
-            member_id=self.member_id if member_id is UNSET else member_id,
-            protocol_type=protocol_type,
-            protocols=[proto_cls(name=n, metadata=m) for n, m in protos])
-        if version >= 1:
-            fields["rebalance_timeout_ms"] = (self.rebalance_timeout_ms if rebalance_timeout_ms is UNSET
-                                              else rebalance_timeout_ms)
-        if version >= 5:
-            fields["group_instance_id"] = self.instance_id if instance_id is UNSET else instance_id
-        if version >= 8:
-            fields["reason"] = reason
-        return mt.new(**fields)
+        return REG["JoinGroupRequest"].new(**join_fields(
+            REG, self.group_id if group_id is UNSET else group_id,
+            self.member_id if member_id is UNSET else member_id, version,
+            session=self.session_timeout_ms if session_timeout_ms is UNSET else session_timeout_ms,
+            rebalance=self.rebalance_timeout_ms if rebalance_timeout_ms is UNSET else rebalance_timeout_ms,
+            protocols=tuple(self.protocols if protocols is UNSET else protocols),
+            protocol_type=protocol_type, instance=self.instance_id if instance_id is UNSET else instance_id,
+            reason=reason))
 
     def submit_join(self, version: int = 9, **kw: Any) -> Pending:
         if "protocols" in kw and kw["protocols"] is not UNSET:
@@ -138,20 +132,13 @@ class ClassicMember:
                   assignments: dict[str, bytes] | None = None, member_id: Any = UNSET,
                   group_id: Any = UNSET, protocol_type: Any = UNSET, protocol_name: Any = UNSET,
                   instance_id: Any = UNSET) -> Struct:
-        mt = REG["SyncGroupRequest"]
-        acls = mt.cls.SyncGroupRequestAssignment  # type: ignore[attr-defined]
-        fields: dict[str, Any] = dict(
-            group_id=self.group_id if group_id is UNSET else group_id,
-            generation_id=self.generation if generation is UNSET else generation,
-            member_id=self.member_id if member_id is UNSET else member_id,
-            assignments=[acls(member_id=m, assignment=a) for m, a in (assignments or {}).items()])
-        if version >= 3:
-            fields["group_instance_id"] = self.instance_id if instance_id is UNSET else instance_id
-        if version >= 5:
-            fields["protocol_type"] = PROTOCOL_TYPE if protocol_type is UNSET else protocol_type
-            fields["protocol_name"] = ((self.protocol_name or "") if protocol_name is UNSET
-                                       else protocol_name)
-        return mt.new(**fields)
+        return REG["SyncGroupRequest"].new(**sync_fields(
+            REG, self.group_id if group_id is UNSET else group_id,
+            self.member_id if member_id is UNSET else member_id,
+            self.generation if generation is UNSET else generation, version,
+            assignments=assignments, instance=self.instance_id if instance_id is UNSET else instance_id,
+            protocol_type=PROTOCOL_TYPE if protocol_type is UNSET else protocol_type,
+            protocol_name=(self.protocol_name or "") if protocol_name is UNSET else protocol_name))
 
     def submit_sync(self, version: int = 5, **kw: Any) -> Pending:
         return self._submit("SyncGroup", self.sync_body(version, **kw), version)
@@ -163,35 +150,25 @@ class ClassicMember:
 
     def heartbeat_body(self, version: int = 4, *, generation: Any = UNSET, member_id: Any = UNSET,
                        group_id: Any = UNSET, instance_id: Any = UNSET) -> Struct:
-        fields: dict[str, Any] = dict(
-            group_id=self.group_id if group_id is UNSET else group_id,
-            generation_id=self.generation if generation is UNSET else generation,
-            member_id=self.member_id if member_id is UNSET else member_id)
-        if version >= 3:
-            fields["group_instance_id"] = self.instance_id if instance_id is UNSET else instance_id
-        return REG["HeartbeatRequest"].new(**fields)
+        return REG["HeartbeatRequest"].new(**heartbeat_fields(
+            self.group_id if group_id is UNSET else group_id,
+            self.member_id if member_id is UNSET else member_id,
+            self.generation if generation is UNSET else generation, version,
+            self.instance_id if instance_id is UNSET else instance_id))
 
     async def heartbeat(self, version: int = 4, **kw: Any) -> Any:
         return await self._submit("Heartbeat", self.heartbeat_body(version, **kw), version).response()
 
     async def leave(self, version: int = 5, *, members: list[tuple[str, str | None]] | None = None,
                     group_id: Any = UNSET) -> Any:
-        mt = REG["LeaveGroupRequest"]
-        gid = self.group_id if group_id is UNSET else group_id
-        if version < 3:
-            body = mt.new(group_id=gid, member_id=self.member_id)
-        else:
-            ident = mt.cls.MemberIdentity  # type: ignore[attr-defined]
-            who = members if members is not None else [(self.member_id, self.instance_id)]
-            body = mt.new(group_id=gid, members=[ident(member_id=m, group_instance_id=i)
-                                                 for m, i in who])
+        who = (self.member_id,) if version < 3 else tuple(
+            members if members is not None else [(self.member_id, self.instance_id)])
+        body = REG["LeaveGroupRequest"].new(**leave_fields(
+            REG, self.group_id if group_id is UNSET else group_id, who, version, None))
         return await self._submit("LeaveGroup", body, version).response()
 
     async def describe(self, version: int = 5) -> Any:
-        fields: dict[str, Any] = dict(groups=[self.group_id])
-        if version >= 3:
-            fields["include_authorized_operations"] = False
-        r = await self._submit("DescribeGroups", REG["DescribeGroupsRequest"].new(**fields),
-                               version).response()
+        r = await self._submit("DescribeGroups", REG["DescribeGroupsRequest"].new(
+            **describe_fields((self.group_id,), version, False)), version).response()
         (group,) = r.groups
         return group

@@ -19,6 +19,8 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
+from fakebroker.script.transcript import Transcript
+
 
 class Outcome(str, Enum):
     PASS = "PASS"
@@ -56,8 +58,7 @@ class CaseResult:
     expected: Any = None
     actual: Any = None
     duration_s: float = 0.0
-    transcript: list[dict[str, Any]] = field(default_factory=list)
-    frames: list[tuple[str, str, bytes, float]] = field(default_factory=list)  # conn, dir, frame, time
+    transcript: Transcript | None = None  # every exchange of the case, in the one format
     notes: list[str] = field(default_factory=list)
     attachments: dict[str, str] = field(default_factory=dict)  # name -> text (e.g. a worker's log)
     protocol: str | None = None  # the sub-protocol of a per-protocol run (conformance.scope)

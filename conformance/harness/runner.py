@@ -2,7 +2,9 @@
 
 Applicability comes first (never a pass by default): an untestable entry, a target of the
 other kind, unclaimed protocols or missing capabilities give NOT-APPLICABLE; an applicable
-requirement without a case is BROKEN. Then the case runs under a hard timeout and its end
+requirement without a case (a live case or golden transcripts) is BROKEN. Then the live case
+runs under a hard timeout, then its golden transcripts are replayed (``conformance.golden``);
+the first end that is not a pass decides. Each end
 maps to an outcome: return -> PASS; Violation -> FAIL (MUST), NON-STRICT (SHOULD) or
 NOT-APPLICABLE (MAY: the optional behaviour is absent); NotApplicable -> NOT-APPLICABLE;
 Broken, a timeout or any other exception -> BROKEN.
@@ -16,11 +18,12 @@ import time
 import traceback
 from typing import Any, Protocol
 
+from fakebroker.script.recorder import Recorder
+
 from ..catalogue import Requirement
 from ..target import Target
 from .cases import Case, load_cases
 from .outcomes import Broken, CaseResult, NotApplicable, Outcome, Violation
-from .transcript import Transcript
 
 
 class Session(Protocol):
@@ -28,7 +31,7 @@ class Session(Protocol):
 
     target: Target
 
-    def context(self, requirement: Requirement, transcript: Transcript) -> Any: ...
+    def context(self, requirement: Requirement, recording: Recorder) -> Any: ...
 
 
 def applicability(req: Requirement, target: Target, suite_case: Case | None) -> tuple[Outcome, str] | None:
@@ -44,7 +47,7 @@ def applicability(req: Requirement, target: Target, suite_case: Case | None) -> 
     missing = [n for n in req.needs if n not in target.capabilities]
     if missing:
         return Outcome.NOT_APPLICABLE, f"needs capability {', '.join(missing)}, not claimed by the target"
-    if suite_case is None:
+    if suite_case is None and not req.transcripts:
         return Outcome.BROKEN, "no case is implemented for this requirement yet"
     return None
 
@@ -69,11 +72,13 @@ def run_case(req: Requirement, session: Session, protocol: str | None = None) ->
     if skip is not None:
         result.outcome, result.message = skip
         return result
-    assert c is not None
-    transcript = Transcript()
+    recording = Recorder(origin="record")
     started = time.monotonic()
     try:
-        asyncio.run(_run(c, req, session, transcript, result))
+        if c is not None:
+            asyncio.run(_run(c, req, session, recording, result))
+        if req.transcripts:  # its golden transcripts, after the live case passed
+            result.notes += _replayed(req, session, live=c is not None)
     except Violation as v:
         result.expected, result.actual = v.expected, v.actual
         if req.level == "MUST":
@@ -93,14 +98,25 @@ def run_case(req: Requirement, session: Session, protocol: str | None = None) ->
         result.outcome = Outcome.BROKEN
         result.message = f"harness error: {type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"
     result.duration_s = time.monotonic() - started
-    result.transcript = transcript.entries
-    result.frames = [(f.connection, f.direction, f.frame, f.time) for f in transcript.frames]  # type: ignore[misc]
+    result.transcript = recording.by_time()
     return result
 
 
-async def _run(c: Case, req: Requirement, session: Session, transcript: Transcript,
+def _replayed(req: Requirement, session: Session, *, live: bool) -> list[str]:
+    """Replay the requirement's golden transcripts; beside a passed live case, transcripts
+    that cannot be replayed on this target leave a note, not NOT-APPLICABLE."""
+    from ..golden import replay_transcripts
+    try:
+        return replay_transcripts(req, session.target, getattr(session, "bootstrap", None))
+    except NotApplicable as e:
+        if not live:
+            raise
+        return [f"golden transcripts not replayed: {e}"]
+
+
+async def _run(c: Case, req: Requirement, session: Session, recording: Recorder,
                result: CaseResult) -> None:
-    ctx = session.context(req, transcript)
+    ctx = session.context(req, recording)
     try:
         await asyncio.wait_for(c.fn(ctx), c.timeout_s)
     finally:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from fakebroker.script.recorder import Recorder
 from fakebroker.server.thread import BrokerThread
 
 from ..catalogue import Requirement
@@ -12,7 +13,6 @@ from ..target import Target
 from .clock import CaseClock, RealCaseClock, VirtualCaseClock
 from .context import CoordinatorContext
 from .inprocess import builtin_version, start_builtin
-from .transcript import Transcript
 
 
 @dataclass
@@ -54,10 +54,8 @@ class CoordinatorSession:
         if self.kafka is not None:
             self.kafka.stop()
 
-    def context(self, requirement: Requirement, transcript: Transcript) -> CoordinatorContext:
-        transcript.clock = self.clock
-        transcript.server_port = int(self.bootstrap.rpartition(":")[2])
-        ctx = CoordinatorContext(self.target, requirement, self.bootstrap, self.clock, transcript)
+    def context(self, requirement: Requirement, recording: Recorder) -> CoordinatorContext:
+        ctx = CoordinatorContext(self.target, requirement, self.bootstrap, self.clock, recording)
         ctx.group_log_bootstrap = self.group_log_bootstrap
         return ctx
 

@@ -7,7 +7,8 @@ field by field after normalising what legitimately varies.
         print(d)
 
 A scenario is ``async def scenario(s: Script) -> None``: it opens clients
-(``await s.client("w1")``) and sends requests with them. Its control flow may depend on the
+(``await s.client("w1")``, ``fakebroker.testing.client.ScriptedClient``s) and sends requests
+with them, each named by its ``label`` (``await w1.join(g, label="w1: first join")``). Its control flow may depend on the
 answers (member ids, generations); it runs once per broker, concurrently.
 
 What may vary, and how it is normalised:
@@ -40,8 +41,7 @@ import yaml
 
 from ..client import ClientError, Exchange, KafkaConnection
 from ..protocol import Registry, Struct, default_registry
-from ..script.golden.session import (describe_fields, heartbeat_fields, join_fields, leave_fields,
-                                     list_groups_fields, sync_fields)
+from ..testing.client import ClientDefaults, ScriptedClient
 
 Scenario = Callable[["Script"], Awaitable[None]]
 #: How long a request that is expected to park is given to reach the broker before the
@@ -127,19 +127,23 @@ class Script:
         return step
 
 
-class Worker:
-    """One connection with one client id; the request helpers build bodies with the codec."""
+class Worker(ScriptedClient):
+    """One connection with one client id: the group APIs' verbs (``ScriptedClient``), each
+    request a step of the trace under its ``label``."""
+
+    defaults = ClientDefaults(protocols=(("sessioned", b"\x00\x02meta"),), describe_version=5)
 
     def __init__(self, script: Script, conn: KafkaConnection, client_id: str) -> None:
         self.s = script
+        self.registry = script.registry
         self.conn = conn
         self.client_id = client_id
 
-    async def submit(self, label: str, api: str, version: int, *, settle: bool = True,
+    async def submit(self, api: str, version: int, *, label: str = "", settle: bool = True,
                      **fields: Any) -> Pending:
         """Send without waiting for the answer (it may park); waits ``SETTLE_S`` so that the
         broker has read it before the scenario goes on."""
-        body = self.s.registry[f"{api}Request"].new(**fields)
+        body = self.registry[f"{api}Request"].new(**fields)
         step = self.s._record(label, api, version, body)
         try:
             fut = self.conn.submit(body, version)
@@ -163,8 +167,8 @@ class Worker:
         p.step.response = ex.response.to_json()
         return ex.response
 
-    async def call(self, label: str, api: str, version: int, **fields: Any) -> Any:
-        return await self.result(await self.submit(label, api, version, settle=False, **fields))
+    async def call(self, api: str, version: int, *, label: str = "", **fields: Any) -> Any:
+        return await self.result(await self.submit(api, version, label=label, settle=False, **fields))
 
     async def setup_call(self, api: str, version: int, **fields: Any) -> Any:
         """A request that is not compared (setting up what differs by nature: topics)."""
@@ -195,69 +199,12 @@ class Worker:
                                    f"(wanted {partitions})")
             await asyncio.sleep(0.1)
 
-    # ------------------------------------------------------------------ group APIs
-
-    def join_fields(self, group: str, member_id: str = "", *, version: int = 9, session_ms: int = 10_000,
-                    rebalance_ms: int = 10_000, protocol_type: str = "connect",
-                    protocols: list[tuple[str, bytes]] | None = None, instance: str | None = None,
-                    reason: str | None = None) -> dict[str, Any]:
-        return join_fields(self.s.registry, group, member_id, version, session=session_ms,
-                           rebalance=rebalance_ms, protocol_type=protocol_type,
-                           protocols=tuple(protocols if protocols is not None
-                                           else [("sessioned", b"\x00\x02meta")]),
-                           instance=instance, reason=reason)
-
-    async def join_later(self, label: str, group: str, member_id: str = "", *, version: int = 9,
-                         **kw: Any) -> Pending:
-        return await self.submit(label, "JoinGroup", version,
-                                 **self.join_fields(group, member_id, version=version, **kw))
-
-    async def join(self, label: str, group: str, member_id: str = "", *, version: int = 9, **kw: Any) -> Any:
-        return await self.call(label, "JoinGroup", version,
-                               **self.join_fields(group, member_id, version=version, **kw))
-
-    async def new_member(self, label: str, group: str, **kw: Any) -> tuple[str, Pending]:
+    async def new_member(self, group: str, *, label: str, **kw: Any) -> tuple[str, Pending]:
         """KIP-394: join without an id (MEMBER_ID_REQUIRED), then rejoin with the id given
         (that rejoin may park: it is returned pending)."""
-        first = await self.join(f"{label}: first join", group, **kw)
+        first = await self.join(group, label=f"{label}: first join", **kw)
         member = first.member_id if first is not None else ""
-        return member, await self.join_later(f"{label}: join with id", group, member, **kw)
-
-    def sync_fields(self, group: str, member_id: str, generation: int, *, version: int = 5,
-                    assignments: dict[str, bytes] | None = None, instance: str | None = None,
-                    protocol_type: str | None = "connect",
-                    protocol_name: str | None = "sessioned") -> dict[str, Any]:
-        return sync_fields(self.s.registry, group, member_id, generation, version,
-                           assignments=assignments, instance=instance,
-                           protocol_type=protocol_type, protocol_name=protocol_name)
-
-    async def sync_later(self, label: str, group: str, member_id: str, generation: int, *,
-                         version: int = 5, **kw: Any) -> Pending:
-        return await self.submit(label, "SyncGroup", version,
-                                 **self.sync_fields(group, member_id, generation, version=version, **kw))
-
-    async def sync(self, label: str, group: str, member_id: str, generation: int, *,
-                   version: int = 5, **kw: Any) -> Any:
-        return await self.call(label, "SyncGroup", version,
-                               **self.sync_fields(group, member_id, generation, version=version, **kw))
-
-    async def heartbeat(self, label: str, group: str, member_id: str, generation: int, *,
-                        version: int = 4, instance: str | None = None) -> Any:
-        return await self.call(label, "Heartbeat", version,
-                               **heartbeat_fields(group, member_id, generation, version, instance))
-
-    async def leave(self, label: str, group: str, *members: str | tuple[str, str | None],
-                    version: int = 5, reason: str | None = None) -> Any:
-        return await self.call(label, "LeaveGroup", version,
-                               **leave_fields(self.s.registry, group, members, version, reason))
-
-    async def describe(self, label: str, *groups: str, version: int = 5, ops: bool = False) -> Any:
-        return await self.call(label, "DescribeGroups", version, **describe_fields(groups, version, ops))
-
-    async def list_groups(self, label: str, *, version: int = 5, states: list[str] | None = None,
-                          types: list[str] | None = None) -> Any:
-        return await self.call(label, "ListGroups", version,
-                               **list_groups_fields(version, states, types))
+        return member, await self.join_later(group, member, label=f"{label}: join with id", **kw)
 
 
 # ---------------------------------------------------------------------------- running

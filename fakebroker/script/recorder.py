@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from typing import Any
 
 from ..protocol import Registry, Struct
@@ -66,17 +66,20 @@ class Recorder:
     def path(self) -> str | None:
         return str(self._writer.path) if self._writer else None
 
-    def begin(self, *, host: str, port: int, node_id: int, clock: str,
+    def begin(self, *, host: str, port: int, node_id: int | None, clock: str,
               coordinator: Any | None = None) -> None:
-        """Write the header (once): where the broker listens, its clock and settings."""
+        """Write the header (once): where the broker listens (a client's recorder may not
+        know its node id), its clock and settings."""
         if self.header is not None:
             return
         settings = None
         if coordinator is not None:
             d = {k: v for k, v in asdict(coordinator).items() if k in COORDINATOR_SETTINGS}
             settings = d
-        head = new_header(self.origin, created=utc_stamp(), clock=clock,
-                          broker={"host": host, "port": port, "node_id": node_id},
+        broker: dict[str, Any] = {"host": host, "port": port}
+        if node_id is not None:
+            broker["node_id"] = node_id
+        head = new_header(self.origin, created=utc_stamp(), clock=clock, broker=broker,
                           coordinator=settings)
         head.update(self.extra_header)
         self.header = head
@@ -119,17 +122,50 @@ class Recorder:
 
     def response(self, registry: Registry, conn: int | str, api_key: int, version: int,
                  correlation_id: int, body: Struct, frame: bytes, now_ms: int,
-                 hooks: list[str] | None = None) -> Event | None:
+                 hooks: list[str] | None = None, *, from_wire: bool = False) -> Event | None:
+        """A response frame (size prefix included). ``from_wire``: ``body`` was decoded from
+        ``frame`` (a client's side), so it is not read back again."""
         self.responses_seen += 1
         if self.api_keys is not None and api_key not in self.api_keys:
             return None
         # What went on the wire: an ignorable field the version lacks was dropped by the
         # encoder, so the body is read back from the frame, not taken from the object.
-        wire = decode_response(registry, frame[4:], api_key, version, base=4).body
+        wire = body if from_wire else decode_response(registry, frame[4:], api_key, version, base=4).body
         ev = Event("response", conn, correlation_id=correlation_id, api_key=api_key,
                    api=registry.api_name(api_key), version=version, body=wire.to_json(),
                    raw=bytes(frame), hooks=list(hooks or []))
         return self._emit(ev, now_ms)
+
+    def sent(self, registry: Registry, conn: int | str, body: Struct, version: int,
+             correlation_id: int, client_id: str | None, frame: bytes, now_ms: int) -> Event | None:
+        """A request as a client sent it (``frame`` with its size prefix): the client's side
+        of what ``request`` records on the broker's."""
+        self.requests_seen += 1
+        key = registry.of(body).api_key
+        assert key is not None
+        if self.api_keys is not None and key not in self.api_keys:
+            return None
+        return self._emit(Event("request", conn, correlation_id=correlation_id, api_key=key,
+                                api=registry.api_name(key), version=version, client_id=client_id,
+                                body=body.to_json(), raw=bytes(frame)), now_ms)
+
+    def adopt(self, events: Iterable[Event], conn: Callable[[Event], int | str]) -> None:
+        """Events another recorder made (a broker's, seen from a client's transcript), their
+        connections renamed by ``conn``; they keep their times and get this recorder's seq."""
+        for ev in events:
+            self._seq += 1
+            copy = replace(ev, conn=conn(ev), seq=self._seq)
+            if self.keep:
+                self.events.append(copy)
+            if self._sink is not None:
+                self._sink(copy.to_json())
+
+    def by_time(self) -> Transcript:
+        """The transcript with its events in wall-clock order (several recorders' events
+        merged by ``adopt`` interleave), seq renumbered so it stays a valid file."""
+        ordered = sorted(self.events, key=lambda e: e.time if e.time is not None else 0.0)
+        return Transcript(self.header, [replace(e, seq=i) for i, e in enumerate(ordered, 1)],
+                          self.path or "<recording>")
 
     def close(self, conn: int | str, by: str, now_ms: int, reason: str | None = None,
               hooks: list[str] | None = None) -> Event | None:

@@ -79,7 +79,9 @@ def test_verdict_and_counts_in_the_report(fakebroker_reports: Path) -> None:
     assert cert["verdict"] == "PARTIAL"
     verdict = [r for r in allure_results(fakebroker_reports) if labels(r, "parentSuite") == ["Certificate"]]
     assert len(verdict) == 1 and verdict[0]["status"] == "unknown"
-    assert verdict[0]["name"].startswith("Verdict: PARTIAL: MUST PASS=2")
+    # CLS-JOIN-03, CLS-JOIN-04 and the golden CLASSIC-HB-ERR-01 (a MUST requirement's case)
+    assert verdict[0]["name"].startswith("Verdict: PARTIAL: MUST PASS=3")
+    assert "goldens 1 replayed of 1" in verdict[0]["name"]
     assert "NOT-APPLICABLE=1" in verdict[0]["name"] and "left out" in verdict[0]["name"]
     env = (fakebroker_reports / "allure-results" / "environment.properties").read_text()
     assert env.startswith("verdict=PARTIAL: ")

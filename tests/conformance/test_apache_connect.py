@@ -63,7 +63,7 @@ def test_the_real_connect_worker_is_certified(protocol: str, tmp_path: Path) -> 
     # ... and a passing case carries the worker's own exchanges as evidence.
     transcripts = [json.loads(p.read_text()) for p in (reports / "allure-results").glob("*-attachment.json")]
     worker_lines = [e for t in transcripts if isinstance(t, list) for e in t
-                    if isinstance(e, dict) and str(e.get("connection", "")).startswith("worker ")]
+                    if isinstance(e, dict) and str(e.get("conn", "")).startswith("worker ")]
     assert {e["api"] for e in worker_lines} >= {"JoinGroup", "SyncGroup", "Heartbeat"}
     assert any(p.suffix == ".pcap" for p in (reports / "allure-results").iterdir())
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import copy
 import json
+from pathlib import Path
 
 import pytest
 
 from conformance.catalogue import (CatalogueError, load_catalogue, validate_catalogue_data)
 from conformance.harness.cases import load_cases
 from fakebroker.protocol import default_schema_dir
+
+ROOT = Path(__file__).resolve().parents[2]
 
 SCHEMAS = default_schema_dir()
 
@@ -48,13 +51,26 @@ PENDING: set[str] = set()
 
 
 def test_every_testable_requirement_has_a_case() -> None:
-    """The coverage rule: an id without a case must say why it cannot be checked from outside
-    (``untestable``), or be one of the PENDING worker-side ids above."""
+    """The coverage rule: an id without a case (a live case or golden transcripts) must say
+    why it cannot be checked from outside (``untestable``), or be one of the PENDING
+    worker-side ids above."""
     cases = load_cases()
-    missing = {r.id for r in load_catalogue() if r.untestable is None and r.id not in cases}
+    missing = {r.id for r in load_catalogue()
+               if r.untestable is None and r.id not in cases and not r.transcripts}
     assert missing - PENDING == set(), f"requirement(s) without a case: {sorted(missing - PENDING)}"
     assert PENDING - missing == set(), f"now covered, remove from PENDING: {sorted(PENDING - missing)}"
     assert all(r.binds == ("worker",) for r in load_catalogue() if r.id in PENDING)
+
+
+def test_the_golden_folder_and_the_catalogue_agree() -> None:
+    """Every transcript ``fakebroker golden`` wrote (its index, rules.json) is a case of the
+    catalogue requirement of the same id, and every transcript the catalogue names exists."""
+    folder = ROOT / "fixtures" / "golden"
+    index = {r["id"]: r["transcripts"] for r in json.loads((folder / "rules.json").read_text())["rules"]}
+    named = {r.id: list(r.transcripts) for r in load_catalogue() if r.transcripts}
+    assert named == index
+    assert all((folder / name).is_file() for names in named.values() for name in names)
+    assert all(load_catalogue()[rid].binds == ("coordinator",) for rid in named)
 
 
 def test_no_case_for_an_unknown_or_untestable_id() -> None:

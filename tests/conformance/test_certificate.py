@@ -1,6 +1,6 @@
 """The certificate tells the truth: a narrowed run is PARTIAL with what it left out; worker
 requirements of Connect's sub-protocols run once per claimed protocol; goldens are counted
-apart; provenance; the JSON Schema; JUnit XML; exit codes; markers; --version."""
+with their requirements (and summed up apart); provenance; the JSON Schema; JUnit XML; exit codes; markers; --version."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conformance.certificate import build_certificate, exit_code, render_markdown
+from conformance.certificate import CertificateError, build_certificate, exit_code, render_markdown
 from conformance.junit import junit_tree
 from conformance.provenance import (artefact, artefact_files, ci_run, digest_files, implementation_text, spec_documents,
                                     utc_iso)
@@ -110,7 +110,7 @@ def test_goldens_not_found_are_left_out(tmp_path: Path, monkeypatch: pytest.Monk
     recorded = {r.id for r in requirement_runs(requirements_of("coordinator"), target)}
     left = left_out(target, "coordinator", recorded)
     assert [x["id"] for x in left] == ["golden transcripts"]
-    assert "no golden catalogue found" in left[0]["reason"]
+    assert "no golden folder found" in left[0]["reason"]
 
 
 def test_a_case_without_a_result_is_left_out() -> None:
@@ -190,15 +190,37 @@ def test_certificate_lists_every_case_per_claimed_protocol() -> None:
     assert "| sessioned | 0 | 0 | 0 | 1 | 0 |" in md
 
 
-def test_goldens_are_not_counted_as_must() -> None:
-    doc = run_doc({"CLS-JOIN-01": ("PASS", "")})
-    doc["results"] += [{"id": "CLASSIC-JOIN-OK-01", "outcome": "PASS", "message": "", "golden": True},
-                       {"id": "CLASSIC-JOIN-OK-02", "outcome": "NOT-APPLICABLE", "message": "", "golden": True}]
+def test_goldens_are_counted_with_their_requirements() -> None:
+    doc = run_doc({"CLS-JOIN-01": ("PASS", ""), "CLASSIC-JOIN-OK-01": ("PASS", ""),
+                   "CLASSIC-JOIN-OK-02": ("NOT-APPLICABLE", "")})
     cert = build_certificate(doc)
-    assert cert["counts"]["MUST"]["PASS"] == 1
+    assert cert["counts"]["MUST"]["PASS"] == 2 and cert["counts"]["MUST"]["NOT-APPLICABLE"] == 1
     assert cert["goldens"] == {"recorded": 2, "replayed": 1, "counts": {
         "PASS": 1, "NON-STRICT": 0, "NOT-APPLICABLE": 1, "FAIL": 0, "BROKEN": 0}}
-    assert "Golden transcripts (not counted as requirements): 2 recorded, 1 replayed" in render_markdown(cert)
+    rows = {r["id"]: r for r in cert["requirements"]}
+    assert rows["CLASSIC-JOIN-OK-01"]["transcripts"] == ["CLASSIC-JOIN-OK-01.jsonl"]
+    assert rows["CLS-JOIN-01"]["transcripts"] == []
+    md = render_markdown(cert)
+    assert "Requirements checked by golden transcripts (counted above): 2 recorded, 1 replayed" in md
+    assert "| CLASSIC-JOIN-OK-01 | MUST | PASS |" in md
+
+
+def test_a_case_the_catalogue_does_not_know_is_an_error() -> None:
+    doc = run_doc({"CLS-JOIN-01": ("PASS", "")})
+    doc["results"].append({"id": "CLASSIC-NOPE-01", "outcome": "PASS", "message": ""})
+    with pytest.raises(CertificateError, match="'CLASSIC-NOPE-01' is not in the catalogue"):
+        build_certificate(doc)
+
+
+def test_report_on_results_naming_an_unknown_case_is_a_usage_error(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from conformance.cli import main
+    doc = run_doc({"CLS-JOIN-01": ("PASS", "")})
+    doc["results"].append({"id": "CLASSIC-NOPE-01", "outcome": "PASS", "message": ""})
+    (tmp_path / "results.json").write_text(json.dumps(doc))
+    assert main(["report", "--reports", str(tmp_path), "--no-html"]) == EXIT_USAGE
+    assert "'CLASSIC-NOPE-01' is not in the catalogue" in capsys.readouterr().err
+    assert not (tmp_path / "certificate.json").exists()
 
 
 # ---------------------------------------------------------------- markers and options

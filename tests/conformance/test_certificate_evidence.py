@@ -1,14 +1,24 @@
 """A target that never answers still leaves evidence: every request is in the case's
-transcript when it is sent (marked unanswered) and in the pcap made from it."""
+transcript (the one format, fakebroker.script.transcript) when it is sent, and in the pcap
+made from it."""
 
 from __future__ import annotations
 
+import asyncio
 import socket
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+from fakebroker.protocol import default_registry
+from fakebroker.protocol.framing import encode_response
+from fakebroker.script.export import exchanges
+from fakebroker.script.pcap import pcap_bytes
+from fakebroker.script.recorder import Recorder
+from fakebroker.script.transcript import parse_lines
+from fakebroker.script.recorded import RecordedConnection
 
 from conformance.catalogue import default_catalogue
 from conformance.harness.outcomes import Outcome
@@ -57,25 +67,64 @@ def test_an_unanswered_request_is_in_the_transcript_and_the_pcap(silent_server: 
     result = run_case(default_catalogue()["CLS-JOIN-01"], CoordinatorSession.start(target))
     assert result.outcome in (Outcome.FAIL, Outcome.BROKEN), (result.outcome, result.message)
     assert "no response" in result.message
-    assert result.transcript, "the request sent must be in the transcript"
-    first = result.transcript[0]
-    assert first["api"] == "JoinGroup" and first["answered"] is False and first["response"] is None
-    assert first["requestHex"] and first["sentWall"] > 0
-    requests = [f for f in result.frames if f[1] == "request"]
-    assert requests and not [f for f in result.frames if f[1] == "response"]
-    assert requests[0][2].hex() == first["requestHex"]  # the bytes that went out
+    t = result.transcript
+    assert t is not None and t.requests(), "the request sent must be in the transcript"
+    first = t.requests()[0]
+    assert first.api == "JoinGroup" and t.response_to(first) is None
+    assert first.raw and first.time is not None and first.time > 0
+    assert not [e for e in t.events if e.kind == "response"]
+    assert t.header is not None and t.header["broker"]["port"] == silent_server
 
-    from fakebroker.script.pcap import Exchange, pcap_bytes
-    pcap = pcap_bytes([Exchange(*f) for f in result.frames], 9092)
-    assert bytes.fromhex(first["requestHex"]) in pcap
+    # The one format: the transcript reads back as a valid file (a close of its own).
+    reread = parse_lines([line + "\n" for line in t.lines()], default_registry())
+    assert [e.to_json() for e in reread.events] == [e.to_json() for e in t.events]
+    assert [e.by for e in t.events if e.kind == "close"] == ["client"] * len({e.conn for e in t.requests()})
+
+    pcap = pcap_bytes(exchanges(t, default_registry()), silent_server)
+    assert first.raw in pcap  # the bytes that went out
 
 
-def test_an_answered_request_gets_its_response_in_place() -> None:
-    from conformance.harness.transcript import Transcript
-    t = Transcript()
-    e = t.sent("m1", "Heartbeat", 12, 4, 7, {"groupId": "g"}, b"\x00\x01", 10.0)
-    assert t.unanswered == [e]
-    t.answered(e, {"errorCode": 0}, b"\x00\x02", 10.5)
-    assert t.unanswered == [] and t.entries == [e]
-    assert (e["response"], e["responseHex"], e["receivedWall"]) == ({"errorCode": 0}, "0002", 10.5)
-    assert [(f.direction, f.time) for f in t.frames] == [("request", 10.0), ("response", 10.5)]
+def test_an_answered_request_gets_its_response_and_a_dead_connection_a_close() -> None:
+    """A recorded connection puts the request in the transcript when sent, its response when
+    it arrives, and the peer closing the connection as a close by the broker."""
+    asyncio.run(_answered_then_closed())
+
+
+async def _answered_then_closed() -> None:
+    registry = default_registry()
+    answered = asyncio.Event()
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        size = int.from_bytes(await reader.readexactly(4), "big")
+        frame = await reader.readexactly(size)
+        body = registry["HeartbeatResponse"].new(error_code=0)
+        writer.write(encode_response(registry, body, 4, int.from_bytes(frame[4:8], "big"),
+                                     size_prefix=True))
+        await writer.drain()
+        await answered.wait()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    rec = Recorder(origin="record")
+    conn = RecordedConnection("127.0.0.1", port, name="m1", recorder=rec, now_ms=lambda: 42,
+                              client_id="m1")
+    await conn.connect()
+    req = registry["HeartbeatRequest"].new(group_id="g", generation_id=1, member_id="m")
+    fut = conn.submit(req, 4)
+    assert [e.kind for e in rec.events] == ["request"]  # recorded before any answer
+    ex = await conn.wait(fut)
+    answered.set()
+    for _ in range(100):
+        if rec.events[-1].kind == "close":
+            break
+        await asyncio.sleep(0.01)
+    server.close()
+    assert [(e.kind, e.conn, e.vtime_ms) for e in rec.events] == [
+        ("request", "m1", 42), ("response", "m1", 42), ("close", "m1", 42)]
+    request, response, close = rec.events
+    assert (request.raw, response.raw) == (ex.request_frame, ex.response_frame)
+    assert response.body == {"ThrottleTimeMs": 0, "ErrorCode": 0}
+    assert close.by == "broker" and "closed by" in (close.reason or "")
+    await conn.close()
+    assert len(rec.events) == 3, "the client's close after the broker's is not a second close"

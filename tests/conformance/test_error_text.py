@@ -31,7 +31,7 @@ def test_error_text_names_and_numbers() -> None:
 
 def context(target_path: Path) -> CoordinatorContext:
     return CoordinatorContext(load_target(target_path), default_catalogue()["C848-HB-HND-03"], "127.0.0.1:9",
-                              clock=None, transcript=None)  # type: ignore[arg-type]  # expect_error needs neither
+                              clock=None, recording=None)  # type: ignore[arg-type]  # expect_error needs neither
 
 
 def test_expect_error_names_both_codes_including_the_drafts() -> None:

@@ -19,8 +19,8 @@ from fakebroker.coordinator.classic.group import ClassicGroup
 from fakebroker.coordinator.topics import TopicCatalog
 from fakebroker.protocol import Struct, default_registry
 from fakebroker.protocol.error_codes import ErrorCode
-from fakebroker.script.golden.session import (describe_fields, heartbeat_fields, join_fields,
-                                              leave_fields, list_groups_fields, sync_fields)
+from fakebroker.testing.requests import (describe_fields, heartbeat_fields, join_fields, leave_fields,
+                                        list_groups_fields, sync_fields)
 
 REG = default_registry()
 EventT = TypeVar("EventT", bound=GroupEvent)

@@ -33,6 +33,7 @@ from typing import Any
 from fakebroker.coordinator.config import CoordinatorConfig
 from fakebroker.intercept.hooks import Call, Respond
 from fakebroker.script.recorder import Recorder
+from fakebroker.script.transcript import Event
 from fakebroker.server.acl import AclRule, Acls, Operation, ResourceType
 from fakebroker.server.authorize import Authorizer
 from fakebroker.server.broker import FakeBroker
@@ -45,7 +46,6 @@ from ...harness.clock import RealCaseClock
 from fakebroker.connect.embedded import connect_protocols
 from ...harness.context import CoordinatorContext
 from ...harness.outcomes import Broken, NotApplicable, Violation
-from ...harness.transcript import Transcript
 from ...target import Target
 
 
@@ -82,22 +82,20 @@ _ALLOW_ALL = tuple(AclRule(True, "User:*", Operation.ALL, r, "*") for r in Resou
 
 
 class RecordingBroker(FakeBroker):
-    """The fake broker, keeping every request it answered (thread-safe reads) and the raw
-    frames of the group APIs (``frames``: transcript lines, each with its ``client``). Both
-    are hooks that only observe; ``forge`` adds a one-shot hook that answers."""
+    """The fake broker, keeping every request it answered (thread-safe reads) and a
+    recording of the group APIs' frames (``group_frames``) for the cases' transcripts.
+    Both observe through hooks and a recorder; ``forge`` adds a one-shot hook that answers."""
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.seen: list[Seen] = []
         self._lock = threading.Lock()
-        self.frames: list[dict[str, Any]] = []
-        self._client_of: dict[tuple[Any, Any], str] = {}
         self._seen_of: dict[tuple[Any, int], Seen] = {}
         self.refused: set[str] = set()
         # First of all hooks: a forged answer (a later hook) is seen like any other.
         self.hooks.add(self._see_request, keep=True, name="seen")
         self.hooks.add(self._see_response, side="response", keep=True, name="seen")
-        self.record(Recorder(self._keep_group_frame, keep=False, api_keys=GROUP_API_KEYS))
+        self.group_frames: Recorder = self.record(Recorder(api_keys=GROUP_API_KEYS))
 
     def _see_request(self, call: Call) -> None:
         with self._lock:
@@ -112,24 +110,23 @@ class RecordingBroker(FakeBroker):
             if seen is not None:
                 seen.response, seen.t_response = call.response, time.monotonic()
 
-    def _keep_group_frame(self, line: dict[str, Any]) -> None:
-        if line.get("kind") not in ("request", "response"):
-            return  # the recording's header line
-        key = (line["conn"], line["correlation_id"])
-        with self._lock:
-            if line["kind"] == "request":
-                client = self._client_of[key] = line.get("client_id") or ""
-            else:
-                client = self._client_of.pop(key, "")
-            self.frames.append({**line, "client": client})
-
     def frame_mark(self) -> int:
-        with self._lock:
-            return len(self.frames)
+        return len(self.group_frames.events)
 
-    def frames_of(self, clients: set[str], since: int = 0) -> list[dict[str, Any]]:
-        with self._lock:
-            return [f for f in self.frames[since:] if f["client"] in clients]
+    def frames_of(self, clients: set[str], since: int = 0) -> list[tuple[str, Event]]:
+        """The group frames since ``since`` of ``clients``, each with its client id; a
+        response comes with its request (it answers one of the same connection)."""
+        events = self.group_frames.events[:]  # the broker's thread appends; a copy is stable
+        client_of: dict[tuple[Any, Any], str] = {}  # (connection, correlation id) -> client
+        out = []
+        for ev in events[since:]:
+            key = (ev.conn, ev.correlation_id)
+            if ev.kind == "request" and (ev.client_id or "") in clients:
+                client_of[key] = ev.client_id or ""
+                out.append((client_of[key], ev))
+            elif ev.kind == "response" and key in client_of:
+                out.append((client_of.pop(key), ev))
+        return out
 
     def forge(self, client_id: str, api: str, answer: Any, where: Any = None) -> None:
         """Answer the next ``api`` request of ``client_id`` (matching ``where``) with
@@ -325,18 +322,16 @@ class WorkerSession:
         if self.kafka is not None:
             self.kafka.stop()
 
-    def context(self, requirement: Requirement, transcript: Transcript) -> WorkerContext:
+    def context(self, requirement: Requirement, recording: Recorder) -> WorkerContext:
         assert self.broker is not None
         clock = RealCaseClock(self.target.timing.wait_scale)
-        transcript.clock = clock
-        transcript.server_port = int(self.broker.bootstrap.rpartition(":")[2])
-        return WorkerContext(self.target, requirement, self.broker.bootstrap, clock, transcript, self.broker)
+        return WorkerContext(self.target, requirement, self.broker.bootstrap, clock, recording, self.broker)
 
 
 class WorkerContext(CoordinatorContext):
     def __init__(self, target: Target, requirement: Requirement, bootstrap: str, clock: RealCaseClock,
-                 transcript: Transcript, broker: BrokerThread) -> None:
-        super().__init__(target, requirement, bootstrap, clock, transcript)
+                 recording: Recorder, broker: BrokerThread) -> None:
+        super().__init__(target, requirement, bootstrap, clock, recording)
         self.broker_thread = broker
         self.recorder: RecordingBroker = broker.broker  # type: ignore[assignment]
         self.workers: list[WorkerProcess] = []
@@ -510,21 +505,12 @@ class WorkerContext(CoordinatorContext):
 
     def add_worker_exchanges(self) -> None:
         """The workers' own group exchanges with the fake broker join the case's transcript
-        (and so its pcap), as connection ``worker <id>``."""
-        # Requests in arrival order; each answer joins its request by (connection, correlation id).
-        requests: dict[tuple[Any, Any], dict[str, Any]] = {}
-        answers: dict[tuple[Any, Any], dict[str, Any]] = {}
-        for f in self.recorder.frames_of({w.worker_id for w in self.workers}, self.first_frame):
-            key = (f["conn"], f["correlation_id"])
-            (requests if f["kind"] == "request" else answers)[key] = f
-        for key, req in requests.items():
-            resp = answers.get(key)
-            self.transcript.add_frames(
-                f"worker {req['client']} #{req['conn']}", req.get("api") or str(req["api_key"]),
-                req["api_key"], req["version"], req["correlation_id"], req["body"],
-                resp["body"] if resp else None, bytes.fromhex(req["raw"]),
-                bytes.fromhex(resp["raw"]) if resp else None, req["time"],
-                resp["time"] if resp else None)
+        (and so its pcap), as connection ``worker <id> #<broker's connection>``."""
+        frames = self.recorder.frames_of({w.worker_id for w in self.workers}, self.first_frame)
+        if frames:
+            self.begin_transcript()
+        names = {id(ev): f"worker {client} #{ev.conn}" for client, ev in frames}
+        self.recording.adopt((ev for _, ev in frames), lambda ev: names[id(ev)])
 
     async def close(self) -> None:
         # All at once: each stop is a JVM's shutdown of seconds, and the case is decided.

@@ -134,12 +134,12 @@ probe("CLASSIC-JOIN-ERR-01", "JoinGroup", "INVALID_GROUP_ID", "A JoinGroup with 
 
 probe("CLASSIC-JOIN-ERR-02", "JoinGroup", "INVALID_SESSION_TIMEOUT",
       "A session timeout below group.min.session.timeout.ms is refused with INVALID_SESSION_TIMEOUT.", source="design",
-      send=lambda c, g, m: c.join(g, session=MIN_SESSION - 1))
+      send=lambda c, g, m: c.join(g, session_ms=MIN_SESSION - 1))
 
 
 probe("CLASSIC-JOIN-ERR-03", "JoinGroup", "INVALID_SESSION_TIMEOUT",
       "A session timeout above group.max.session.timeout.ms is refused with INVALID_SESSION_TIMEOUT.", source="design",
-      send=lambda c, g, m: c.join(g, session=1_800_001))
+      send=lambda c, g, m: c.join(g, session_ms=1_800_001))
 
 
 probe("CLASSIC-JOIN-ERR-04", "JoinGroup", "UNKNOWN_MEMBER_ID",
@@ -479,13 +479,13 @@ probe("CLASSIC-HB-OK-02", "Heartbeat", "NONE",
 async def timer_session_expiry(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
-    m1, m2 = await two_members(s, g, w1, w2, session=MIN_SESSION)
+    m1, m2 = await two_members(s, g, w1, w2, session_ms=MIN_SESSION)
     await s.advance(3000)
     s.check((await w1.heartbeat(g, m1, 2)).error_code == 0, "w1 is alive")
     await s.advance(3500)  # w2 expired at 6000
     s.check((await w1.heartbeat(g, m1, 2)).error_code == E.REBALANCE_IN_PROGRESS, "w1 must rejoin")
     s.check((await w2.heartbeat(g, m2, 2)).error_code == E.UNKNOWN_MEMBER_ID, "w2 is gone")
-    j = await w1.join(g, m1, session=MIN_SESSION)
+    j = await w1.join(g, m1, session_ms=MIN_SESSION)
     s.check(j.generation_id == 3 and [m.member_id for m in j.members] == [m1], f"{j}")
 
 
@@ -494,7 +494,7 @@ async def timer_session_expiry(s: Session) -> None:
 async def timer_heartbeats_keep_alive(s: Session) -> None:
     g = s.group()
     w1 = await s.client("w1")
-    m1 = await first_member(s, g, w1, session=MIN_SESSION)
+    m1 = await first_member(s, g, w1, session_ms=MIN_SESSION)
     for _ in range(4):
         await s.advance(4000)
         s.check((await w1.heartbeat(g, m1, 1)).error_code == 0, "alive")
@@ -507,8 +507,8 @@ async def timer_heartbeats_keep_alive(s: Session) -> None:
 async def timer_rebalance_timeout(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
-    m1, m2 = await two_members(s, g, w1, w2, session=MIN_SESSION, rebalance=5000)
-    parked = await w1.join_later(g, m1, session=MIN_SESSION, rebalance=5000)
+    m1, m2 = await two_members(s, g, w1, w2, session_ms=MIN_SESSION, rebalance_ms=5000)
+    parked = await w1.join_later(g, m1, session_ms=MIN_SESSION, rebalance_ms=5000)
     for _ in range(2):
         await s.advance(2000)
         s.check((await w2.heartbeat(g, m2, 2)).error_code == E.REBALANCE_IN_PROGRESS, "w2 ignores it")
@@ -524,8 +524,8 @@ async def timer_rebalance_timeout(s: Session) -> None:
 async def timer_sync_timeout(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
-    m1 = await first_member(s, g, w1, session=MIN_SESSION, rebalance=5000)
-    m2, _, _ = await second_member_joined(s, g, w1, m1, w2, session=MIN_SESSION, rebalance=5000)
+    m1 = await first_member(s, g, w1, session_ms=MIN_SESSION, rebalance_ms=5000)
+    m2, _, _ = await second_member_joined(s, g, w1, m1, w2, session_ms=MIN_SESSION, rebalance_ms=5000)
     await w1.sync(g, m1, 2, assignments={m1: b"A1", m2: b"A2"})  # w2 never syncs
     await s.advance(3000)
     s.check((await w1.heartbeat(g, m1, 2)).error_code == 0, "stable so far")
@@ -540,8 +540,8 @@ async def timer_sync_timeout(s: Session) -> None:
 async def timer_new_member_timeout(s: Session) -> None:
     g = s.group()
     w1 = await s.client("w1")
-    m1 = await first_member(s, g, w1, session=400_000, rebalance=600_000)
-    _, parked = await (await s.client("w2")).new_member(g, session=MIN_SESSION, rebalance=600_000)
+    m1 = await first_member(s, g, w1, session_ms=400_000, rebalance_ms=600_000)
+    _, parked = await (await s.client("w2")).new_member(g, session_ms=MIN_SESSION, rebalance_ms=600_000)
     await s.advance(299_999)
     s.check(s.parked(parked), "still waiting for w1 to rejoin")
     await s.advance(1)
@@ -556,9 +556,9 @@ async def timer_new_member_timeout(s: Session) -> None:
 async def timer_pending_member_expires(s: Session) -> None:
     g = s.group()
     w1 = await s.client("w1")
-    pending = (await w1.join(g, session=MIN_SESSION)).member_id
+    pending = (await w1.join(g, session_ms=MIN_SESSION)).member_id
     await s.advance(MIN_SESSION + 500)
-    j = await w1.join(g, pending, session=MIN_SESSION)
+    j = await w1.join(g, pending, session_ms=MIN_SESSION)
     s.check(j.error_code == E.UNKNOWN_MEMBER_ID, f"{j}")
 
 
@@ -1004,13 +1004,13 @@ async def scenario_worker_leaves(s: Session) -> None:
 async def scenario_worker_bounces(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
-    m1, m2 = await two_members(s, g, w1, w2, session=MIN_SESSION, rebalance=4000)
+    m1, m2 = await two_members(s, g, w1, w2, session_ms=MIN_SESSION, rebalance_ms=4000)
     await w2.close()  # the crash: no LeaveGroup
     again = await s.client("w2")
-    m2b, pb = await again.new_member(g, session=MIN_SESSION, rebalance=4000)
+    m2b, pb = await again.new_member(g, session_ms=MIN_SESSION, rebalance_ms=4000)
     s.check(m2b != m2, "a new member id")
     s.check((await w1.heartbeat(g, m1, 2)).error_code == E.REBALANCE_IN_PROGRESS, "rebalance")
-    p1 = await w1.join_later(g, m1, session=MIN_SESSION, rebalance=4000)
+    p1 = await w1.join_later(g, m1, session_ms=MIN_SESSION, rebalance_ms=4000)
     await s.advance(4000)  # the old incarnation never rejoined
     j1, jb = await s.result(p1), await s.result(pb)
     s.check(j1.generation_id == 3 and sorted(m.member_id for m in j1.members) == sorted([m1, m2b]), f"{j1}")

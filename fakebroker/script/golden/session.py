@@ -22,15 +22,12 @@ from collections.abc import Callable
 from typing import Any
 
 from ...client import Exchange, KafkaConnection
-from ...protocol import Registry, Struct
+from ...protocol import Registry
 from ...server.broker import FakeBroker
 from ...server.clock import VirtualClock
+from ...testing.client import ScriptedClient
 from ..recorder import Recorder
 
-PROTOCOL_TYPE = "connect"
-SESSION_MS = 10_000
-REBALANCE_MS = 10_000
-DEFAULT_PROTOCOLS: tuple[tuple[str, bytes], ...] = (("sessioned", b"\x00\x02"),)
 # The suffix of generated member ids in golden runs: UUID-shaped like Kafka's, counting.
 GENERATED = re.compile(r"-00000000-0000-0000-0000-[0-9a-f]{12}$")
 
@@ -56,83 +53,6 @@ async def until(pred: Callable[[], bool], what: str, turns: int = 200_000) -> No
         # little so a slow machine still gets there (bounded either way).
         await asyncio.sleep(0 if i < 2000 else 0.001)
     raise ScenarioFailed(f"never happened: {what}")
-
-
-# ---------------------------------------------------------------------------- request fields
-# The classic group APIs' request fields at a version (the coordinator tests' harness builds
-# its requests with these too).
-
-def join_fields(registry: Registry, group: str, member_id: str, version: int, *, session: int,
-                rebalance: int, protocols: tuple[tuple[str, bytes], ...], protocol_type: str,
-                instance: str | None, reason: str | None) -> dict[str, Any]:
-    cls = registry["JoinGroupRequest"].cls.JoinGroupRequestProtocol  # type: ignore[attr-defined]
-    f: dict[str, Any] = dict(group_id=group, session_timeout_ms=session, member_id=member_id,
-                             protocol_type=protocol_type,
-                             protocols=[cls(name=n, metadata=m) for n, m in protocols])
-    if version >= 1:
-        f["rebalance_timeout_ms"] = rebalance
-    if version >= 5:
-        f["group_instance_id"] = instance
-    if version >= 8:
-        f["reason"] = reason
-    return f
-
-
-def sync_fields(registry: Registry, group: str, member_id: str, generation: int, version: int, *,
-                assignments: dict[str, bytes] | None, instance: str | None,
-                protocol_type: str | None, protocol_name: str | None) -> dict[str, Any]:
-    cls = registry["SyncGroupRequest"].cls.SyncGroupRequestAssignment  # type: ignore[attr-defined]
-    f: dict[str, Any] = dict(group_id=group, generation_id=generation, member_id=member_id,
-                             assignments=[cls(member_id=m, assignment=a)
-                                          for m, a in (assignments or {}).items()])
-    if version >= 3:
-        f["group_instance_id"] = instance
-    if version >= 5:
-        f["protocol_type"], f["protocol_name"] = protocol_type, protocol_name
-    return f
-
-
-def heartbeat_fields(group: str, member_id: str, generation: int, version: int,
-                     instance: str | None) -> dict[str, Any]:
-    f: dict[str, Any] = dict(group_id=group, generation_id=generation, member_id=member_id)
-    if version >= 3:
-        f["group_instance_id"] = instance
-    return f
-
-
-def leave_fields(registry: Registry, group: str, members: tuple[tuple[str, str | None] | str, ...],
-                 version: int, reason: str | None) -> dict[str, Any]:
-    """``members``: member ids, or (member id, group.instance.id); v0-2 take one member id."""
-    if version < 3:
-        (m,) = members
-        assert isinstance(m, str)
-        return dict(group_id=group, member_id=m)
-    cls = registry["LeaveGroupRequest"].cls.MemberIdentity  # type: ignore[attr-defined]
-    identities = []
-    for m in members:
-        mid, inst = (m, None) if isinstance(m, str) else m
-        kw: dict[str, Any] = dict(member_id=mid, group_instance_id=inst)
-        if version >= 5:
-            kw["reason"] = reason
-        identities.append(cls(**kw))
-    return dict(group_id=group, members=identities)
-
-
-def describe_fields(groups: tuple[str, ...], version: int, ops: bool) -> dict[str, Any]:
-    f: dict[str, Any] = dict(groups=list(groups))
-    if version >= 3:
-        f["include_authorized_operations"] = ops
-    return f
-
-
-def list_groups_fields(version: int, states: list[str] | None,
-                       types: list[str] | None) -> dict[str, Any]:
-    f: dict[str, Any] = {}
-    if version >= 4:
-        f["states_filter"] = states or []
-    if version >= 5:
-        f["types_filter"] = types or []
-    return f
 
 
 class Session:
@@ -205,20 +125,20 @@ class Session:
         await self.settle()
 
 
-class Client:
-    """One connection with one client id; helpers build requests with the codec."""
+class Client(ScriptedClient):
+    """One connection with one client id: the group APIs' verbs (``ScriptedClient``), each
+    request followed by the session settling."""
 
     def __init__(self, session: Session, conn: KafkaConnection, client_id: str) -> None:
         self.s = session
+        self.registry = session.registry
         self.conn = conn
         self.client_id = client_id
         self._open = True
 
-    def _new(self, api: str, **fields: Any) -> Struct:
-        return self.s.registry[f"{api}Request"].new(**fields)
-
-    async def submit(self, api: str, version: int, **fields: Any) -> asyncio.Future[Exchange]:
-        fut = self.conn.submit(self._new(api, **fields), version)
+    async def submit(self, api: str, version: int, *, label: str = "",
+                     **fields: Any) -> asyncio.Future[Exchange]:
+        fut = self.conn.submit(self.registry[f"{api}Request"].new(**fields), version)
         # A request still parked when its connection closes fails; that is expected.
         fut.add_done_callback(lambda f: f.cancelled() or f.exception())
         self.s._sent += 1
@@ -226,8 +146,8 @@ class Client:
         await self.s.settle()
         return fut
 
-    async def call(self, api: str, version: int, **fields: Any) -> Any:
-        return await self.s.result(await self.submit(api, version, **fields))
+    async def result(self, pending: asyncio.Future[Exchange]) -> Any:
+        return await self.s.result(pending)
 
     async def close(self) -> None:
         if self._open:
@@ -238,52 +158,12 @@ class Client:
 
     # ------------------------------------------------------------------ group APIs
 
-    async def join_later(self, group: str, member_id: str = "", *, version: int = 9,
-                         session: int = SESSION_MS, rebalance: int = REBALANCE_MS,
-                         protocols: tuple[tuple[str, bytes], ...] = DEFAULT_PROTOCOLS,
-                         protocol_type: str = PROTOCOL_TYPE, instance: str | None = None,
-                         reason: str | None = None) -> asyncio.Future[Exchange]:
-        return await self.submit("JoinGroup", version, **join_fields(
-            self.s.registry, group, member_id, version, session=session, rebalance=rebalance,
-            protocols=protocols, protocol_type=protocol_type, instance=instance, reason=reason))
-
-    async def join(self, group: str, member_id: str = "", **kw: Any) -> Any:
-        return await self.s.result(await self.join_later(group, member_id, **kw))
-
     async def new_member(self, group: str, **kw: Any) -> tuple[str, asyncio.Future[Exchange]]:
         """KIP-394: join without an id (MEMBER_ID_REQUIRED), rejoin with the id given.
         Returns the member id and the (possibly parked) rejoin."""
         first = await self.join(group, **kw)
         self.s.check(first.error_code == 79, f"expected MEMBER_ID_REQUIRED, got {first.error_code}")
         return first.member_id, await self.join_later(group, first.member_id, **kw)
-
-    async def sync_later(self, group: str, member_id: str, generation: int, *, version: int = 5,
-                         assignments: dict[str, bytes] | None = None, instance: str | None = None,
-                         protocol_type: str | None = PROTOCOL_TYPE,
-                         protocol_name: str | None = "sessioned") -> asyncio.Future[Exchange]:
-        return await self.submit("SyncGroup", version, **sync_fields(
-            self.s.registry, group, member_id, generation, version, assignments=assignments,
-            instance=instance, protocol_type=protocol_type, protocol_name=protocol_name))
-
-    async def sync(self, group: str, member_id: str, generation: int, **kw: Any) -> Any:
-        return await self.s.result(await self.sync_later(group, member_id, generation, **kw))
-
-    async def heartbeat(self, group: str, member_id: str, generation: int, *, version: int = 4,
-                        instance: str | None = None) -> Any:
-        return await self.call("Heartbeat", version,
-                               **heartbeat_fields(group, member_id, generation, version, instance))
-
-    async def leave(self, group: str, *members: tuple[str, str | None] | str, version: int = 5,
-                    reason: str | None = None) -> Any:
-        return await self.call("LeaveGroup", version,
-                               **leave_fields(self.s.registry, group, members, version, reason))
-
-    async def describe(self, *groups: str, version: int = 6, ops: bool = False) -> Any:
-        return await self.call("DescribeGroups", version, **describe_fields(groups, version, ops))
-
-    async def list_groups(self, *, version: int = 5, states: list[str] | None = None,
-                          types: list[str] | None = None) -> Any:
-        return await self.call("ListGroups", version, **list_groups_fields(version, states, types))
 
     async def commit(self, group: str, offsets: dict[str, dict[int, int]], *, version: int = 9,
                      member_id: str = "", generation: int = -1, instance: str | None = None,
