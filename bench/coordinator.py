@@ -7,12 +7,14 @@ from /proc apart from the load generator's. Each simulated member has its own co
 (a parked JoinGroup holds its connection, as in Kafka). Both brokers get the same group
 settings: a 3 s initial rebalance delay (Kafka's default), sessions from 1 s.
 
-    python bench/coordinator.py                         # N = 100, 1000, 5000; fake and real
+    python bench/coordinator.py                         # N = 100, 1000, 5000, 10000; fake and real
     python bench/coordinator.py -n 100 --seconds 3 --repeats 5
     python bench/coordinator.py --broker fake           # the fake broker alone
+    python bench/coordinator.py --broker fake -n 1000 --profile-server prof.out
 
 Figures: rebalance = a settled group of N: every member rejoins -> every member holds its
-SyncGroup answer;
+SyncGroup answer (wall ms, and the server's and the load generator's CPU ms in it: the
+load generator is not the bottleneck while its CPU stays below the server's);
 heartbeats/s = completed Heartbeat round trips per wall second with every member
 heartbeating back to back; CPU ms per 1k heartbeats for the server and for the load
 generator separately; server RSS growth per member.
@@ -52,6 +54,8 @@ class Result:
     broker: str
     members: int
     rebalance_ms: float
+    rebalance_server_cpu_ms: float
+    rebalance_client_cpu_ms: float
     heartbeats_per_s: float
     server_cpu_ms_per_1k_hb: float
     client_cpu_ms_per_1k_hb: float
@@ -78,7 +82,8 @@ def start_server(profile: str | None = None) -> tuple[subprocess.Popen[str], str
     proc = subprocess.Popen(
         [sys.executable, *cmd, "serve", "--port", "0", "--log-level", "WARNING",
          "--initial-rebalance-delay-ms", str(INITIAL_DELAY_MS),
-         "--min-session-timeout-ms", str(MIN_SESSION_MS), "--max-group-size", "1000000"],
+         "--min-session-timeout-ms", str(MIN_SESSION_MS), "--max-group-size", "1000000",
+         "--max-connections", "1000000"],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()
@@ -107,7 +112,7 @@ async def rebalance(conns: list[KafkaConnection], ids: list[str], group: str,
     A rejoin into a Stable group must carry changed metadata: a follower rejoining with
     unchanged metadata is answered at once with the current generation (Kafka's rule), and
     a real broker's request threads do not keep the order the joins were sent in."""
-    joined = await asyncio.gather(*(c.send(join_req(m, group, metadata), 9, timeout_s=120)
+    joined = await asyncio.gather(*(c.submit(join_req(m, group, metadata), 9)
                                     for c, m in zip(conns, ids)))
     if any(j.response.error_code for j in joined):
         return -1, False
@@ -117,30 +122,32 @@ async def rebalance(conns: list[KafkaConnection], ids: list[str], group: str,
     syncs = []
     for c, m in zip(conns, ids):
         plan = [assign(member_id=x, assignment=b"a" * 32) for x in ids] if m == leader else []
-        syncs.append(c.send(SYNC.new(group_id=group, generation_id=gen, member_id=m,
+        syncs.append(c.submit(SYNC.new(group_id=group, generation_id=gen, member_id=m,
                                      protocol_type="connect", protocol_name="default",
-                                     assignments=plan), 5, timeout_s=120))
+                                     assignments=plan), 5))
     answers = await asyncio.gather(*syncs)
     same = len({j.response.generation_id for j in joined}) == 1
     return gen, same and all(a.response.error_code == 0 for a in answers)
 
 
-async def form_group(conns: list[KafkaConnection], group: str) -> tuple[list[str], int, float]:
+async def form_group(conns: list[KafkaConnection], group: str,
+                     pid: int | None) -> tuple[list[str], int, float, float, float]:
     """Members get ids (v9: MEMBER_ID_REQUIRED) and form the group (untimed: it includes the
     initial rebalance delay), then one full rebalance of all N members is timed: every
     member rejoins (with changed metadata, so the first rejoin of any member starts the
-    rebalance) and syncs."""
-    first = await asyncio.gather(*(c.send(join_req("", group), 9) for c in conns))
+    rebalance) and syncs. Returns the ids, the generation, and the timed rebalance's wall
+    time and server and client CPU time (ms)."""
+    first = await asyncio.gather(*(c.submit(join_req("", group), 9) for c in conns))
     ids = [ex.response.member_id for ex in first]
     gen, ok = await rebalance(conns, ids, group)
     if not ok:
         raise RuntimeError("the group did not form in one generation")
-    t0 = time.perf_counter()
+    s0, c0, t0 = proc_cpu_s(pid), time.process_time(), time.perf_counter()
     gen, ok = await rebalance(conns, ids, group, b"n" * 64)
-    elapsed = (time.perf_counter() - t0) * 1000
+    s1, c1, t1 = proc_cpu_s(pid), time.process_time(), time.perf_counter()
     if not ok:
         raise RuntimeError("the timed rebalance did not complete cleanly")
-    return ids, gen, elapsed
+    return ids, gen, (t1 - t0) * 1000, (s1 - s0) * 1000, (c1 - c0) * 1000
 
 
 async def heartbeat_for(conns: list[KafkaConnection], ids: list[str], gen: int, group: str,
@@ -152,7 +159,7 @@ async def heartbeat_for(conns: list[KafkaConnection], ids: list[str], gen: int, 
         nonlocal count
         req = HB.new(group_id=group, generation_id=gen, member_id=m)
         while time.perf_counter() < stop:
-            ex = await c.send(req, 4)
+            ex = await c.submit(req, 4)
             assert ex.response.error_code == 0, ex.response.error_code
             count += 1
 
@@ -164,19 +171,22 @@ async def one_run(broker: str, bootstrap: str, pid: int | None, n: int, seconds:
     group = f"bench-{n}-{run}"
     conns = await asyncio.gather(*(KafkaConnection.open(bootstrap, timeout_s=120) for _ in range(n)))
     try:
-        rss0 = proc_rss(pid)
-        ids, gen, rebalance_ms = await form_group(conns, group)
-        rss1 = proc_rss(pid)
-        s0, c0, w0 = proc_cpu_s(pid), time.process_time(), time.perf_counter()
-        beats = await heartbeat_for(conns, ids, gen, group, seconds)
-        s1, c1, w1 = proc_cpu_s(pid), time.process_time(), time.perf_counter()
+        # One bound for the whole run instead of a timer per request (the load generator's
+        # per-request cost must stay below the broker's; timers in a heap of N cost log N).
+        async with asyncio.timeout(600 + seconds):
+            rss0 = proc_rss(pid)
+            ids, gen, rebalance_ms, reb_server, reb_client = await form_group(conns, group, pid)
+            rss1 = proc_rss(pid)
+            s0, c0, w0 = proc_cpu_s(pid), time.process_time(), time.perf_counter()
+            beats = await heartbeat_for(conns, ids, gen, group, seconds)
+            s1, c1, w1 = proc_cpu_s(pid), time.process_time(), time.perf_counter()
     finally:
         await asyncio.gather(*(c.close() for c in conns))
-    return Result(broker, n, rebalance_ms, beats / (w1 - w0), (s1 - s0) * 1e6 / beats,
+    return Result(broker, n, rebalance_ms, reb_server, reb_client, beats / (w1 - w0), (s1 - s0) * 1e6 / beats,
                   (c1 - c0) * 1e6 / beats, (rss1 - rss0) / n)
 
 
-FIELDS = ("rebalance_ms", "heartbeats_per_s", "server_cpu_ms_per_1k_hb", "client_cpu_ms_per_1k_hb",
+FIELDS = ("rebalance_ms", "rebalance_server_cpu_ms", "rebalance_client_cpu_ms", "heartbeats_per_s", "server_cpu_ms_per_1k_hb", "client_cpu_ms_per_1k_hb",
           "server_rss_bytes_per_member")
 
 
@@ -195,7 +205,8 @@ def ratios(rows: list[Result]) -> list[dict[str, float]]:
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-n", type=int, action="append", help="members (repeatable; default 100, 1000, 5000)")
+    p.add_argument("-n", type=int, action="append",
+                   help="members (repeatable; default 100, 1000, 5000, 10000)")
     p.add_argument("--seconds", type=float, default=3.0, help="heartbeat phase length per run")
     p.add_argument("--repeats", type=int, default=3, help="runs per N; medians are printed")
     p.add_argument("--broker", choices=("both", "fake", "real"), default="both",
@@ -206,7 +217,7 @@ def main() -> None:
                    help="run the fake broker under cProfile and write its stats to FILE "
                         "(read them with python -m pstats FILE)")
     a = p.parse_args()
-    sizes = a.n or [100, 1000, 5000]
+    sizes = a.n or [100, 1000, 5000, 10000]
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     # Before the brokers start: they inherit the limit (each member is a connection).
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * max(sizes) + 256)), hard))
@@ -232,16 +243,18 @@ def main() -> None:
     finally:
         if fake_proc is not None:
             fake_proc.terminate()
-            fake_proc.wait(10)
+            fake_proc.wait(120)  # (under --profile-server it writes its stats first)
         if kafka is not None:
             kafka.stop()
     if a.json:
         print(json.dumps({"results": [asdict(r) for r in rows], "fake_over_real": ratios(rows)}, indent=2))
         return
-    print(f"{'broker':>6} {'members':>8} {'rebalance ms':>13} {'heartbeats/s':>13} {'server CPU ms/1k hb':>20} "
+    print(f"{'broker':>6} {'members':>8} {'rebalance ms':>13} {'(server CPU':>11} {'client CPU)':>11} "
+          f"{'heartbeats/s':>13} {'server CPU ms/1k hb':>20} "
           f"{'client CPU ms/1k hb':>20} {'server RSS B/member':>20}")
     for r in rows:
-        print(f"{r.broker:>6} {r.members:>8} {r.rebalance_ms:>13.1f} {r.heartbeats_per_s:>13.0f} "
+        print(f"{r.broker:>6} {r.members:>8} {r.rebalance_ms:>13.1f} {r.rebalance_server_cpu_ms:>11.0f} "
+              f"{r.rebalance_client_cpu_ms:>11.0f} {r.heartbeats_per_s:>13.0f} "
               f"{r.server_cpu_ms_per_1k_hb:>20.1f} {r.client_cpu_ms_per_1k_hb:>20.1f} "
               f"{r.server_rss_bytes_per_member:>20.0f}")
     print(f"(medians of {a.repeats} runs; {a.seconds}s heartbeat phase each)")

@@ -72,11 +72,15 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
                         "assignor of KIP-848 consumer groups)")
     p.add_argument("--group-log", metavar="HOST:PORT[/TOPIC]",
                    help="persist connect groups on a real Kafka: every state change of a "
-                        "connect group is written as one record batch to partition 0 of TOPIC "
+                        "connect group is written to partition 0 of TOPIC "
                         "(default __worker_offsets, created compacted if missing) on the Kafka at HOST:PORT, "
                         "and at start every connect group found on that topic is loaded "
                         "(fresh session timeouts, pending revocations' rebalance timeouts "
-                        "re-armed). A write that fails fails the request (nothing is retried)")
+                        "re-armed). Writes go out from a thread, never blocking the broker: the "
+                        "state changes waiting at a time go in order as one record batch, and "
+                        "every coordinator answer waits until the writes made before it are "
+                        "acknowledged. A write that fails closes the connections waiting on it "
+                        "(nothing is retried)")
     p.add_argument("--log-level", default="INFO",
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log verbosity")
     p.set_defaults(func=cmd_serve)
