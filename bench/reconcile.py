@@ -5,13 +5,17 @@ timed). Then one member joins (or the member with the smallest id leaves), and e
 member heartbeats once per round, honestly (revoking at once, acknowledging in its next
 heartbeat), until every member is STABLE at the new target with exactly its units. The
 timed part is everything after the join / leave: the engine's work and the scripted
-members' (small) share. Time is virtual: a round is one heartbeat interval.
+members' (small) share. Time is virtual: a round is one heartbeat interval, or N virtual
+ms when that is longer (connect groups' sessions are then lengthened to 3 N ms, so no
+member expires between its own heartbeats). The per-heartbeat column is the figure to
+compare across N (it should stay flat).
 
 Groups: consumer groups with the ``uniform`` and ``range`` server-side assignors (units are
 partitions of one topic), and connect groups (units are connectors and tasks; the selected
 worker installs a balanced sticky target computed in the bench, not timed separately).
 
     python bench/reconcile.py                 # N = 10, 100, 1000; median of 5 repeats
+    python bench/reconcile.py --sizes 1000 10000 --repeats 3
     python bench/reconcile.py --sizes 10 100 --repeats 9 --json
 """
 
@@ -101,8 +105,11 @@ def connect_setup(n: int) -> Driver[ConnectUnit]:
     frozen = {m: frozenset(us) for m, us in assignment.items()}
     md = MemberMetadata(rebalance_timeout_ms=60_000, client_assignors=ASSIGNORS)
     catalog = {"": sorted_units(units)}
+    # Connect's 10 s session, unless a round of N heartbeats (1 virtual ms apart) lasts
+    # longer: members would then expire between their own heartbeats.
+    config = EngineConfig.connect(GROUP, session_timeout_ms=max(10_000, 3 * n))
     engine: GroupEngine[ConnectUnit] = GroupEngine.rebuild(
-        stable_records(frozen, md, catalog), EngineConfig.connect(GROUP), connect_policy())
+        stable_records(frozen, md, catalog), config, connect_policy())
     return _driver(engine, frozen, md, round_robin_installer(units))
 
 
@@ -172,6 +179,7 @@ def main(argv: list[str] | None = None) -> int:
                 if not args.json:
                     r = rows[-1]
                     print(f"{kind:<17} N={n:<5} {change:<5}  median {r['cpu_ms_median']:9.2f} ms CPU"
+                          f" = {1000 * r['cpu_ms_median'] / r['heartbeats']:6.1f} us/heartbeat"
                           f"  ({r['rounds']} rounds, {r['heartbeats']} heartbeats, "
                           f"{r['virtual_ms']} virtual ms)", flush=True)
     if args.json:

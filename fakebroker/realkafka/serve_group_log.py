@@ -19,11 +19,15 @@ def extend_serve(sub: argparse._SubParsersAction) -> None:
     p = sub.choices["serve"]
     p.add_argument("--group-log", metavar="HOST:PORT[/TOPIC]",
                    help="persist connect groups on a real Kafka: every state change of a "
-                        "connect group is written as one record batch to partition 0 of TOPIC "
+                        "connect group is written to partition 0 of TOPIC "
                         "(default __worker_offsets, created compacted if missing) on the Kafka at HOST:PORT, "
                         "and at start every connect group found on that topic is loaded "
                         "(fresh session timeouts, pending revocations' rebalance timeouts "
-                        "re-armed). A write that fails fails the request (nothing is retried)")
+                        "re-armed). Writes go out from a thread, never blocking the broker: the "
+                        "state changes waiting at a time go in order as one record batch, and "
+                        "every coordinator answer waits until the writes made before it are "
+                        "acknowledged. A write that fails closes the connections waiting on it "
+                        "(nothing is retried)")
     p.set_defaults(open_connect_store=open_for_serve)
 
 
