@@ -187,26 +187,25 @@ def _descendants(root: int) -> list[tuple[int, str, float]]:
     return out
 
 
-_SPARK: Any = None
+def start_spark(master: str, driver_memory: str) -> Any:
+    """One session for every run, started before the clock (its start-up is not the job's
+    cost). Local mode: the executors live in the driver JVM, whose heap is fixed, not sized
+    to the corpus."""
+    from conformance.pipeline.session import spark_session
+    return spark_session(master, {"spark.ui.enabled": "false", "spark.driver.memory": driver_memory},
+                         progress=False)
 
 
-def spark_run(folder: Path, master: str, driver_memory: str) -> tuple[int, int, dict[str, float]]:
-    """Ingest into a fresh warehouse, then audit it; seconds of each stage. One session for
-    every run (its start-up is not the job's cost)."""
-    global _SPARK
+def spark_run(spark: Any, folder: Path) -> tuple[int, int, dict[str, float]]:
+    """Ingest into a fresh warehouse, then audit it; seconds of each stage."""
     from conformance.pipeline.audit import audit
     from conformance.pipeline.ingest import ingest
     from conformance.pipeline.inputs import resolve
-    from conformance.pipeline.session import spark_session
     from conformance.pipeline.tables import EXCHANGE
     from conformance.pipeline.warehouse import Warehouse
-    if _SPARK is None:
-        # local mode: the executors live in the driver JVM; the heap is fixed, not sized to the corpus
-        _SPARK = spark_session(master, {"spark.ui.enabled": "false", "spark.driver.memory": driver_memory},
-                               progress=False)
     wh_dir = Path(tempfile.mkdtemp(prefix="bench-wh-"))
     try:
-        wh = Warehouse(_SPARK, wh_dir)
+        wh = Warehouse(spark, wh_dir)
         t0 = time.perf_counter()
         s = ingest(wh, resolve([str(folder)]))
         t1 = time.perf_counter()
@@ -244,6 +243,7 @@ def main() -> int:
                    help="where corpora are generated once and kept")
     args = p.parse_args()
     results = []
+    spark = start_spark(args.master, args.driver_memory)
     for size in args.exchanges:
         folder, n, gen_s = corpus(Path(args.cache), size)
         row: dict[str, Any] = {"exchanges": n, "generate_s": round(gen_s, 1), "corpus_mb": round(
@@ -256,7 +256,7 @@ def main() -> int:
                 for _ in range(args.repeats):
                     t = time.perf_counter()
                     if name == "spark":
-                        *counts, st = spark_run(folder, args.master, args.driver_memory)
+                        *counts, st = spark_run(spark, folder)
                         stages.append(st)
                     else:
                         counts = baseline(folder)

@@ -62,10 +62,10 @@ def lines(spark: SparkSession, files: dict[str, str]) -> DataFrame:
     maps path to content hash. A line's number is its index within its file split plus the
     lines of the file's earlier splits (counted in a first, cheap pass: text only)."""
     names = spark.createDataFrame(list(files.items()), "source string, source_hash string")
-    raw = spark.read.text(list(files)).select(
-        _source().alias("source"), F.col("_metadata.file_block_start").alias("_block"),
-        F.monotonically_increasing_id().alias("_pos"), "value")
-    splits = raw.groupBy("source", "_block").agg(F.count("*").alias("n"), F.min("_pos").alias("first"))
+    where = [_source().alias("source"), F.col("_metadata.file_block_start").alias("_block"),
+             F.monotonically_increasing_id().alias("_pos")]
+    splits = spark.read.text(list(files)).select(*where).groupBy("source", "_block").agg(
+        F.count("*").alias("n"), F.min("_pos").alias("first"))
     base, before, last = [], 0, None
     for r in sorted(splits.collect(), key=lambda r: (r.source, r._block)):
         before = 0 if r.source != last else before
@@ -74,10 +74,12 @@ def lines(spark: SparkSession, files: dict[str, str]) -> DataFrame:
     offsets = spark.createDataFrame(base, "source string, _block long, _base long")
     schema = transcript_line_schema()
     schema = schema.__class__([f if f.name != "body" else f.__class__("body", BODY, True) for f in schema])
+    # Parsed in the projection that numbers the lines: that projection is not deterministic,
+    # so no filter is pushed below it and each line is parsed once, not once per field read.
+    raw = spark.read.text(list(files)).select(*where, "value", F.from_json("value", schema).alias("j"))
     return (raw.join(F.broadcast(offsets), ["source", "_block"])
-            .select("source", (F.col("_pos") + F.col("_base")).alias("line"), "value")
-            .join(F.broadcast(names), "source")
-            .withColumn("j", F.from_json("value", schema)))
+            .select("source", (F.col("_pos") + F.col("_base")).alias("line"), "value", "j")
+            .join(F.broadcast(names), "source"))
 
 
 def _draft_units(c: Column) -> Column:
@@ -104,17 +106,21 @@ def _api_names() -> Column:
     return F.create_map(*[x for k in sorted(reg.requests) for x in (F.lit(k), F.lit(reg.api_name(k)))])
 
 
-def _exchange_columns(q: Column, p: Column, api: Column) -> list[Column]:
-    """The exchange table's decoded columns from the request body ``q``, the response body
-    ``p`` and the API name (the rules of ``decode.exchange_fields``)."""
-    join, sync, leave, hb = (api == JOIN), (api == SYNC), (api == LEAVE), (api == CONNECT_HB)
-    draft_assignment = F.from_json(p["Assignment"], "Error int, ConnectorsAndTasks struct<Connectors: "
-                                   "array<string>, Tasks: array<struct<ConnectorId: string, TaskId: int>>>")
-    emb_in = F.when(join | sync, F.struct(
+def _embedded_input(q: Column, p: Column, api: Column) -> Column:
+    """What ``_embedded`` reads: set for JoinGroup and SyncGroup only."""
+    return F.when((api == JOIN) | (api == SYNC), F.struct(
         api.alias("api"), q["ProtocolType"].alias("ptype"), q["Protocols"].alias("protocols"),
         q["Assignments"].alias("plans"), p["Members"].alias("members"),
         p["Assignment"].alias("assignment"), p["ErrorCode"].alias("error")))
-    emb = F.udf(lambda a: _embedded(a), EMBEDDED, useArrow=True)(emb_in)  # noqa: PLW0108 (hints would make it a pandas UDF)
+
+
+def _exchange_columns(q: Column, p: Column, api: Column, emb: Column) -> list[Column]:
+    """The exchange table's decoded columns from the request body ``q``, the response body
+    ``p``, the API name and ``emb``, Connect's embedded bytes decoded (the rules of
+    ``decode.exchange_fields``)."""
+    join, sync, leave, hb = (api == JOIN), (api == SYNC), (api == LEAVE), (api == CONNECT_HB)
+    draft_assignment = F.from_json(p["Assignment"], "Error int, ConnectorsAndTasks struct<Connectors: "
+                                   "array<string>, Tasks: array<struct<ConnectorId: string, TaskId: int>>>")
     leave_member = F.coalesce(F.nullif(q["MemberId"], F.lit("")), q["Members"][0]["MemberId"])
     return [
         q["GroupId"].alias("group_id"),
@@ -200,12 +206,14 @@ def ingest(spark: SparkSession, files: dict[str, str]) -> DataFrame:
     reqs, orphans = _pairs(frames)
     q, p = F.col("body"), F.col("r.body")
     api = _api_names()[F.col("api_key")]
-    exchanges = reqs.select(
+    # One UDF call per row, in a column of its own (its fields are read many times below).
+    embedded = F.udf(lambda a: _embedded(a), EMBEDDED, useArrow=True)  # noqa: PLW0108 (hints would make it a pandas UDF)
+    exchanges = reqs.withColumn("_emb", embedded(_embedded_input(q, p, api))).select(
         "source", "source_hash", "conn", F.col("line").alias("ref"), F.col("r.line").alias("resp_ref"),
         F.col("time").alias("req_time"), F.col("r.time").alias("resp_time"),
         F.col("vtime_ms").alias("req_vtime_ms"), F.col("r.vtime_ms").alias("resp_vtime_ms"),
         "api_key", api.alias("api"), "version", "correlation_id", "client_id",
-        *_exchange_columns(q, p, api))
+        *_exchange_columns(q, p, api, F.col("_emb")))
     orphan_rejects = orphans.select(
         "source", "source_hash", F.col("line").alias("ref"),
         F.concat(F.lit("response with correlation id "), F.col("correlation_id").cast("string"),
