@@ -1,17 +1,20 @@
 """Ingest + audit throughput of the Spark pipeline against a plain single-process Python
 audit of the same corpus (the baseline a user would write), side by side.
 
-    python bench/pipeline.py --exchanges 1000000 --repeats 3
-    python bench/pipeline.py --exchanges 100000 200000 --repeats 3 --json
+    python bench/pipeline.py --exchanges 1000000 4000000 --repeats 1
+    python bench/pipeline.py --exchanges 100000 --repeats 3 --json
 
 The corpus is shaped from recorded exchanges: one Connect group's life (workers joining
-with Connect's metadata, KIP-415 rounds with revocations, heartbeats, a leave) is built
-with the project's codec once, then copied to many groups by renaming the group id (ids of
-one length, so the raw bytes stay valid), and written as transcripts of ~50k exchanges
-each. Both sides read the same files and run the same checks
-(``conformance.pipeline.audit.audit_group``); the baseline decodes frames with the same
-codec, one line at a time. Captures are not generated here (pcap ingest shares the decode
-step after TCP reassembly). Figures are medians of the repeats.
+with Connect's metadata, KIP-415 rounds with revocations, heartbeats) is built with the
+project's codec once, then copied to many groups by renaming the group id (ids of one
+length, so the raw bytes stay valid), and written as transcripts of ~50k exchanges each,
+once per size into ``--cache`` (later runs reuse it). Both sides read the same files and
+apply the same rules: Spark ingests into a fresh warehouse and audits it (``ingest_s``,
+``audit_s`` per run); the baseline reads each line with ``json.loads``, pairs answers by
+(connection, correlation id), takes the fields with ``decode.exchange_fields`` (Connect's
+embedded bytes through the codec) and runs ``audit.audit_group``. Memory: peak RSS of the
+JVM (driver and, in local mode, the executors) and of the JVM with its Python workers,
+sampled from /proc; the baseline's is the peak of this process. Figures are medians.
 """
 
 from __future__ import annotations
@@ -24,9 +27,11 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 from collections import defaultdict
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -100,49 +105,130 @@ def write_corpus(folder: Path, exchanges: int) -> int:
 
 
 def baseline(folder: Path) -> tuple[int, int]:
-    """Plain Python: read every line, decode frames with the codec, pair, group, audit."""
+    """Plain Python, the way a user would write it: json.loads every line, answer each
+    request by (connection, correlation id), take the fields from the bodies (Connect's
+    embedded bytes through the codec, the same ``exchange_fields`` the pcap path uses),
+    group, and run every check of ``audit_group``."""
     from conformance.pipeline.audit import audit_group
-    from conformance.pipeline.decode import Frame, pair
-    conns: dict[tuple[str, str], list[Frame]] = defaultdict(list)
+    from conformance.pipeline.decode import exchange_fields, registry
+    names = {k: registry().api_name(k) for k in registry().requests}
+    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
+    total = 0
     for path in sorted(folder.glob("*.jsonl")):
+        source = str(path)
+        open_requests: dict[tuple[str, int], tuple[int, dict]] = {}
         with open(path, encoding="utf-8") as fh:
             for n, text in enumerate(fh, 1):
                 obj = json.loads(text)
-                if obj.get("kind") in ("request", "response"):
-                    conns[(str(path), str(obj["conn"]))].append(Frame(
-                        kind=obj["kind"], ref=n, raw=bytes.fromhex(obj["raw"]) if obj.get("raw") else None,
-                        time=obj.get("time"), vtime_ms=obj.get("vtime_ms")))
-    groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    total = 0
-    for (source, conn), frames in conns.items():
-        for row in pair(frames):
-            if row.get("reject"):
-                continue
-            total += 1
-            row.update(source=source, source_kind="transcript", conn=conn)
-            if row.get("group_id"):
-                groups[(source, row["group_id"])].append(row)
+                kind = obj.get("kind")
+                if kind == "request":
+                    open_requests[(obj["conn"], obj["correlation_id"])] = (n, obj)
+                elif kind == "response":
+                    ref, req = open_requests.pop((obj["conn"], obj["correlation_id"]))
+                    api = names[req["api_key"]]
+                    row = {"source": source, "source_kind": "transcript", "conn": str(obj["conn"]),
+                           "ref": ref, "resp_ref": n, "req_time": req.get("time"),
+                           "resp_time": obj.get("time"), "req_vtime_ms": req.get("vtime_ms"),
+                           "resp_vtime_ms": obj.get("vtime_ms"), "api": api}
+                    row.update(exchange_fields(api, req["body"], obj["body"]))
+                    total += 1
+                    if row["group_id"]:
+                        groups[(source, row["group_id"])].append(row)
     found = sum(len(audit_group(rows)) for rows in groups.values())
     return total, found
 
 
-def spark_run(folder: Path, master: str) -> tuple[int, int]:
+class PeakRss:
+    """Peak resident memory of this process's children (the JVM, and the Python workers it
+    forks), sampled every 0.2 s from /proc: the JVM alone and JVM + workers."""
+
+    def __init__(self) -> None:
+        self.jvm_mb = self.total_mb = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> "PeakRss":
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.2):
+            jvm = total = 0.0
+            for pid, name, rss in _descendants(os.getpid()):
+                total += rss
+                if name == "java":
+                    jvm += rss
+            self.jvm_mb, self.total_mb = max(self.jvm_mb, jvm), max(self.total_mb, total)
+
+
+def _descendants(root: int) -> list[tuple[int, str, float]]:
+    parents: dict[int, list[int]] = defaultdict(list)
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    parents[int(f.read().rsplit(")", 1)[1].split()[1])].append(int(d))
+            except OSError:
+                pass
+    out, todo = [], list(parents[root])
+    while todo:
+        pid = todo.pop()
+        todo += parents[pid]
+        try:
+            with open(f"/proc/{pid}/status") as f:
+                fields = dict(line.split(":", 1) for line in f if ":" in line)
+            out.append((pid, fields["Name"].strip(), int(fields.get("VmRSS", "0 kB").split()[0]) / 1024))
+        except (OSError, KeyError, ValueError):
+            pass
+    return out
+
+
+def start_spark(master: str, driver_memory: str) -> Any:
+    """One session for every run, started before the clock (its start-up is not the job's
+    cost). Local mode: the executors live in the driver JVM, whose heap is fixed, not sized
+    to the corpus."""
+    from conformance.pipeline.session import spark_session
+    return spark_session(master, {"spark.ui.enabled": "false", "spark.driver.memory": driver_memory},
+                         progress=False)
+
+
+def spark_run(spark: Any, folder: Path) -> tuple[int, int, dict[str, float]]:
+    """Ingest into a fresh warehouse, then audit it; seconds of each stage."""
     from conformance.pipeline.audit import audit
     from conformance.pipeline.ingest import ingest
     from conformance.pipeline.inputs import resolve
-    from conformance.pipeline.session import spark_session
     from conformance.pipeline.tables import EXCHANGE
     from conformance.pipeline.warehouse import Warehouse
-    # local mode: the executors live in the driver JVM, whose default 1 GiB is too small at 1M
-    spark = spark_session(master, {"spark.ui.enabled": "false", "spark.driver.memory": "6g"}, progress=False)
     wh_dir = Path(tempfile.mkdtemp(prefix="bench-wh-"))
     try:
         wh = Warehouse(spark, wh_dir)
+        t0 = time.perf_counter()
         s = ingest(wh, resolve([str(folder)]))
+        t1 = time.perf_counter()
         found = audit(wh.read("exchanges", EXCHANGE)).count()
-        return s.exchanges, found
+        t2 = time.perf_counter()
+        return s.exchanges, found, {"ingest_s": round(t1 - t0, 1), "audit_s": round(t2 - t1, 1)}
     finally:
         shutil.rmtree(wh_dir, ignore_errors=True)
+
+
+def corpus(cache: Path, size: int) -> tuple[Path, int, float]:
+    """The corpus of ``size`` exchanges, generated once into ``cache`` (folder, exact count,
+    seconds spent generating now: 0 when it was there)."""
+    folder = cache / f"corpus-{size}"
+    done = folder / "COUNT"
+    if done.exists():
+        return folder, int(done.read_text()), 0.0
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    t = time.perf_counter()
+    n = write_corpus(folder, size)
+    done.write_text(str(n))
+    return folder, n, time.perf_counter() - t
 
 
 def main() -> int:
@@ -152,37 +238,43 @@ def main() -> int:
     p.add_argument("--master", default="local[*]")
     p.add_argument("--json", action="store_true")
     p.add_argument("--skip-baseline", action="store_true")
+    p.add_argument("--driver-memory", default="2g", help="the local JVM's heap (default 2g, any corpus size)")
+    p.add_argument("--cache", default=os.path.expanduser("~/.cache/connect-conformance/bench-pipeline"),
+                   help="where corpora are generated once and kept")
     args = p.parse_args()
     results = []
+    spark = start_spark(args.master, args.driver_memory)
     for size in args.exchanges:
-        folder = Path(tempfile.mkdtemp(prefix=f"bench-corpus-{size}-"))
-        try:
-            t = time.perf_counter()
-            n = write_corpus(folder, size)
-            gen_s = time.perf_counter() - t
-            row = {"exchanges": n, "corpus_mb": round(sum(f.stat().st_size for f in folder.iterdir()) / 1e6, 1),
-                   "generate_s": round(gen_s, 1)}
-            for name, fn in (("spark", lambda: spark_run(folder, args.master)),
-                             ("baseline", lambda: baseline(folder))):
-                if name == "baseline" and args.skip_baseline:
-                    continue
-                times, counts = [], None
+        folder, n, gen_s = corpus(Path(args.cache), size)
+        row: dict[str, Any] = {"exchanges": n, "generate_s": round(gen_s, 1), "corpus_mb": round(
+            sum(f.stat().st_size for f in folder.glob("*.jsonl")) / 1e6, 1)}
+        for name in ("spark", "baseline"):
+            if name == "baseline" and args.skip_baseline:
+                continue
+            times, counts, stages = [], (0, 0), []
+            with PeakRss() as rss:
                 for _ in range(args.repeats):
                     t = time.perf_counter()
-                    counts = fn()
+                    if name == "spark":
+                        *counts, st = spark_run(spark, folder)
+                        stages.append(st)
+                    else:
+                        counts = baseline(folder)
                     times.append(time.perf_counter() - t)
-                med = statistics.median(times)
-                row[name] = {"median_s": round(med, 2), "runs_s": [round(x, 2) for x in times],
-                             "exchanges_per_s": round(counts[0] / med), "exchanges": counts[0],
-                             "violations": counts[1], "us_per_exchange": round(med / max(counts[0], 1) * 1e6, 1)}
-                print(f"{n} exchanges, {name}: median {med:.1f}s ({counts[0] / med:,.0f}/s), "
-                      f"{counts[1]} violation(s)", file=sys.stderr, flush=True)
-            if "spark" in row and "baseline" in row:
-                row["speedup"] = round(row["baseline"]["median_s"] / row["spark"]["median_s"], 2)
-            row["driver_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
-            results.append(row)
-        finally:
-            shutil.rmtree(folder, ignore_errors=True)
+            med = statistics.median(times)
+            row[name] = {"median_s": round(med, 2), "runs_s": [round(x, 2) for x in times],
+                         "exchanges_per_s": round(counts[0] / med), "exchanges": counts[0],
+                         "violations": counts[1], "us_per_exchange": round(med / max(counts[0], 1) * 1e6, 1)}
+            if name == "spark":
+                row[name].update(stages=stages, jvm_peak_rss_mb=round(rss.jvm_mb),
+                                 jvm_and_workers_peak_rss_mb=round(rss.total_mb))
+            print(f"{n} exchanges, {name}: median {med:.1f}s ({counts[0] / med:,.0f}/s), "
+                  f"{counts[1]} violation(s)", file=sys.stderr, flush=True)
+        if "spark" in row and "baseline" in row:
+            row["speedup"] = round(row["baseline"]["median_s"] / row["spark"]["median_s"], 2)
+        # the baseline and the driver share this process: its peak is the baseline's memory
+        row["python_process_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        results.append(row)
     out = {"cpus": os.cpu_count(), "load_avg": os.getloadavg(), "results": results}
     print(json.dumps(out, indent=None if args.json else 2))
     return 0

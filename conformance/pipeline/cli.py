@@ -96,7 +96,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     from pyspark.sql import functions as F
 
     from .audit import audit
-    from .metrics import rebalances
+    from .metrics import rounds_table
     from .report import write_report
     from .tables import EXCHANGE
     warehouse = args.warehouse or tempfile.mkdtemp(prefix="conformance-warehouse-")
@@ -120,8 +120,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     wh.replace("violations", audit(ex))
     found = wh.read("violations", _violation_schema())
     total = found.count()
-    rb = rebalances(ex)
-    wh.replace("rebalances", rb)
+    wh.replace("rounds", rounds_table(ex))
     groups = ex.select("source", "group_id").where("group_id is not null").distinct().count()
     print(f"audit: {n} exchange(s), {groups} group(s), {total} violation(s) "
           f"[{time.monotonic() - t0:.1f}s]")

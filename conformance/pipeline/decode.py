@@ -65,20 +65,23 @@ def _connect_entries(entries: list[Any] | None) -> list[str]:
     return unit_names(tasks=[(e.connector, t) for e in entries or () for t in e.tasks])
 
 
-def connect_assignment(data: bytes) -> dict[str, Any]:
-    """Connect's embedded assignment (SyncGroup), decoded by the codec."""
-    version, a = registry()["ConnectProtocolAssignment"].decode_versioned(data)
+@functools.lru_cache(maxsize=1 << 14)
+def connect_assignment(data: str) -> dict[str, Any]:
+    """Connect's embedded assignment (SyncGroup, hex), decoded by the codec. Cached: a group's
+    rounds repeat the same bytes (callers must not change the result)."""
+    version, a = registry()["ConnectProtocolAssignment"].decode_versioned(bytes.fromhex(data))
     return {"assignment_version": version, "assignment_error": a.error, "leader": a.leader,
             "assigned": _connect_entries(a.assignment),
             "revoked": _connect_entries(getattr(a, "revoked", None)),
             "scheduled_delay_ms": getattr(a, "scheduled_delay", 0) or 0}
 
 
-def connect_metadata(data: bytes) -> tuple[int, list[str] | None]:
-    """A worker's JoinGroup metadata: its version and the work it reports owning (v1+)."""
-    version, m = registry()["ConnectProtocolMetadata"].decode_versioned(data)
+@functools.lru_cache(maxsize=1 << 14)
+def connect_metadata(data: str) -> tuple[int, list[str] | None]:
+    """A worker's JoinGroup metadata (hex): its version and the work it reports owning (v1+)."""
+    version, m = registry()["ConnectProtocolMetadata"].decode_versioned(bytes.fromhex(data))
     alloc = getattr(m, "allocation", None)
-    return version, (connect_assignment(alloc)["assigned"] if alloc else None)
+    return version, (connect_assignment(alloc.hex())["assigned"] if alloc else None)
 
 
 def _draft_units(cat: dict[str, Any] | None) -> list[str] | None:
@@ -86,10 +89,6 @@ def _draft_units(cat: dict[str, Any] | None) -> list[str] | None:
         return None
     return unit_names(cat.get("Connectors") or (),
                       [(t["ConnectorId"], t["TaskId"]) for t in cat.get("Tasks") or ()])
-
-
-def _hex(value: str | None) -> bytes | None:
-    return bytes.fromhex(value) if value else None
 
 
 def exchange_fields(api: str, req: dict[str, Any], resp: dict[str, Any] | None) -> dict[str, Any]:
@@ -108,26 +107,6 @@ def exchange_fields(api: str, req: dict[str, Any], resp: dict[str, Any] | None) 
                    protocols=[p["Name"] for p in req.get("Protocols") or ()],
                    resp_generation=resp.get("GenerationId"), resp_member_id=resp.get("MemberId"),
                    leader=resp.get("Leader"), protocol_name=resp.get("ProtocolName"))
-        connect = req.get("ProtocolType") == "connect"
-        if connect and req.get("Protocols"):
-            with _embedded(out, "Protocols[0].Metadata"):
-                out["meta_version"], out["owned"] = connect_metadata(_hex(req["Protocols"][0]["Metadata"]) or b"")
-        if connect and resp.get("Members"):
-            with _embedded(out, "Members[*].Metadata"):
-                out["members"] = [{"member": m["MemberId"],
-                                   "owned": connect_metadata(_hex(m["Metadata"]) or b"")[1]}
-                                  for m in resp["Members"]]
-    elif api == SYNC:
-        connect = req.get("ProtocolType") in ("connect", None)
-        plans = req.get("Assignments") or []
-        if connect and plans:
-            with _embedded(out, "Assignments[*].Assignment"):
-                out["plan"] = [{"member": p["MemberId"], **_plan_units(_hex(p["Assignment"]))}
-                               for p in plans]
-        data = _hex(resp.get("Assignment"))
-        if connect and data and resp.get("ErrorCode") == 0:
-            with _embedded(out, "response Assignment"):
-                out.update(connect_assignment(data))
     elif api == LEAVE:
         ids = [m.get("MemberId") for m in req.get("Members") or ()]
         out["member_id"] = req.get("MemberId") or (ids[0] if ids else None)
@@ -135,11 +114,37 @@ def exchange_fields(api: str, req: dict[str, Any], resp: dict[str, Any] | None) 
         out.update(member_epoch=req.get("MemberEpoch"), resp_member_epoch=resp.get("MemberEpoch"),
                    rebalance_timeout_ms=req.get("RebalanceTimeoutMs"),
                    protocols=[a["Name"] for a in req.get("ClientAssignors") or ()],
+                   assignors=[{"name": a["Name"], "min_version": a["MinimumVersion"],
+                               "max_version": a["MaximumVersion"]} for a in req.get("ClientAssignors") or ()],
                    owned=_draft_units(req.get("ConnectorsAndTasks")))
         assignment = resp.get("Assignment")
         if assignment is not None:
             out.update(assigned=_draft_units(assignment.get("ConnectorsAndTasks")),
                        assignment_error=assignment.get("Error"))
+    out.update(embedded_fields(api, req, resp))
+    return out
+
+
+def embedded_fields(api: str, req: dict[str, Any], resp: dict[str, Any]) -> dict[str, Any]:
+    """Connect's embedded bytes of a JoinGroup or SyncGroup (hex, as in the JSON forms),
+    decoded: the only part of an exchange Spark's own expressions cannot read."""
+    out: dict[str, Any] = {}
+    if api == JOIN and req.get("ProtocolType") == "connect":
+        if req.get("Protocols"):
+            with _embedded(out, "Protocols[0].Metadata"):
+                out["meta_version"], out["owned"] = connect_metadata(req["Protocols"][0]["Metadata"] or "")
+        if resp.get("Members"):
+            with _embedded(out, "Members[*].Metadata"):
+                out["members"] = [{"member": m["MemberId"], "owned": connect_metadata(m["Metadata"] or "")[1]}
+                                  for m in resp["Members"]]
+    elif api == SYNC and req.get("ProtocolType") in ("connect", None):
+        if req.get("Assignments"):
+            with _embedded(out, "Assignments[*].Assignment"):
+                out["plan"] = [{"member": p["MemberId"], **_plan_units(p["Assignment"])}
+                               for p in req["Assignments"]]
+        if resp.get("Assignment") and resp.get("ErrorCode") == 0:
+            with _embedded(out, "response Assignment"):
+                out.update(connect_assignment(resp["Assignment"]))
     return out
 
 
@@ -149,11 +154,11 @@ def _embedded(out: dict[str, Any], where: str) -> Iterator[None]:
     protocol under the "connect" type): the exchange stays, the reason is kept beside it."""
     try:
         yield
-    except DecodeError as e:
+    except (DecodeError, ValueError) as e:  # ValueError: not hex
         out["embedded_error"] = f"{where}: {e}"
 
 
-def _plan_units(data: bytes | None) -> dict[str, Any]:
+def _plan_units(data: str | None) -> dict[str, Any]:
     if not data:
         return {"assigned": [], "revoked": []}
     a = connect_assignment(data)

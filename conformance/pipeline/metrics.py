@@ -1,5 +1,10 @@
-"""Rebalance metrics: one row per group and round (classic generation, or the draft's
-member epoch): duration, units moved, what stopped and for how long."""
+"""The ``rounds`` table: one row per group and rebalance round (classic generation, or the
+draft's member epoch): who took part, the leader and protocol, who was given and who gave
+up what, and the metrics (duration, units moved, what stopped and for how long).
+
+Like the round checks of the audit, Python sees only a group's JoinGroup, SyncGroup and
+draft heartbeat rows; the span of the group's traffic (for rebalances per hour) is a Spark
+aggregate over every row."""
 
 from __future__ import annotations
 
@@ -8,14 +13,18 @@ from typing import Any
 import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
-from .audit.group import Ex, exchanges, rounds
+from .audit.group import Ex, exchanges, records, rounds
 from .ingest.frames import in_groups
+from .tables import ROUND
 
-REBALANCE = ("source string, group_id string, generation int, mode string, members int, "
-             "start_ms double, duration_ms double, units_moved int, units_paused int, "
-             "pause_ms double, span_ms double")
-COLUMNS = [c.split()[0] for c in REBALANCE.split(", ")]
+PER_GROUP = StructType([f for f in ROUND.fields if f.name != "span_ms"])  # span: joined after
+COLUMNS = PER_GROUP.fieldNames()
+
+
+def _by_member(units: dict[str, set[str]]) -> list[dict[str, Any]]:
+    return [{"member": m, "units": sorted(u)} for m, u in sorted(units.items()) if u]
 
 
 def classic_rounds(exs: list[Ex]) -> list[dict[str, Any]]:
@@ -35,9 +44,13 @@ def classic_rounds(exs: list[Ex]) -> list[dict[str, Any]]:
             mode, paused = "incremental", len(revoked)
         else:  # eager: every member stops all its work from its JoinGroup to its assignment
             mode, paused, pause = "eager", len(set().union(*r.before.values(), *r.after.values())), duration
-        out.append({"generation": r.generation, "mode": mode, "members": len(r.members),
-                    "start_ms": r.first_join_ms, "duration_ms": duration, "units_moved": moved,
-                    "units_paused": paused, "pause_ms": pause})
+        revoked = {m: s.revoked for m, s in r.syncs.items()}
+        out.append({"generation": r.generation, "mode": mode, "protocol": r.protocol, "leader": r.leader,
+                    "member_ids": sorted(r.members), "members": len(r.members),
+                    "start_ms": r.first_join_ms, "end_ms": r.last_sync_ms, "duration_ms": duration,
+                    "units_moved": moved, "units_paused": paused, "pause_ms": pause,
+                    "assigned": _by_member({m: s.assigned for m, s in r.syncs.items()}),
+                    "revoked": _by_member(revoked), "revocations": sum(len(u) for u in revoked.values())})
     return out
 
 
@@ -47,6 +60,7 @@ def draft_rounds(exs: list[Ex]) -> list[dict[str, Any]]:
     firsts: dict[int, dict[str, Ex]] = {}
     owned: dict[str, set[str]] = {}
     moved: dict[int, int] = {}
+    given: dict[int, dict[str, set[str]]] = {}
     for e in exs:
         if e.api != "ConnectGroupHeartbeat" or e.error_code != 0 or e.resp_member_epoch is None:
             continue
@@ -57,25 +71,37 @@ def draft_rounds(exs: list[Ex]) -> list[dict[str, Any]]:
             firsts[epoch][e.member_id] = e
         new = e.units("assigned") - owned.get(e.member_id, set())
         moved[epoch] = moved.get(epoch, 0) + len(new)
+        if new:
+            given.setdefault(epoch, {}).setdefault(e.member_id, set()).update(new)
     out = []
     for epoch, by_member in sorted(firsts.items()):
         times = [x.resp_ms for x in by_member.values() if x.resp_ms is not None]
         if times:
-            out.append({"generation": epoch, "mode": "draft", "members": len(by_member),
-                        "start_ms": min(times), "duration_ms": max(times) - min(times),
-                        "units_moved": moved.get(epoch, 0), "units_paused": 0, "pause_ms": 0.0})
+            out.append({"generation": epoch, "mode": "draft", "protocol": None, "leader": None,
+                        "member_ids": sorted(by_member), "members": len(by_member),
+                        "start_ms": min(times), "end_ms": max(times), "duration_ms": max(times) - min(times),
+                        "units_moved": moved.get(epoch, 0), "units_paused": 0, "pause_ms": 0.0,
+                        "assigned": _by_member(given.get(epoch, {})), "revoked": [], "revocations": 0})
     return out
 
 
 def _group(pdf: pd.DataFrame) -> pd.DataFrame:
-    exs = exchanges(pdf.to_dict("records"))
-    stamps = [t for e in exs for t in (e.req_ms, e.resp_ms) if t is not None]
-    span = (max(stamps) - min(stamps)) if stamps else 0.0
-    rows = [{**r, "source": exs[0].source, "group_id": exs[0].group_id, "span_ms": span}
+    exs = exchanges(records(pdf))
+    rows = [{**r, "source": exs[0].source, "group_id": exs[0].group_id}
             for r in classic_rounds(exs) + draft_rounds(exs)]
     return pd.DataFrame(rows, columns=COLUMNS) if rows else pd.DataFrame(columns=COLUMNS)
 
 
-def rebalances(ex: DataFrame) -> DataFrame:
-    return in_groups(ex.where(F.col("group_id").isNotNull()), ["source", "group_id"], "ref",
-                     _group, REBALANCE)
+def rounds_table(ex: DataFrame) -> DataFrame:
+    """One row per round of every group in the exchanges, with ``span_ms``: how long the
+    group's recorded traffic lasts (the denominator of rebalances per hour)."""
+    from .audit import ROUND_APIS, ROUND_COLUMNS
+    groups = ex.where(F.col("group_id").isNotNull())
+    per_round = in_groups(groups.where(F.col("api").isin(*ROUND_APIS)).select(*ROUND_COLUMNS),
+                          ["source", "group_id"], "ref", _group, PER_GROUP)
+    stamps = F.coalesce(F.col("req_vtime_ms").cast("double"), F.col("req_time") * 1000.0)
+    answers = F.coalesce(F.col("resp_vtime_ms").cast("double"), F.col("resp_time") * 1000.0)
+    span = groups.groupBy("source", "group_id").agg(
+        (F.greatest(F.max(stamps), F.max(answers)) - F.least(F.min(stamps), F.min(answers))).alias("span_ms"))
+    return per_round.join(span, ["source", "group_id"], "left").withColumn(
+        "span_ms", F.coalesce("span_ms", F.lit(0.0))).select(*ROUND.fieldNames())

@@ -88,8 +88,8 @@ def write_report(wh: Warehouse, baseline: str | None = None, candidate: str | No
         md += ["| invariant | violations |", "| --- | --- |"] + [f"| {k} | {c} |" for k, c in counts] + [""]
         sample = v.orderBy("source", "ref").limit(50).collect()
         md += [f"- `{x.source}` {x.ref_kind} {x.ref}: [{x.invariant}] {x.detail}" for x in sample] + [""]
-    if wh.exists("rebalances"):
-        rb = wh.spark.read.parquet(wh.path("rebalances"))
+    if wh.exists("rounds"):
+        rb = wh.spark.read.parquet(wh.path("rounds"))
         durations = [r[0] for r in rb.select("duration_ms").where("duration_ms is not null").limit(100000).collect()]
         moved = (rb.groupBy("units_moved").count().orderBy("units_moved").collect())
         pause = rb.groupBy("mode").agg(F.avg("pause_ms").alias("p"), F.count("*").alias("n"),

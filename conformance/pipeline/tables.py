@@ -54,6 +54,21 @@ def transcript_line_schema() -> StructType:
     return StructType([StructField(n, t, True) for n, t in cols.items()])
 
 
+_UNIT_CAT = _fields(("Connectors", ArrayType(S)),
+                    ("Tasks", ArrayType(_fields(("ConnectorId", S), ("TaskId", I)))))
+
+# The request and response body fields ingest reads, any API (JSON forms, spec names).
+# ``Assignment`` is hex for SyncGroup and an object for the draft's heartbeat: a string
+# column keeps an object's JSON text, parsed again where the API is known.
+BODY = _fields(
+    ("GroupId", S), ("MemberId", S), ("GenerationId", I), ("ErrorCode", I), ("ProtocolType", S),
+    ("ProtocolName", S), ("SessionTimeoutMs", I), ("RebalanceTimeoutMs", I), ("Leader", S),
+    ("MemberEpoch", I), ("Protocols", ArrayType(_fields(("Name", S), ("Metadata", S)))),
+    ("Members", ArrayType(_fields(("MemberId", S), ("Metadata", S)))),
+    ("Assignments", ArrayType(_fields(("MemberId", S), ("Assignment", S)))), ("Assignment", S),
+    ("ClientAssignors", ArrayType(_fields(("Name", S), ("MinimumVersion", I), ("MaximumVersion", I)))), ("ConnectorsAndTasks", _UNIT_CAT))
+
+
 # ---------------------------------------------------------------- warehouse tables
 
 # One row per request/response pair. ``ref``: the transcript line or pcap frame number of
@@ -73,11 +88,18 @@ EXCHANGE = _fields(
     ("plan", ArrayType(_fields(("member", S), ("assigned", UNITS), ("revoked", UNITS)))),
     ("assignment_version", I), ("assignment_error", I),
     ("assigned", UNITS), ("revoked", UNITS), ("scheduled_delay_ms", I),
-    ("embedded_error", S), ("day", S),
+    ("embedded_error", S),
+    ("assignors", ArrayType(_fields(("name", S), ("min_version", I), ("max_version", I)))),
+    ("day", S),
 )
 
 REJECT = _fields(("source", S), ("source_kind", S), ("source_hash", S), ("ref", L),
                  ("ref_kind", S), ("reason", S))
+
+# Connect's embedded bytes decoded (``decode.embedded_fields``): a subset of EXCHANGE.
+EMBEDDED = _fields(*[(f.name, f.dataType) for f in EXCHANGE.fields if f.name in (
+    "meta_version", "owned", "members", "plan", "assignment_version", "assignment_error", "leader",
+    "assigned", "revoked", "scheduled_delay_ms", "embedded_error")])
 
 # The decode step emits exchanges and rejects in one frame; ``reject`` set means a reject.
 DECODED = StructType(EXCHANGE.fields + [StructField("reject", S, True)])
@@ -97,8 +119,16 @@ VIOLATION = _fields(("invariant", S), ("source", S), ("source_kind", S), ("ref",
                     ("ref_kind", S), ("group_id", S), ("generation", I), ("members", ArrayType(S)),
                     ("unit", S), ("detail", S))
 
+_BY_MEMBER = ArrayType(_fields(("member", S), ("units", UNITS)))
+# One row per group and rebalance round (classic generation or the draft's member epoch).
+ROUND = _fields(("source", S), ("group_id", S), ("generation", I), ("mode", S), ("protocol", S),
+                ("leader", S), ("member_ids", ArrayType(S)), ("members", I), ("start_ms", D),
+                ("end_ms", D), ("duration_ms", D), ("units_moved", I), ("units_paused", I),
+                ("pause_ms", D), ("assigned", _BY_MEMBER), ("revoked", _BY_MEMBER),
+                ("revocations", I), ("span_ms", D))
+
 # table name -> partition columns
 PARTITIONS: dict[str, list[str]] = {
     "exchanges": ["source_kind", "day"], "rejects": ["source_kind"], "sources": [],
-    "outcomes": [], "runs": [], "rounds": [], "violations": [], "rebalances": [],
+    "outcomes": [], "runs": [], "rounds": [], "violations": [],
 }

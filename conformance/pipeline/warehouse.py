@@ -32,5 +32,5 @@ class Warehouse:
         df.write.mode("append").partitionBy(*PARTITIONS[table]).parquet(self.path(table))
 
     def replace(self, table: str, df: DataFrame) -> None:
-        """Derived tables (rounds, violations, rebalances) are recomputed, not appended."""
+        """Derived tables (rounds, violations) are recomputed, not appended."""
         df.write.mode("overwrite").partitionBy(*PARTITIONS[table]).parquet(self.path(table))

@@ -93,14 +93,17 @@ class Script:
     # ------------------------------------------------------------ the draft's connect group
 
     def connect_heartbeat(self, member: str, epoch: int, owned: tuple[str, ...],
-                          answer_epoch: int, assigned: tuple[str, ...] | None, error: int = 0) -> None:
+                          answer_epoch: int, assigned: tuple[str, ...] | None, error: int = 0,
+                          assignors: tuple[tuple[str, int, int], ...] = ()) -> None:
         def cat(names: tuple[str, ...]) -> dict[str, Any]:
             us = units(*names)
             return {"Connectors": [c for c, t in us if t == -1],
                     "Tasks": [{"ConnectorId": c, "TaskId": t} for c, t in us if t != -1]}
         self.exchange(member, "ConnectGroupHeartbeat", {
             "GroupId": self.group, "MemberId": member, "MemberEpoch": epoch, "InstanceId": None,
-            "RebalanceTimeoutMs": 60000, "ServerAssignor": None, "ClientAssignors": [],
+            "RebalanceTimeoutMs": 60000, "ServerAssignor": None,
+            "ClientAssignors": [{"Name": n, "MinimumVersion": lo, "MaximumVersion": hi, "Reason": 0,
+                                 "Version": hi, "Metadata": ""} for n, lo, hi in assignors],
             "ConnectorsAndTasks": cat(owned)}, {
             "ThrottleTimeMs": 0, "ErrorCode": error, "ErrorMessage": None, "MemberEpoch": answer_epoch,
             "HeartbeatIntervalMs": 3000,

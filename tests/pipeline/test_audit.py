@@ -91,6 +91,19 @@ def epochs_backwards() -> Script:
     return s
 
 
+def assignors(accept_disjoint: bool, refuse_covered: bool) -> Script:
+    """w1 names incremental [1-3]; w2 [2-4] overlaps (and w1 does not cover it, w3 [0-5]
+    would); w4 [5-6] meets nobody."""
+    s = Script()
+    s.connect_heartbeat("w1", 0, (), 1, (), assignors=(("incremental", 1, 3),))
+    s.connect_heartbeat("w2", 0, (), 2, (), assignors=(("incremental", 2, 4),))
+    s.connect_heartbeat("w3", 0, (), 0, None, error=112 if refuse_covered else 0,  # line 7
+                        assignors=(("incremental", 0, 5),))
+    s.connect_heartbeat("w4", 0, (), 3 if accept_disjoint else 0, None,  # line 9
+                        error=0 if accept_disjoint else 112, assignors=(("incremental", 5, 6),))
+    return s
+
+
 CASES = {
     "clean-incremental": (incremental(), set()),
     "revocation-skipped": (incremental("revocation-skipped"),
@@ -106,12 +119,16 @@ CASES = {
     "clean-draft": (draft(False), set()),
     "draft-unacknowledged": (draft(True), {("draft-revocation-acknowledged", 11, "c1-0")}),
     "draft-epoch-backwards": (epochs_backwards(), {("generation-monotonic", 15, None)}),
+    "clean-assignors": (assignors(False, False), set()),
+    "assignors-disjoint-accepted": (assignors(True, False), {("draft-assignor-selection", 9, None)}),
+    "assignors-covered-refused": (assignors(False, True), {("draft-assignor-selection", 7, None)}),
 }
 
 
 @pytest.fixture(scope="module")
-def found(spark, tmp_path_factory) -> dict[str, set[tuple[str, int, str | None]]]:
-    from conformance.pipeline.audit import audit
+def audited(spark, tmp_path_factory) -> tuple[dict[str, set], dict[str, set]]:
+    """(Spark's audit, the plain-Python audit) of every case: invariant, line, unit, detail."""
+    from conformance.pipeline.audit import audit, audit_group
     from conformance.pipeline.ingest import ingest
     from conformance.pipeline.inputs import resolve
     from conformance.pipeline.tables import EXCHANGE
@@ -122,10 +139,29 @@ def found(spark, tmp_path_factory) -> dict[str, set[tuple[str, int, str | None]]
     wh = Warehouse(spark, d / "wh")
     summary = ingest(wh, resolve([str(d)]))
     assert summary.rejects == 0, summary.reject_samples
-    out: dict[str, set] = {name: set() for name in CASES}
-    for v in audit(wh.read("exchanges", EXCHANGE)).collect():
-        out[Path(v.source).stem].add((v.invariant, v.ref, v.unit))
-    return out
+    ex = wh.read("exchanges", EXCHANGE)
+    spark_side: dict[str, set] = {name: set() for name in CASES}
+    for v in audit(ex).collect():
+        spark_side[Path(v.source).stem].add((v.invariant, v.ref, v.unit, v.detail))
+    groups: dict[tuple, list] = {}
+    for r in ex.where("group_id is not null").collect():
+        groups.setdefault((r.source, r.group_id), []).append(r.asDict(recursive=True))
+    python_side: dict[str, set] = {name: set() for name in CASES}
+    for (source, _), rows in groups.items():
+        for v in audit_group(rows):
+            python_side[Path(source).stem].add((v["invariant"], v["ref"], v["unit"], v["detail"]))
+    return spark_side, python_side
+
+
+@pytest.fixture(scope="module")
+def found(audited) -> dict[str, set[tuple[str, int, str | None]]]:
+    return {name: {v[:3] for v in vs} for name, vs in audited[0].items()}
+
+
+def test_spark_and_python_audits_agree(audited):
+    """The window-expression checks and the Python checks (the baseline's) find the same
+    violations, to the word, in every case."""
+    assert audited[0] == audited[1]
 
 
 @pytest.mark.parametrize("case", sorted(CASES))
@@ -140,3 +176,27 @@ def test_violation_points_at_evidence(found):
     line = CASES["double-eager"][0].lines[9 - 1]
     assert (line["kind"], line["api"], line["conn"]) == ("response", "SyncGroup", "w2")
     assert ("double-ownership", 9, "c1-0") in found["double-eager"]
+
+
+def test_rounds_table_names_who_gave_up_and_got_what(spark, tmp_path):
+    """One row per generation of the KIP-415 move of c1-1: revoked from w1 at 2, given to
+    w2 at 3, with members, leader and times from the transcript."""
+    from conformance.pipeline.ingest import ingest
+    from conformance.pipeline.inputs import resolve
+    from conformance.pipeline.metrics import rounds_table
+    from conformance.pipeline.tables import EXCHANGE
+    from conformance.pipeline.warehouse import Warehouse
+    s = incremental()
+    s.save(tmp_path / "clean.jsonl")
+    wh = Warehouse(spark, tmp_path / "wh")
+    ingest(wh, resolve([str(tmp_path / "clean.jsonl")]))
+    rows = {r.generation: r for r in rounds_table(wh.read("exchanges", EXCHANGE)).collect()}
+    assert sorted(rows) == [1, 2, 3]
+    two, three = rows[2], rows[3]
+    assert (two.member_ids, two.leader, two.protocol, two.mode) == (["w1", "w2"], "w1", "compatible", "incremental")
+    assert [(x.member, x.units) for x in two.revoked] == [("w1", ["c1-1"])] and two.revocations == 1
+    assert [(x.member, x.units) for x in three.assigned] == [("w2", ["c1-1"])] and three.revocations == 0
+    assert rows[1].assigned[0].units == ["c1", "c1-0", "c1-1"]
+    # times are the virtual clock's: first JoinGroup request to last SyncGroup answer
+    assert three.end_ms - three.start_ms == three.duration_ms > 0
+    assert three.span_ms == s.now_ms

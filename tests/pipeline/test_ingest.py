@@ -22,6 +22,7 @@ from .test_audit import incremental
 KEY = ("api", "version", "correlation_id", "group_id", "member_id", "generation", "error_code",
        "resp_generation", "leader", "assigned", "revoked", "owned", "member_epoch")
 ROOT = Path(__file__).resolve().parents[2]
+RECORDED = ROOT / "fixtures" / "recorded" / "apache-connect-4.2.0-sessioned-CONN-INC-01.pcap"
 
 pytestmark = pytest.mark.xdist_group("spark")  # one worker, one JVM
 
@@ -121,17 +122,21 @@ def test_reingest_adds_nothing(corpus):
     assert again.exchanges == again.rejects == 0
 
 
-def test_goldens_audit_clean(spark, tmp_path):
-    """Every golden transcript ingests without a reject and audits clean."""
+def test_goldens_and_apache_connect_audit_clean(spark, tmp_path):
+    """Every golden transcript, and the capture of Apache Kafka Connect 4.2.0's worker in a
+    KIP-415 revocation (fixtures/recorded), ingest without a reject and audit clean."""
     from conformance.pipeline.audit import audit
     from conformance.pipeline.ingest import ingest
     from conformance.pipeline.inputs import resolve
     from conformance.pipeline.tables import EXCHANGE
     from conformance.pipeline.warehouse import Warehouse
     wh = Warehouse(spark, tmp_path / "wh")
-    s = ingest(wh, resolve([str(ROOT / "fixtures" / "golden")]))
-    assert s.files == len(list((ROOT / "fixtures" / "golden").glob("*.jsonl")))
+    s = ingest(wh, resolve([str(ROOT / "fixtures" / "golden"), str(RECORDED)]))
+    assert s.files == len(list((ROOT / "fixtures" / "golden").glob("*.jsonl"))) + 1
     assert s.rejects == 0, s.reject_samples
     assert s.exchanges > 600
-    found = audit(wh.read("exchanges", EXCHANGE)).collect()
+    ex = wh.read("exchanges", EXCHANGE)
+    real = ex.where(ex.source == str(RECORDED)).where("api = 'SyncGroup' and size(revoked) > 0").collect()
+    assert [r.revoked for r in real] == [["conn-a"]]  # the worker's metadata and assignments decoded
+    found = audit(ex).collect()
     assert found == [], [(v.source, v.ref, v.detail) for v in found[:5]]

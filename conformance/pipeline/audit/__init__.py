@@ -1,5 +1,11 @@
-"""The audit: every invariant (one module each) run over every group's exchanges, the
-groups spread over the executors (a shuffle by source and group id)."""
+"""The audit: every invariant (one module each) over every group's exchanges.
+
+Two engines, one rule each: the invariants that read every exchange (heartbeats included)
+run as Spark window expressions (``spark_check``); the ones that follow a group's rounds
+(ownership carried from generation to generation) run in Python (``check``) over the
+group's JoinGroup, SyncGroup and draft heartbeat rows only. ``audit_group`` runs every
+``check`` in plain Python: the single-process baseline, and the oracle the tests hold the
+Spark side to. Shuffles: one by (source, group id) for the windows, one for the rounds."""
 
 from __future__ import annotations
 
@@ -12,29 +18,43 @@ from pyspark.sql import functions as F
 
 from ..ingest.frames import in_groups
 from ..tables import VIOLATION
-from . import (double_ownership, draft_revocation, generations_monotonic, revoke_before_reassign,
-               scheduled_delay, session_timeout, stale_generation)
-from .group import Ex, exchanges
+from . import (assignor_selection, double_ownership, draft_revocation, generations_monotonic,
+               revoke_before_reassign, scheduled_delay, session_timeout, stale_generation, windows)
+from .group import Group, exchanges, records
 
-CHECKS: dict[str, Callable[[list[Ex]], Iterator[dict[str, Any]]]] = {
-    m.NAME: m.check for m in (double_ownership, generations_monotonic, revoke_before_reassign,
-                              scheduled_delay, stale_generation, session_timeout, draft_revocation)
-}
+ROW_CHECKS = (stale_generation, session_timeout)
+ROUND_CHECKS = (double_ownership, generations_monotonic, revoke_before_reassign, scheduled_delay,
+                draft_revocation, assignor_selection)
+CHECKS: dict[str, Callable[[Group], Iterator[dict[str, Any]]]] = {
+    m.NAME: m.check for m in (*ROUND_CHECKS, *ROW_CHECKS)}
+ROUND_APIS = ("JoinGroup", "SyncGroup", "ConnectGroupHeartbeat")
+# What the round checks read (``group.Ex`` attributes): the rest stays in the JVM.
+ROUND_COLUMNS = ("source", "source_kind", "group_id", "ref", "resp_ref", "req_time", "resp_time",
+                 "req_vtime_ms", "resp_vtime_ms", "api", "error_code", "member_id", "generation",
+                 "resp_generation", "resp_member_id", "leader", "protocol_name", "assignment_version",
+                 "assigned", "revoked", "scheduled_delay_ms", "owned", "member_epoch",
+                 "resp_member_epoch", "assignors")
 COLUMNS = VIOLATION.fieldNames()
 
 
-def audit_group(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """All violations in one group's exchanges (plain Python: the baseline bench reuses it)."""
-    exs = exchanges(records)
-    return [v for check in CHECKS.values() for v in check(exs)]
+def audit_group(records: list[dict[str, Any]], checks: Any = None) -> list[dict[str, Any]]:
+    """Violations in one group's exchanges, plain Python (every check unless ``checks``)."""
+    g = Group(exchanges(records))
+    return [v for check in (checks or CHECKS.values()) for v in check(g)]
 
 
-def _audit(pdf: pd.DataFrame) -> pd.DataFrame:
-    found = audit_group(pdf.to_dict("records"))
+def _audit_rounds(pdf: pd.DataFrame) -> pd.DataFrame:
+    found = audit_group(records(pdf), [m.check for m in ROUND_CHECKS])
     return pd.DataFrame(found, columns=COLUMNS) if found else pd.DataFrame(columns=COLUMNS)
 
 
 def audit(exchanges_df: DataFrame) -> DataFrame:
     """Violations of every group in the exchanges."""
-    return in_groups(exchanges_df.where(F.col("group_id").isNotNull()), ["source", "group_id"],
-                     "ref", _audit, VIOLATION)
+    groups = exchanges_df.where(F.col("group_id").isNotNull())
+    rounds = in_groups(groups.where(F.col("api").isin(*ROUND_APIS)).select(*ROUND_COLUMNS),
+                       ["source", "group_id"], "ref", _audit_rounds, VIOLATION)
+    rows = windows.prepared(groups)
+    out = rounds
+    for m in ROW_CHECKS:
+        out = out.unionByName(m.spark_check(rows))
+    return out

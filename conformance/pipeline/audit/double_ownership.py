@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .group import Ex, rounds, violation
+from .group import Group, violation
 
 NAME = "double-ownership"
 
 
-def check(exs: list[Ex]) -> Iterator[dict[str, Any]]:
-    for r in rounds(exs):
+def check(g: Group) -> Iterator[dict[str, Any]]:
+    for r in g.rounds:
         owner: dict[str, str] = {}
         for m in sorted(r.syncs, key=lambda m: r.syncs[m].ex.at):
             for unit in sorted(r.after.get(m, ())):

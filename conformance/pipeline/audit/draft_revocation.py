@@ -7,21 +7,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .group import Ex, violation
+from .group import Group, live_heartbeats, violation
 
 NAME = "draft-revocation-acknowledged"
-FENCED = {25, 110}
 
 
-def check(exs: list[Ex]) -> Iterator[dict[str, Any]]:
+def check(g: Group) -> Iterator[dict[str, Any]]:
     owned: dict[str, set[str]] = {}  # member -> what its latest heartbeat said it owns
-    for e in exs:
-        if e.api != "ConnectGroupHeartbeat" or not e.member_id:
-            continue
+    for e in live_heartbeats(g, owned):
         m = e.member_id
-        if (e.member_epoch is not None and e.member_epoch < 0) or e.error_code in FENCED:
-            owned.pop(m, None)
-            continue
         if e.owned is not None:
             owned[m] = e.units("owned")
         if e.error_code != 0:

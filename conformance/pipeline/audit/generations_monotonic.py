@@ -6,16 +6,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .group import Ex, violation
+from .group import FENCED, Ex, Group, violation
 
 NAME = "generation-monotonic"
-FENCED = {25, 110}  # UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH: the member starts over
 
 
-def check(exs: list[Ex]) -> Iterator[dict[str, Any]]:
+def check(g: Group) -> Iterator[dict[str, Any]]:
     last: Ex | None = None
     epochs: dict[str, Ex] = {}
-    for e in exs:
+    for e in g.exs:
         if e.api == "JoinGroup" and e.error_code == 0 and e.resp_generation is not None:
             if last is not None and e.resp_generation < last.resp_generation:
                 yield violation(NAME, e, f"JoinGroup answered generation {e.resp_generation} after "

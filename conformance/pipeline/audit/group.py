@@ -3,12 +3,19 @@ a classic group and who owned which unit after each. Pure Python (executors run 
 
 from __future__ import annotations
 
+import functools
 import math
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import pandas as pd
+
+from ..tables import EXCHANGE
+
+# Whole-number columns: Arrow hands them to pandas as floats when a value is missing.
+INTS = frozenset(f.name for f in EXCHANGE.fields if f.dataType.typeName() in ("integer", "long"))
 
 
 @dataclass
@@ -46,7 +53,7 @@ def _ms(vtime: int | None, wall: float | None) -> float | None:
 
 
 def _clean(v: Any) -> Any:
-    if isinstance(v, float) and math.isnan(v):
+    if v is pd.NA or isinstance(v, float) and math.isnan(v):
         return None
     if isinstance(v, np.ndarray):
         return [_clean(x) for x in v.tolist()]
@@ -57,6 +64,12 @@ def _clean(v: Any) -> Any:
     if isinstance(v, np.generic):
         return v.item()
     return v
+
+
+def records(pdf: pd.DataFrame) -> list[dict[str, Any]]:
+    """A pandas batch's rows as dicts, whole numbers as ints (3, not 3.0) and gaps as None."""
+    floats = {c: "Int64" for c in pdf.columns if c in INTS and pdf[c].dtype.kind == "f"}
+    return (pdf.astype(floats) if floats else pdf).to_dict("records")
 
 
 def exchanges(records: Iterable[dict[str, Any]]) -> list[Ex]:
@@ -125,6 +138,32 @@ def rounds(exs: list[Ex]) -> list[Round]:
             owned[m] = (owned.get(m, set()) - s.revoked) | s.assigned if s.incremental else set(s.assigned)
         r.after = {m: set(u) for m, u in owned.items()}
     return ordered
+
+
+@dataclass
+class Group:
+    """One group's exchanges in wire order; its rounds derived once for every check."""
+
+    exs: list[Ex]
+
+    @functools.cached_property
+    def rounds(self) -> list[Round]:
+        return rounds(self.exs)
+
+
+FENCED = {25, 110}  # UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH: the member starts over
+
+
+def live_heartbeats(g: Group, state: dict[str, Any]) -> Iterator[Ex]:
+    """The draft's heartbeats of members still in the group; a member that left (epoch -1)
+    or was fenced is dropped from ``state`` (what a check keeps per member)."""
+    for e in g.exs:
+        if e.api != "ConnectGroupHeartbeat" or not e.member_id:
+            continue
+        if (e.member_epoch is not None and e.member_epoch < 0) or e.error_code in FENCED:
+            state.pop(e.member_id, None)
+            continue
+        yield e
 
 
 def violation(invariant: str, e: Ex, detail: str, *, generation: int | None = None,

@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .group import Ex, rounds, violation
+from .group import Group, violation
 
 NAME = "revoke-before-reassign"
 
 
-def check(exs: list[Ex]) -> Iterator[dict[str, Any]]:
-    for r in rounds(exs):
+def check(g: Group) -> Iterator[dict[str, Any]]:
+    for r in g.rounds:
         for m, s in sorted(r.syncs.items()):
             if not s.incremental:
                 continue  # eager: every member gives up everything when it rejoins

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .group import Ex, Round, rounds, violation
+from .group import Group, Round, violation
 
 NAME = "scheduled-delay-honoured"
 
@@ -15,8 +15,8 @@ def _owned(r: Round) -> set[str]:
     return set().union(*r.after.values()) if r.after else set()
 
 
-def check(exs: list[Ex]) -> Iterator[dict[str, Any]]:
-    rs = rounds(exs)
+def check(g: Group) -> Iterator[dict[str, Any]]:
+    rs = g.rounds
     for i, r in enumerate(rs):
         delayed = [s for s in r.syncs.values() if s.incremental and s.delay_ms > 0]
         if i == 0 or not delayed:

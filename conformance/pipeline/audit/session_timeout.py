@@ -6,7 +6,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .group import Ex, violation
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from . import windows as W
+from .group import Group, violation
 
 NAME = "session-timeout-fenced"
 CHECKED = ("Heartbeat", "SyncGroup", "OffsetCommit")
@@ -15,10 +19,10 @@ CHECKED = ("Heartbeat", "SyncGroup", "OffsetCommit")
 REAL_SLACK_MS, REAL_SLACK_RATIO = 1000.0, 0.1
 
 
-def check(exs: list[Ex]) -> Iterator[dict[str, Any]]:
+def check(g: Group) -> Iterator[dict[str, Any]]:
     timeout: dict[str, int] = {}
     active: dict[str, float] = {}  # member -> last time it was heard or answered
-    for e in exs:
+    for e in g.exs:
         m = e.resp_member_id if e.api == "JoinGroup" else e.member_id
         if not m:
             continue
@@ -38,3 +42,23 @@ def check(exs: list[Ex]) -> Iterator[dict[str, Any]]:
         stamps = [x for x in (e.req_ms, e.resp_ms) if x is not None]
         if stamps:
             active[m] = max([active.get(m, 0.0), *stamps])
+
+
+def spark_check(ex: DataFrame) -> DataFrame:
+    """The same rule over ``windows.prepared`` exchanges, as window expressions: per member,
+    the latest JoinGroup's timeout (-1 after a LeaveGroup) and the last time it was heard."""
+    api = F.col("api")
+    marker = (F.when((api == "JoinGroup") & (F.col("error_code") == 0) & (F.col("session_timeout_ms") != 0),
+                     F.col("session_timeout_ms"))
+              .when(api == "LeaveGroup", F.lit(-1)))
+    w = W.before("m")
+    step = (ex.where(F.col("m").isNotNull() & (F.col("m") != ""))
+            .withColumn("_t", F.last(marker, ignorenulls=True).over(w))
+            .withColumn("_active", F.max(F.greatest("req_ms", "resp_ms")).over(w)))
+    t = F.col("_t")
+    slack = F.when(F.col("req_vtime_ms").isNotNull(), F.lit(0.0)).otherwise(
+        F.greatest(F.lit(REAL_SLACK_MS), REAL_SLACK_RATIO * t))
+    gap = F.col("req_ms") - F.col("_active")
+    bad = step.where(api.isin(*CHECKED) & (t > 0) & (F.col("error_code") == 0) & (gap > t + slack))
+    return W.violations(bad, NAME, F.col("generation"), F.array("m"), F.format_string(
+        "%s from %s accepted after %.0f ms of silence, past its %d ms session timeout", "api", "m", gap, t))

@@ -7,17 +7,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .group import Ex, violation
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from . import windows as W
+from .group import Group, violation
 
 NAME = "stale-generation-refused"
 CHECKED = ("SyncGroup", "Heartbeat", "OffsetCommit")
 
 
-def check(exs: list[Ex]) -> Iterator[dict[str, Any]]:
+def check(g: Group) -> Iterator[dict[str, Any]]:
     current: int | None = None
     since = 0  # where the current generation's first answer was sent
     members: set[str] = set()
-    for e in exs:
+    for e in g.exs:
         if e.api == "JoinGroup" and e.error_code == 0 and e.resp_generation is not None:
             if current is None or e.resp_generation > current:
                 current, since = e.resp_generation, e.at
@@ -28,3 +32,20 @@ def check(exs: list[Ex]) -> Iterator[dict[str, Any]]:
             yield violation(NAME, e, f"{e.api} with generation {e.generation} accepted (error 0) "
                             f"while the group is at generation {current}; expected "
                             "ILLEGAL_GENERATION (22)", generation=e.generation, members=(e.member_id,))
+
+
+def spark_check(ex: DataFrame) -> DataFrame:
+    """The same rule over ``windows.prepared`` exchanges, as window expressions."""
+    joins = F.when(W.joined(), F.col("resp_generation"))
+    step = ex.withColumn("_prev", F.max(joins).over(W.before()))
+    raised = W.joined() & (F.col("_prev").isNull() | (F.col("resp_generation") > F.col("_prev")))
+    step = (step.withColumn("_raised", raised)
+            .withColumn("_since", F.max(F.when(F.col("_raised"), F.col("at"))).over(W.before()))
+            .withColumn("_member", F.max(W.joined().cast("int")).over(W.before("m"))))
+    current = F.col("_prev")  # the highest generation answered before this row
+    bad = step.where(F.col("api").isin(*CHECKED) & current.isNotNull() & F.col("generation").isNotNull()
+                     & (F.col("generation") >= 0) & (F.col("generation") < current)
+                     & (F.col("_member") == 1) & (F.col("error_code") == 0) & (F.col("ref") > F.col("_since")))
+    return W.violations(bad, NAME, F.col("generation"), F.array("member_id"), F.format_string(
+        "%s with generation %d accepted (error 0) while the group is at generation %d; expected "
+        "ILLEGAL_GENERATION (22)", "api", "generation", current))

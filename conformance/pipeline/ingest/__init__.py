@@ -3,11 +3,11 @@ outcomes. A file whose content hash the warehouse already holds adds nothing."""
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from dataclasses import dataclass, field
 
+from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -50,11 +50,8 @@ def ingest(wh: Warehouse, inputs: Inputs) -> IngestSummary:
     now = time.time()
     tx = _new(inputs.transcripts, known, summary)
     if tx:
-        decoded, bad, headers = transcripts.ingest(spark, tx)
-        parts.append(decoded)
-        line_rejects.append(bad)
-        titles = {r.source: _title(r.value) for r in headers.collect()}
-        sources += [(p, "transcript", d, _size(p), now, titles.get(p)) for p, d in tx.items()]
+        parts.append(transcripts.ingest(spark, tx))
+        sources += [(p, "transcript", d, _size(p), now, transcripts.title(p)) for p, d in tx.items()]
     px = _new(inputs.pcaps, known, summary)
     if px:
         parts.append(pcaps.ingest(spark, px))
@@ -71,7 +68,9 @@ def ingest(wh: Warehouse, inputs: Inputs) -> IngestSummary:
         decoded = parts[0]
         for p in parts[1:]:
             decoded = decoded.unionByName(p)
-        decoded = decoded.cache()
+        # Read three times (exchanges, rejects, counts): kept on local disk, serialized, so
+        # memory does not grow with the corpus.
+        decoded = decoded.persist(StorageLevel.DISK_ONLY)
         ex = (decoded.where(F.col("reject").isNull())
               .withColumn("day", F.coalesce(F.date_format(F.from_unixtime("req_time"), "yyyy-MM-dd"),
                                             F.lit("unknown")))
@@ -102,13 +101,6 @@ def ingest(wh: Warehouse, inputs: Inputs) -> IngestSummary:
     if sources:
         wh.append("sources", spark.createDataFrame(sources, SOURCE))
     return summary
-
-
-def _title(header: str) -> str | None:
-    try:
-        return json.loads(header).get("title") or json.loads(header).get("id")
-    except (ValueError, AttributeError):
-        return None
 
 
 def _size(path: str) -> int | None:

@@ -1,5 +1,6 @@
-"""The executor side shared by transcript and pcap ingest: connections' frames in,
-exchange and reject rows out, through ``decode.pair``."""
+"""What transcript and pcap ingest share: the decode step's row shape (pandas rows from the
+executors, Spark rows from expressions) and a grouped pandas step that costs one Python
+call per Arrow batch."""
 
 from __future__ import annotations
 
@@ -8,8 +9,8 @@ from typing import Any
 
 import pandas as pd
 from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
 
-from ..decode import Frame, pair
 from ..tables import DECODED
 
 COLUMNS = DECODED.fieldNames()
@@ -27,15 +28,12 @@ def decoded_frame(rows: Iterable[dict[str, Any]], source: str, kind: str, digest
                    for r in rows])
 
 
-def decode_frames(frames: list[Frame], source: str, kind: str, digest: str, conn: str) -> pd.DataFrame:
-    frames.sort(key=lambda f: f.ref)
-    return decoded_frame(pair(frames), source, kind, digest, conn)
-
-
-def per_connection(df: DataFrame, rows_of: Callable[[pd.DataFrame], Iterable[dict[str, Any]]],
-                   order: str) -> DataFrame:
-    """Decode every connection of ``df`` (columns source, conn, ``order``)."""
-    return in_groups(df, ["source", "conn"], order, lambda g: _table(list(rows_of(g))), DECODED)
+def as_decoded(df: DataFrame) -> DataFrame:
+    """``df``'s columns in the decode step's shape (``DECODED``): its own cast to the table's
+    types, the others null (a reject row has only where and why)."""
+    have = set(df.columns)
+    return df.select(*[(F.col(f.name) if f.name in have else F.lit(None)).cast(f.dataType).alias(f.name)
+                       for f in DECODED.fields])
 
 
 def in_groups(df: DataFrame, keys: list[str], order: str,

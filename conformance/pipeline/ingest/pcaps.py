@@ -13,7 +13,7 @@ from pyspark.sql import functions as F
 from ..decode import Frame, pair
 from ..tables import DECODED
 from ..tcp import ACK, SYN, Problem, Segment, reassemble, segments, split_frames
-from .frames import decoded_frame
+from .frames import as_decoded, decoded_frame
 
 PACKET = ("source string, source_hash string, conn string, frame long, time double, src string, "
           "sport int, dst string, dport int, seq long, flags int, payload binary, problem string")
@@ -83,11 +83,9 @@ def ingest(spark: SparkSession, files: dict[str, str]) -> DataFrame:
                .select(F.url_decode(F.regexp_replace("path", "^file:(//)?", "")).alias("source"), "content")
                .join(F.broadcast(names), "source"))
     packets = content.mapInPandas(_parse, PACKET).cache()
-    problems = packets.where(F.col("problem").isNotNull()).select(
-        *[F.lit(None).cast(f.dataType).alias(f.name) for f in DECODED.fields
-          if f.name not in ("source", "source_kind", "source_hash", "ref", "reject")],
+    problems = as_decoded(packets.where(F.col("problem").isNotNull()).select(
         "source", F.lit("pcap").alias("source_kind"), "source_hash",
-        F.col("frame").alias("ref"), F.concat(F.lit("capture: "), "problem").alias("reject"))
+        F.col("frame").alias("ref"), F.concat(F.lit("capture: "), "problem").alias("reject")))
     streams = (packets.where(F.col("problem").isNull()).drop("problem")
                .groupBy("source", "conn").applyInPandas(_stream, DECODED))
-    return streams.unionByName(problems.select(*DECODED.fieldNames()))
+    return streams.unionByName(problems)

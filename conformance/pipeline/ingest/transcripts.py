@@ -1,21 +1,28 @@
-"""Transcripts (.jsonl) into exchanges and rejects: Spark's JSON reader parses the lines
-against the schema derived from ``schemas/transcript.schema.json``; each connection's
-frames are decoded by the codec in the executors."""
+"""Transcripts (.jsonl) into exchanges and rejects, in Spark's own engine end to end: the
+JSON reader parses each line against the schema derived from
+``schemas/transcript.schema.json`` (bodies typed by ``tables.BODY``), a window pairs each
+connection's requests and responses, and column expressions pick the fields. Python runs
+only for Connect's embedded bytes (JoinGroup metadata, SyncGroup assignments), which no
+Spark expression can decode: an Arrow UDF over the codec, called with null (and returning
+at once) for every other exchange.
+
+Shuffles: one, by (source, connection, correlation id), for the pairing; line numbers come
+from a small count per file split, not from a sort of the corpus."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-import pandas as pd
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
-from ..decode import Frame, pair
-from ..tables import REJECT, transcript_line_schema
-from .frames import per_connection
+from ..decode import CONNECT_HB, JOIN, LEAVE, SYNC, embedded_fields, registry
+from ..tables import BODY, EMBEDDED, transcript_line_schema
+from .frames import as_decoded
 
 KINDS = ("header", "request", "response", "close")
+REQUIRED = ("conn", "api_key", "version", "correlation_id", "body")
 
 
 def line_problem(text: str | None) -> str:
@@ -33,59 +40,184 @@ def line_problem(text: str | None) -> str:
     kind = obj.get("kind")
     if kind not in KINDS:
         return f"kind: {kind!r} is not one of {', '.join(KINDS)}"
-    return "conn: required for request, response and close lines"
+    if kind == "close":
+        return "conn: required for request, response and close lines"
+    missing = [k for k in REQUIRED if obj.get(k) is None]
+    if missing:
+        return f"{kind}: {', '.join(missing)} required"
+    bad = [k for k in ("api_key", "version", "correlation_id") if not isinstance(obj[k], int)]
+    if bad:
+        return f"{kind}: {', '.join(bad)} must be integers"
+    if not isinstance(obj["body"], dict):
+        return f"{kind}: body must be a JSON object"
+    return f"{kind}: api_key {obj['api_key']} is no API of the codec's registry"
+
+
+def _source() -> Column:
+    return F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))
 
 
 def lines(spark: SparkSession, files: dict[str, str]) -> DataFrame:
     """(source, source_hash, line, value, j): every line of the files, parsed. ``files``
-    maps path to content hash."""
+    maps path to content hash. A line's number is its index within its file split plus the
+    lines of the file's earlier splits (counted in a first, cheap pass: text only)."""
     names = spark.createDataFrame(list(files.items()), "source string, source_hash string")
-    raw = (spark.read.text(list(files)).select(
-        F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", "")).alias("source"),
-        F.monotonically_increasing_id().alias("_pos"), "value"))
-    # Splits of one file keep their order in partition ids, so position within the file
-    # is the rank of the monotonically increasing id.
-    w = Window.partitionBy("source").orderBy("_pos")
-    return (raw.withColumn("line", F.row_number().over(w)).drop("_pos")
-            .join(F.broadcast(names), "source")
-            .withColumn("j", F.from_json("value", transcript_line_schema())))
+    where = [_source().alias("source"), F.col("_metadata.file_block_start").alias("_block"),
+             F.monotonically_increasing_id().alias("_pos")]
+    splits = spark.read.text(list(files)).select(*where).groupBy("source", "_block").agg(
+        F.count("*").alias("n"), F.min("_pos").alias("first"))
+    base, before, last = [], 0, None
+    for r in sorted(splits.collect(), key=lambda r: (r.source, r._block)):
+        before = 0 if r.source != last else before
+        base.append((r.source, r._block, before - r.first + 1))
+        before, last = before + r.n, r.source
+    offsets = spark.createDataFrame(base, "source string, _block long, _base long")
+    schema = transcript_line_schema()
+    schema = schema.__class__([f if f.name != "body" else f.__class__("body", BODY, True) for f in schema])
+    # Parsed in the projection that numbers the lines: that projection is not deterministic,
+    # so no filter is pushed below it and each line is parsed once, not once per field read.
+    raw = spark.read.text(list(files)).select(*where, "value", F.from_json("value", schema).alias("j"))
+    return (raw.join(F.broadcast(offsets), ["source", "_block"])
+            .select("source", (F.col("_pos") + F.col("_base")).alias("line"), "value", "j")
+            .join(F.broadcast(names), "source"))
 
 
-def _connection_rows(pdf: pd.DataFrame) -> list[dict[str, Any]]:
-    first = pdf.iloc[0]
-    frames = [Frame(kind=r.kind, ref=int(r.line),
-                    raw=bytes.fromhex(r.raw) if isinstance(r.raw, str) else None,
-                    body=json.loads(r.body) if isinstance(r.body, str) and r.body != "null" else None,
-                    api_key=_int(r.api_key), version=_int(r.version),
-                    correlation_id=_int(r.correlation_id), client_id=r.client_id,
-                    time=_float(r.time), vtime_ms=_int(r.vtime_ms))
-              for r in pdf.itertuples(index=False)]
-    frames.sort(key=lambda f: f.ref)
-    extra = {"source": first.source, "source_kind": "transcript", "source_hash": first.source_hash,
-             "conn": str(first.conn)}
-    return [{**row, **extra} for row in pair(frames)]
+def _draft_units(c: Column) -> Column:
+    """The draft's ConnectorsAndTasks as Connect's unit names, sorted (``decode.unit_names``)."""
+    tasks = F.transform(F.coalesce(c["Tasks"], F.array()), lambda t: F.when(
+        t["TaskId"] == -1, t["ConnectorId"]).otherwise(F.concat(t["ConnectorId"], F.lit("-"), t["TaskId"])))
+    names = F.array_sort(F.array_distinct(F.concat(F.coalesce(c["Connectors"], F.array().cast("array<string>")),
+                                                   tasks)))
+    return F.when(c.isNull(), F.lit(None)).otherwise(names)
 
 
-def _int(v: Any) -> int | None:
-    return None if v is None or pd.isna(v) else int(v)
+def _embedded(args: Any) -> dict[str, Any] | None:
+    """Connect's embedded bytes of one JoinGroup or SyncGroup (None for anything else)."""
+    if args is None:
+        return None
+    a = args.asDict(recursive=True)
+    req = {"ProtocolType": a["ptype"], "Protocols": a["protocols"], "Assignments": a["plans"]}
+    return embedded_fields(a["api"], req, {"Members": a["members"], "Assignment": a["assignment"],
+                                            "ErrorCode": a["error"]}) or None
 
 
-def _float(v: Any) -> float | None:
-    return None if v is None or pd.isna(v) else float(v)
+def _api_names() -> Column:
+    reg = registry()
+    return F.create_map(*[x for k in sorted(reg.requests) for x in (F.lit(k), F.lit(reg.api_name(k)))])
 
 
-def ingest(spark: SparkSession, files: dict[str, str]) -> tuple[DataFrame, DataFrame, DataFrame]:
-    """(decoded exchanges and rejects, line rejects, headers) of the transcripts."""
-    parsed = lines(spark, files).cache()
-    ok = F.col("j.kind").isin(*KINDS) & (F.col("j.kind").eqNullSafe("header") | F.col("j.conn").isNotNull())
-    problem = F.udf(lambda text: line_problem(text), "string")
-    bad = (parsed.where(~F.coalesce(ok, F.lit(False)))
-           .select("source", F.lit("transcript").alias("source_kind"), "source_hash",
-                   F.col("line").cast("long").alias("ref"), F.lit("line").alias("ref_kind"),
-                   problem("value").alias("reason")))
-    headers = parsed.where(ok & (F.col("j.kind") == "header")).select("source", "source_hash", "value")
-    frames = (parsed.where(ok & F.col("j.kind").isin("request", "response"))
-              .select("source", "source_hash", "line", "j.kind", "j.conn", "j.raw", "j.body",
-                      "j.api_key", "j.version", "j.correlation_id", "j.client_id", "j.time", "j.vtime_ms"))
-    decoded = per_connection(frames, _connection_rows, "line")
-    return decoded, bad.select(*REJECT.fieldNames()), headers
+def _embedded_input(q: Column, p: Column, api: Column) -> Column:
+    """What ``_embedded`` reads: set for JoinGroup and SyncGroup only."""
+    return F.when((api == JOIN) | (api == SYNC), F.struct(
+        api.alias("api"), q["ProtocolType"].alias("ptype"), q["Protocols"].alias("protocols"),
+        q["Assignments"].alias("plans"), p["Members"].alias("members"),
+        p["Assignment"].alias("assignment"), p["ErrorCode"].alias("error")))
+
+
+def _exchange_columns(q: Column, p: Column, api: Column, emb: Column) -> list[Column]:
+    """The exchange table's decoded columns from the request body ``q``, the response body
+    ``p``, the API name and ``emb``, Connect's embedded bytes decoded (the rules of
+    ``decode.exchange_fields``)."""
+    join, sync, leave, hb = (api == JOIN), (api == SYNC), (api == LEAVE), (api == CONNECT_HB)
+    draft_assignment = F.from_json(p["Assignment"], "Error int, ConnectorsAndTasks struct<Connectors: "
+                                   "array<string>, Tasks: array<struct<ConnectorId: string, TaskId: int>>>")
+    leave_member = F.coalesce(F.nullif(q["MemberId"], F.lit("")), q["Members"][0]["MemberId"])
+    return [
+        q["GroupId"].alias("group_id"),
+        F.when(leave, leave_member).otherwise(q["MemberId"]).alias("member_id"),
+        q["GenerationId"].alias("generation"), p["ErrorCode"].alias("error_code"),
+        q["ProtocolType"].alias("protocol_type"),
+        F.when(join, p["ProtocolName"]).otherwise(q["ProtocolName"]).alias("protocol_name"),
+        F.when(join, F.transform(F.coalesce(q["Protocols"], F.array()), lambda x: x["Name"]))
+        .when(hb, F.transform(F.coalesce(q["ClientAssignors"], F.array()), lambda x: x["Name"]))
+        .alias("protocols"),
+        F.when(join, q["SessionTimeoutMs"]).alias("session_timeout_ms"),
+        F.when(join | hb, q["RebalanceTimeoutMs"]).alias("rebalance_timeout_ms"),
+        F.when(join, p["GenerationId"]).alias("resp_generation"),
+        F.when(join, p["MemberId"]).alias("resp_member_id"),
+        F.when(join, p["Leader"]).otherwise(emb["leader"]).alias("leader"),
+        F.when(hb, q["MemberEpoch"]).alias("member_epoch"),
+        F.when(hb, p["MemberEpoch"]).alias("resp_member_epoch"),
+        emb["meta_version"].alias("meta_version"),
+        F.when(hb, _draft_units(q["ConnectorsAndTasks"])).otherwise(emb["owned"]).alias("owned"),
+        emb["members"].alias("members"), emb["plan"].alias("plan"),
+        emb["assignment_version"].alias("assignment_version"),
+        F.when(hb, draft_assignment["Error"]).otherwise(emb["assignment_error"]).alias("assignment_error"),
+        F.when(hb, _draft_units(draft_assignment["ConnectorsAndTasks"])).otherwise(emb["assigned"])
+        .alias("assigned"),
+        emb["revoked"].alias("revoked"), emb["scheduled_delay_ms"].alias("scheduled_delay_ms"),
+        emb["embedded_error"].alias("embedded_error"),
+        F.when(hb, F.transform(F.coalesce(q["ClientAssignors"], F.array()), lambda a: F.struct(
+            a["Name"].alias("name"), a["MinimumVersion"].alias("min_version"),
+            a["MaximumVersion"].alias("max_version")))).alias("assignors"),
+    ]
+
+
+def _pairs(frames: DataFrame) -> tuple[DataFrame, DataFrame]:
+    """(exchanges, unanswered responses) of request/response lines. Kafka answers a
+    connection's requests in order, so the n-th response with a correlation id answers the
+    n-th request with it: one shuffle by (source, conn, correlation id), then a sort."""
+    key = ["source", "conn", "correlation_id"]
+    is_req = F.col("kind") == "request"
+    by_line = Window.partitionBy(*key).orderBy("line")
+    n = F.when(is_req, F.count_if(is_req).over(by_line)).otherwise(F.count_if(~is_req).over(by_line))
+    by_n = Window.partitionBy(*key).orderBy("n", "kind")  # "request" sorts before "response"
+    side = F.struct("kind", "n", "line", "time", "vtime_ms", "body")
+    ev = (frames.withColumn("n", n)
+          .withColumn("next", F.lead(side).over(by_n)).withColumn("prev", F.lag(side).over(by_n)))
+    answers = lambda a, b: (a["kind"] == "request") & (b["kind"] == "response") & (a["n"] == b["n"]) \
+        & (a["line"] < b["line"])  # noqa: E731
+    me = F.struct("kind", "n", "line")
+    resp = F.when(answers(me, F.col("next")), F.col("next"))
+    reqs = ev.where(is_req).select("*", resp.alias("r"))
+    orphans = ev.where(~is_req & ~F.coalesce(answers(F.col("prev"), me), F.lit(False)))
+    return reqs, orphans
+
+
+def title(path: str) -> str | None:
+    """The header's title (or id): the format puts the header on line 1, so the driver reads
+    one line per file rather than Spark filtering the corpus for it."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            head = json.loads(f.readline())
+        return head.get("title") or head.get("id") if head.get("kind") == "header" else None
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def ingest(spark: SparkSession, files: dict[str, str]) -> DataFrame:
+    """Exchanges and rejects (``reject`` set) of the transcripts, in the decode step's shape."""
+    parsed = lines(spark, files)
+    api = _api_names()[F.col("j.api_key")]
+    kind = F.col("j.kind")
+    ok = (kind == "header") | ((kind == "close") & F.col("j.conn").isNotNull()) | (
+        kind.isin("request", "response") & F.col("j.conn").isNotNull()
+                               & F.col("j.api_key").isNotNull() & F.col("j.version").isNotNull()
+                               & F.col("j.correlation_id").isNotNull() & F.col("j.body").isNotNull()
+                               & api.isNotNull())
+    problem = F.udf(lambda text: line_problem(text), "string")  # noqa: PLW0108; rejected lines only
+    # Parsed once: good lines go on to pairing, bad ones become rejects in the same pass.
+    good = F.coalesce(ok, F.lit(False))
+    frames = parsed.where(good & kind.isin("request", "response")).select(
+        "source", "source_hash", "line", "j.kind", F.col("j.conn").alias("conn"), "j.correlation_id",
+        "j.api_key", "j.version", "j.client_id", "j.time", "j.vtime_ms", "j.body")
+    bad = parsed.where(~good).select("source", "source_hash", F.col("line").alias("ref"),
+                                     problem("value").alias("reject"))
+    reqs, orphans = _pairs(frames)
+    q, p = F.col("body"), F.col("r.body")
+    api = _api_names()[F.col("api_key")]
+    # One UDF call per row, in a column of its own (its fields are read many times below).
+    embedded = F.udf(lambda a: _embedded(a), EMBEDDED, useArrow=True)  # noqa: PLW0108 (hints would make it a pandas UDF)
+    exchanges = reqs.withColumn("_emb", embedded(_embedded_input(q, p, api))).select(
+        "source", "source_hash", "conn", F.col("line").alias("ref"), F.col("r.line").alias("resp_ref"),
+        F.col("time").alias("req_time"), F.col("r.time").alias("resp_time"),
+        F.col("vtime_ms").alias("req_vtime_ms"), F.col("r.vtime_ms").alias("resp_vtime_ms"),
+        "api_key", api.alias("api"), "version", "correlation_id", "client_id",
+        *_exchange_columns(q, p, api, F.col("_emb")))
+    orphan_rejects = orphans.select(
+        "source", "source_hash", F.col("line").alias("ref"),
+        F.concat(F.lit("response with correlation id "), F.col("correlation_id").cast("string"),
+                 F.lit(" answers no open request")).alias("reject"))
+    return as_decoded(exchanges.unionByName(bad, allowMissingColumns=True)
+                      .unionByName(orphan_rejects, allowMissingColumns=True)
+                      .withColumn("source_kind", F.lit("transcript")))
