@@ -76,6 +76,7 @@ async def worker_leads_with_peer(ctx: WorkerContext, *, peer_protocols: list[tup
         ("compatible", METADATA.encode_versioned(METADATA.new(url="http://peer/", config_offset=1, allocation=None), 1)),
         ("default", METADATA.encode_versioned(METADATA.new(url="http://peer/", config_offset=1), 0))])
     await peer.obtain_member_id()
+    ctx.recorder.sync_after_peers(w.worker_id, {peer.name})
     p = peer.submit_join()
     if not await ctx.until_answered([p], ctx.rebalance_ms):
         raise Violation("the worker rejoining after a peer joined", "the join phase completes", "the peer's JoinGroup is still parked")

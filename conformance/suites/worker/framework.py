@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fakebroker.coordinator.config import CoordinatorConfig
-from fakebroker.intercept.hooks import Call, Respond
+from fakebroker.intercept.hooks import Call, Gate, Hold, Respond
 from fakebroker.script.recorder import Recorder
 from fakebroker.script.transcript import Event
 from fakebroker.server.acl import AclRule, Acls, Operation, ResourceType
@@ -136,6 +136,30 @@ class RecordingBroker(FakeBroker):
                 return Respond(answer(call.request))
             return None
         self.hooks.add(forged, api=api, name=f"forge:{client_id}:{api}")
+
+    def sync_after_peers(self, worker_id: str, peers: set[str], timeout_ms: int = 5000) -> None:
+        """Hold the worker's next SyncGroup until each of ``peers`` has sent its own (at most
+        ``timeout_ms``), for set-up rounds whose scripted peers sync right after their join
+        answer: a worker may rejoin as soon as its sync is answered (KIP-415's follow-up
+        round), and on a loaded machine the harness (sharing the GIL with this broker) can
+        lag the worker's process, so the peers' SyncGroups would meet the next round
+        (REBALANCE_IN_PROGRESS) and the round the case set up would be lost."""
+        if not peers:
+            return
+        gate = Gate(f"peers-synced:{worker_id}")
+        waiting, lock = set(peers), threading.Lock()
+
+        def peer_synced(call: Call) -> None:
+            with lock:
+                waiting.discard(call.client_id or "")
+                if not waiting:
+                    gate.open()
+                    self.hooks.remove(observer)
+
+        def hold(call: Call) -> Hold | None:
+            return Hold(gate, timeout_ms=timeout_ms) if call.client_id == worker_id else None
+        observer = self.hooks.add(peer_synced, api="SyncGroup", keep=True, name="peers-synced")
+        self.hooks.add(hold, api="SyncGroup", name=f"hold-sync:{worker_id}")
 
     def refuse_group(self, group: str, refused: bool = True) -> None:
         """From now on (until called with ``refused=False``) ACLs deny every operation on

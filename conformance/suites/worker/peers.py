@@ -146,6 +146,7 @@ async def play_round(ctx: WorkerContext, w: WorkerProcess, peers: list[Peer], af
     # the current generation at once. New peers' joins are what opens a round.
     openers = [] if wait_for_worker else [p for p in peers if p.member.generation < 0]
     followers = [p for p in peers if p not in openers]
+    ctx.recorder.sync_after_peers(w.worker_id, {p.name for p in peers})
     pending = [p.submit_join() for p in openers]
     if followers:
         await ctx.next_request(w, "JoinGroup", after=after, answered=False, within_ms=within_ms or 20_000,
