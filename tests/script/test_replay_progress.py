@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import tempfile
 
 from fakebroker.script.golden.generate import default_dir
 
@@ -18,8 +19,12 @@ def test_each_result_is_printed_when_its_transcript_is_done() -> None:
     quick = GOLDEN / "CLASSIC-JOIN-ERR-01.jsonl"
     timed = GOLDEN / "CLASSIC-TIMER-06.jsonl"  # waits the recorded 6.5 s for a member id to expire
     with serve("--initial-rebalance-delay-ms", "0") as addr:
+        # stderr to a file: communicate() after readline() would read the pipe past what the
+        # text wrapper already buffered (the summary line could be lost), and reading stdout
+        # to its end while stderr is a pipe could block on a full stderr pipe.
+        errf = tempfile.TemporaryFile("w+")
         proc = subprocess.Popen([*CMD, "replay", str(quick), str(timed), "--against", addr],
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                stdout=subprocess.PIPE, stderr=errf, text=True)
         try:
             assert proc.stdout is not None
             assert proc.stdout.readline().strip() == f"replaying 2 transcript(s) against {addr}, one at a time"
@@ -30,10 +35,14 @@ def test_each_result_is_printed_when_its_transcript_is_done() -> None:
             assert proc.poll() is None
             second = proc.stdout.readline()
             assert second.startswith("[2/2] PASS CLASSIC-TIMER-06 "), second
-            rest, err = proc.communicate(timeout=120)
+            rest = proc.stdout.read()  # to the end, including what readline() buffered
+            proc.wait(timeout=120)
+            errf.seek(0)
+            err = errf.read()
         finally:
             if proc.poll() is None:
                 proc.kill()
+            errf.close()
     assert proc.returncode == 0, err
     assert rest.strip() == "2 passed, 0 failed, 0 skipped"
 
