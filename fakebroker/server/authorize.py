@@ -65,14 +65,14 @@ class Authorizer:
         if name in _READ_GROUP and not may(Operation.READ, ResourceType.GROUP, body.group_id):
             return refuse(GROUP_AUTH)
         if name == "OffsetCommit":
-            return self._offset_commit(body, version, lambda t: may(Operation.READ, ResourceType.TOPIC, t))
+            return self._offset_commit(api_key, body, version,
+                                       lambda t: may(Operation.READ, ResourceType.TOPIC, t))
         if name == "OffsetFetch" and version < 8:
             ok = may(Operation.DESCRIBE, ResourceType.GROUP, body.group_id)
             return PASS if ok else refuse(GROUP_AUTH)
-        if name == "FindCoordinator":
-            return self._find_coordinator(body, version, refuse,
-                                          lambda g: may(Operation.DESCRIBE, ResourceType.GROUP, g))
         described = lambda g: may(Operation.DESCRIBE, ResourceType.GROUP, g)  # noqa: E731
+        if name == "FindCoordinator":
+            return self._find_coordinator(body, version, refuse, described)
         if name in _DESCRIBE_PER_GROUP or (name == "OffsetFetch" and version >= 8):
             return Verdict(after=lambda r: _refuse_groups(r, described))
         if name == "ListGroups" and not may(Operation.DESCRIBE, ResourceType.CLUSTER, "kafka-cluster"):
@@ -96,20 +96,26 @@ class Authorizer:
                     c.error_message = None
         return Verdict(after=per_key)
 
-    def _offset_commit(self, body: Any, version: int, readable: Callable[[str], bool]) -> Verdict:
-        def topic_name(t: Any) -> str:
+    def _offset_commit(self, api_key: int, body: Any, version: int,
+                       readable: Callable[[str], bool]) -> Verdict:
+        def denied(t: Any) -> bool:
             if version < 10:
-                return str(t.name)
-            known = self.config.topic_by_id(t.topic_id)
-            return known.name if known is not None else ""  # unknown ids: the coordinator says so
-        denied = [t for t in body.topics if topic_name(t) and not readable(topic_name(t))]
-        if not denied:
+                name = str(t.name)
+            else:  # an unknown id is not refused here: the coordinator answers UNKNOWN_TOPIC_ID
+                known = self.config.topic_by_id(t.topic_id)
+                name = known.name if known is not None else ""
+            return bool(name) and not readable(name)
+        kept: list[Any] = []
+        refused_topics: list[Any] = []
+        for t in body.topics:
+            (refused_topics if denied(t) else kept).append(t)
+        if not refused_topics:
             return PASS
-        allowed = type(body).from_json(body.to_json())  # a copy: the recorded request stays whole
-        allowed.topics = [t for t in allowed.topics if not (topic_name(t) and not readable(topic_name(t)))]
-        refused = error_response(self.registry, self.registry.by_api_name("OffsetCommit"), version,
-                                 type(body).from_json({**body.to_json(), "Topics": [t.to_json() for t in denied]}),
-                                 TOPIC_AUTH)
+        # Copies through JSON: the request as received stays whole for the recorder.
+        whole = body.to_json()
+        allowed = type(body).from_json({**whole, "Topics": [t.to_json() for t in kept]})
+        refused = error_response(self.registry, api_key, version, type(body).from_json(
+            {**whole, "Topics": [t.to_json() for t in refused_topics]}), TOPIC_AUTH)
 
         def merge(r: Any) -> None:
             r.topics = list(r.topics) + list(refused.topics)  # type: ignore[attr-defined]
