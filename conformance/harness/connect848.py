@@ -16,10 +16,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fakebroker.protocol import Registry, Struct, default_registry
-from fakebroker.script.recorded import RecordedConnection
+from fakebroker.testing.client import ScriptedClient
 
 from fakebroker.connect.embedded import metadata_bytes
-from .outcomes import Violation
 
 APIS = ("ConnectGroupHeartbeat", "ConnectGroupPrepareAssignment", "ConnectGroupInstallAssignment")
 Task = tuple[str, int]
@@ -81,8 +80,7 @@ def registry_for(api_keys: dict[str, int]) -> Registry:
 class DraftWorker:
     """One scripted worker: its id (chosen by itself, ERRATA 13), epoch, assignors and work."""
 
-    name: str
-    conn: RecordedConnection
+    client: ScriptedClient  # the case's (a refused or missing answer is a Violation)
     group_id: str
     registry: Registry
     rebalance_timeout_ms: int = 60_000
@@ -128,13 +126,12 @@ class DraftWorker:
         fields.update(over)
         return mt.new(**fields)
 
+    @property
+    def name(self) -> str:
+        return self.client.client_id
+
     async def _send(self, api: str, body: Struct) -> Any:
-        from fakebroker.client import ClientError
-        try:
-            ex = await self.conn.send(body, 0)
-        except ClientError as e:
-            raise Violation(f"{self.name}: {api} response", "a response", str(e)) from None
-        return ex.response
+        return await self.client.send_body(api, body, 0).response()
 
     # ---------------------------------------------------------------- the three APIs
 

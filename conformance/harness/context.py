@@ -17,14 +17,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fakebroker.client import ClientError
+from fakebroker.protocol import default_registry
 from fakebroker.protocol.error_codes import ErrorCode, error_text
 from fakebroker.script.recorder import Recorder
 from fakebroker.script.recorded import RecordedConnection
+from fakebroker.testing.client import Pending
+from fakebroker.testing.member import ScriptedMember
+from fakebroker.testing.session import ScriptedSession
 
 from ..catalogue import Requirement
 from ..target import Target
 from .clock import CaseClock
-from .members import ClassicMember, Pending
 from .outcomes import Broken, Violation
 
 REBALANCE_IN_PROGRESS = ErrorCode.REBALANCE_IN_PROGRESS.value
@@ -41,16 +44,20 @@ class Generation:
     syncs: dict[str, Any] = field(default_factory=dict)  # member name -> SyncGroup response
 
 
-class CoordinatorContext:
+class CoordinatorContext(ScriptedSession):
+    """The case's scripted session (``fakebroker.testing``): its clients' connections are
+    recorded into the case's transcript, and a request refused or never answered is the
+    target's violation."""
+
     def __init__(self, target: Target, requirement: Requirement, bootstrap: str,
                  clock: CaseClock, recording: Recorder) -> None:
+        super().__init__(bootstrap, default_registry(), f"{requirement.id.lower()}-{uuid.uuid4().hex[:8]}")
         self.target = target
         self.requirement = requirement
-        self.bootstrap = bootstrap
         self.clock = clock
         self.recording = recording  # the case's transcript: every member's exchanges
-        self.group_id = f"{requirement.id.lower()}-{uuid.uuid4().hex[:8]}"
-        self.members: list[ClassicMember] = []
+        self.group_id = self.token
+        self.members: list[ScriptedMember] = []
         self.notes: list[str] = []
         t = target.timing
         self.session_ms = t.session_timeout_ms
@@ -60,14 +67,14 @@ class CoordinatorContext:
 
     # ---------------------------------------------------------------- members
 
-    async def connect(self, name: str) -> RecordedConnection:
+    async def open(self, client_id: str) -> RecordedConnection:
         host, _, port = self.bootstrap.rpartition(":")
         # On a virtual clock nothing the suite waits for needs real time: a short bound
         # keeps a target that never answers from costing more than a few seconds.
         timeout = 3.0 if self.clock.virtual else self.wait_s(10_000)
         self.begin_transcript()
-        conn = RecordedConnection(host, int(port), name=name, recorder=self.recording,
-                                  now_ms=self.clock.now_ms, client_id=name, timeout_s=timeout)
+        conn = RecordedConnection(host, int(port), name=client_id, recorder=self.recording,
+                                  now_ms=self.clock.now_ms, client_id=client_id, timeout_s=timeout)
         try:
             await conn.connect()
         except ClientError as e:
@@ -80,16 +87,25 @@ class CoordinatorContext:
         self.recording.begin(host=host, port=int(port), node_id=None,
                              clock="virtual" if self.clock.virtual else "real")
 
-    async def member(self, name: str, **kw: Any) -> ClassicMember:
+    async def member(self, name: str, **kw: Any) -> ScriptedMember:
         kw.setdefault("session_timeout_ms", self.session_ms)
         kw.setdefault("rebalance_timeout_ms", self.rebalance_ms)
-        m = ClassicMember(name, await self.connect(name), kw.pop("group_id", self.group_id), **kw)
+        m = ScriptedMember(await self.client(name), kw.pop("group_id", self.group_id), **kw)
         self.members.append(m)
         return m
 
-    async def close(self) -> None:
-        for m in self.members:
-            await m.conn.close()
+    # ---------------------------------------------------------------- the session's policy
+
+    def send_failed(self, pending: Pending, error: ClientError) -> None:
+        raise Violation(f"{pending.client.client_id}: send {pending.api}", "an open connection",
+                        str(error)) from None
+
+    def no_answer(self, pending: Pending, error: ClientError) -> Any:
+        raise Violation(f"{pending.client.client_id}: {pending.api} response", "a response",
+                        str(error)) from None
+
+    def unexpected(self, what: str, expected: Any, actual: Any) -> None:
+        raise Violation(what, expected, actual)
 
     def wait_s(self, ms: int) -> float:
         """A bounded real wait for ``ms`` of target time, with slack for scheduling."""
@@ -97,7 +113,7 @@ class CoordinatorContext:
 
     # ---------------------------------------------------------------- time
 
-    async def advance(self, ms: int, *, keep_alive: Sequence[ClassicMember] = (),
+    async def advance(self, ms: int, *, keep_alive: Sequence[ScriptedMember] = (),
                       step_ms: int | None = None) -> None:
         """Let ``ms`` pass, heartbeating the ``keep_alive`` members that are idle between
         steps so their sessions do not expire."""
@@ -112,7 +128,7 @@ class CoordinatorContext:
                     await m.heartbeat()
 
     async def until_answered(self, pending: Sequence[Pending], within_ms: int, *,
-                             keep_alive: Sequence[ClassicMember] = (),
+                             keep_alive: Sequence[ScriptedMember] = (),
                              step_ms: int | None = None) -> bool:
         """Let time pass in steps until every request is answered; False if some are still
         parked after ``within_ms`` of target time."""
@@ -136,7 +152,7 @@ class CoordinatorContext:
         return all(p.done() for p in pending)
 
     async def _step(self, pending: Sequence[Pending], ms: int,
-                    keep_alive: Sequence[ClassicMember]) -> None:
+                    keep_alive: Sequence[ScriptedMember]) -> None:
         """``ms`` of target time (waking early on a real clock once every answer is in),
         then a heartbeat from each idle ``keep_alive`` member."""
         if self.clock.virtual:
@@ -150,8 +166,8 @@ class CoordinatorContext:
 
     # ---------------------------------------------------------------- scenarios
 
-    async def join_all(self, members: Sequence[ClassicMember], *, version: int = 9,
-                       new: bool = True, keep_alive: Sequence[ClassicMember] = (),
+    async def join_all(self, members: Sequence[ScriptedMember], *, version: int = 9,
+                       new: bool = True, keep_alive: Sequence[ScriptedMember] = (),
                        **join_kw: Any) -> Generation:
         """Every member (re)joins; waits for the join phase to complete (the initial delay of
         a new group included). New members first get their id through MEMBER_ID_REQUIRED.
@@ -191,7 +207,7 @@ class CoordinatorContext:
         first = joins[members[0].name]
         return Generation(first.generation_id, first.leader, first.protocol_name, joins)
 
-    async def sync_all(self, gen: Generation, members: Sequence[ClassicMember], *,
+    async def sync_all(self, gen: Generation, members: Sequence[ScriptedMember], *,
                        assignments: dict[str, bytes] | None = None, version: int = 5) -> Generation:
         """The leader syncs with ``assignments`` (member id -> bytes; default: b"<name>"),
         followers sync too; waits for every answer."""
@@ -212,7 +228,7 @@ class CoordinatorContext:
             gen.syncs[m.name] = await p.response()
         return gen
 
-    async def form_group(self, members: Sequence[ClassicMember], *, version: int = 9,
+    async def form_group(self, members: Sequence[ScriptedMember], *, version: int = 9,
                          assignments: dict[str, bytes] | None = None, **join_kw: Any) -> Generation:
         gen = await self.join_all(members, version=version, **join_kw)
         gen = await self.sync_all(gen, members, assignments=assignments)

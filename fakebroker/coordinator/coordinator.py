@@ -58,7 +58,6 @@ class GroupCoordinator:
                                       else topics if topics is not None else FixedTopics({}))
         self.rebalancer = Rebalancer(self.env, self.classic_group)
         self.connect_store = connect_store
-        self._started = False
 
     # ------------------------------------------------------------------ inputs
 
@@ -198,11 +197,7 @@ class GroupCoordinator:
     # ------------------------------------------------------------------ time
 
     def _advance(self, now_ms: int) -> None:
-        if self._started and now_ms < self.env.now_ms:
-            raise ValueError(f"time went backwards: {now_ms} < {self.env.now_ms}")
-        self._started = True
-        while (due := self.env.timers.pop_due(now_ms)) is not None:
-            deadline, action = due
+        for deadline, action in self.env.timers.due(now_ms):
             self.env.now_ms = max(deadline, self.env.now_ms)
             action()
         self.env.now_ms = now_ms

@@ -3,6 +3,7 @@ the timers, and the outboxes of replies and events."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..protocol import Registry, Struct
@@ -17,7 +18,7 @@ class Env:
     registry: Registry
     config: CoordinatorConfig
     now_ms: int = 0
-    timers: Timers = field(default_factory=Timers)
+    timers: Timers[Callable[[], None]] = field(default_factory=Timers)
     replies: list[Reply] = field(default_factory=list)
     events: list[GroupEvent] = field(default_factory=list)
 

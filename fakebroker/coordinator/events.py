@@ -1,4 +1,6 @@
-"""Explicit events a coordinator emits while it works (``GroupCoordinator.drain_events``).
+"""Explicit events a coordinator emits while it works (``GroupCoordinator.drain_events``):
+one vocabulary for the classic groups and the reconciliation engine (whose outcomes carry
+these same types, naming the engine's group).
 
 They are for logs, transcripts and tests; nothing in the coordinator reads them back.
 Every event names its group and the virtual time it happened at.

@@ -12,6 +12,7 @@ lowercase hex and UUIDs as strings: the form of the CLI and of transcripts.
 
 from __future__ import annotations
 
+import copy
 import uuid
 from typing import Any, ClassVar
 
@@ -67,6 +68,64 @@ class Struct:
                                  f"(fields: {', '.join(known)})")
             kwargs[f.attr] = _value_from_json(f.type, raw, where, cls._struct_classes)
         return cls(**kwargs)
+
+
+def sent_json(obj: Struct, version: int, flexible: bool) -> dict[str, Any]:
+    """``obj``'s JSON form as encoding it at ``version`` writes it, i.e. what decoding those
+    bytes gives back, without decoding: a field the version lacks (the encoder drops it: it
+    is ignorable or at its default) reads as its default, and unknown tagged fields exist
+    only in a ``flexible`` version."""
+    if flexible and _complete(type(obj), version):
+        return obj.to_json()  # every field is written: the object is what was sent
+    defaults = _json_defaults(type(obj))
+    out: dict[str, Any] = {}
+    for f in obj._spec_fields:
+        if version not in f.versions:
+            d = defaults[f.name]
+            out[f.name] = copy.deepcopy(d) if isinstance(d, (list, dict)) else d
+            continue
+        v = getattr(obj, f.attr)
+        t = f.type
+        if v is not None and t.kind == "struct":
+            out[f.name] = sent_json(v, version, flexible)
+        elif v is not None and t.kind == "array" and t.element is not None and t.element.kind == "struct":
+            out[f.name] = [sent_json(e, version, flexible) for e in v]
+        else:
+            out[f.name] = _value_to_json(t, v)
+    if flexible and obj._unknown_tags:
+        out["_unknownTaggedFields"] = {str(t): b.hex() for t, b in sorted(obj._unknown_tags.items())}
+    return out
+
+
+_DEFAULTS: dict[type[Struct], dict[str, Any]] = {}
+_COMPLETE: dict[tuple[type[Struct], int], bool] = {}
+
+
+def _complete(cls: type[Struct], version: int) -> bool:
+    """Every field of ``cls`` and of the structs it holds exists at ``version``."""
+    done = _COMPLETE.get((cls, version))
+    if done is None:
+        done = True
+        for f in cls._spec_fields:
+            t = f.type.element if f.type.kind == "array" else f.type
+            if version not in f.versions or (
+                    t is not None and t.kind == "struct" and t.struct is not None
+                    and not _complete(cls._struct_classes[t.struct.name], version)):
+                done = False
+                break
+        _COMPLETE[(cls, version)] = done
+    return done
+
+
+def _json_defaults(cls: type[Struct]) -> dict[str, Any]:
+    """Every field's default in JSON form (what a decoder fills in for a field its version
+    lacks), per class."""
+    d = _DEFAULTS.get(cls)
+    if d is None:
+        fresh = cls()
+        d = _DEFAULTS[cls] = {f.name: _value_to_json(f.type, getattr(fresh, f.attr))
+                              for f in cls._spec_fields}
+    return d
 
 
 def _value_to_json(t: TypeRef, v: Any) -> Any:

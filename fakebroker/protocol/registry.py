@@ -10,7 +10,7 @@ from typing import Any
 
 from .compile import Decoder, Encoder, compile_version
 from .errors import DecodeError, EncodeError, SpecError
-from .messages import Struct, make_classes
+from .messages import Struct, make_classes, sent_json
 from .spec import MessageSpec, load_spec, read_spec_file
 
 
@@ -108,6 +108,11 @@ class MessageType:
         w = bytearray()
         self.encode_into(obj, version, w)
         return bytes(w)
+
+    def sent_json(self, obj: Struct, version: int) -> dict[str, Any]:
+        """The JSON form of what ``encode(obj, version)`` writes (equal to decoding it),
+        without encoding or decoding: for recording an object already encoded."""
+        return sent_json(obj, version, self.is_flexible(version))
 
     def encode_versioned(self, obj: Struct, version: int) -> bytes:
         """An int16 version, then the body: how Connect's embedded protocol (and Kafka's

@@ -7,7 +7,8 @@ field by field after normalising what legitimately varies.
         print(d)
 
 A scenario is ``async def scenario(s: Script) -> None``: it opens clients
-(``await s.client("w1")``, ``fakebroker.testing.client.ScriptedClient``s) and sends requests
+(``await s.client("w1")``, ``fakebroker.testing.client.ScriptedClient``s; ``Script`` is
+the ``fakebroker.testing.session.ScriptedSession`` whose requests are trace steps) and sends requests
 with them, each named by its ``label`` (``await w1.join(g, label="w1: first join")``). Its control flow may depend on the
 answers (member ids, generations); it runs once per broker, concurrently.
 
@@ -39,9 +40,10 @@ from typing import Any
 
 import yaml
 
-from ..client import ClientError, Exchange, KafkaConnection
+from ..client import ClientError
 from ..protocol import Registry, Struct, default_registry
-from ..testing.client import ClientDefaults, ScriptedClient
+from ..testing.client import ClientDefaults, Pending, ScriptedClient
+from ..testing.session import ScriptedSession
 
 Scenario = Callable[["Script"], Awaitable[None]]
 #: How long a request that is expected to park is given to reach the broker before the
@@ -81,130 +83,73 @@ class Trace:
     aborted: str | None = None  # the scenario itself raised (its flow broke)
 
 
-class Pending:
-    """A request sent and not yet awaited (it may be parked in the coordinator)."""
+class Script(ScriptedSession):
+    """One run of a scenario against one broker: every request is a step of its trace."""
 
-    def __init__(self, step: Step, fut: asyncio.Future[Exchange]) -> None:
-        self.step = step
-        self.fut = fut
-        fut.add_done_callback(lambda f: f.cancelled() or f.exception())
-
-
-class Script:
-    """One run of a scenario against one broker."""
+    defaults = ClientDefaults(protocols=(("sessioned", b"\x00\x02meta"),), describe_version=5)
 
     def __init__(self, bootstrap: str, side: str, token: str, registry: Registry,
                  timeout_s: float = 15.0) -> None:
-        self.bootstrap = bootstrap
+        super().__init__(bootstrap, registry, token, timeout_s=timeout_s)
         self.side = side
-        self.token = token
-        self.registry = registry
-        self.timeout_s = timeout_s
         self.trace = Trace(side)
-        self._clients: list[Worker] = []
-
-    def group(self, name: str = "g") -> str:
-        """A group id unique to this run of this scenario (the same on both brokers)."""
-        return f"{self.token}-{name}"
-
-    async def client(self, client_id: str) -> Worker:
-        conn = await KafkaConnection.open(self.bootstrap, client_id=client_id,
-                                          registry=self.registry, timeout_s=self.timeout_s)
-        w = Worker(self, conn, client_id)
-        self._clients.append(w)
-        return w
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
 
-    async def close(self) -> None:
-        for w in self._clients:
-            await w.conn.close()
+    # ------------------------------------------------------------------ the policy
 
-    def _record(self, label: str, api: str, version: int, body: Struct) -> Step:
+    def sending(self, label: str, api: str, version: int, body: Struct) -> Step:
         step = Step(len(self.trace.steps) + 1, label, api, version, body.to_json())
         self.trace.steps.append(step)
         return step
 
+    def send_failed(self, pending: Pending, error: ClientError) -> None:
+        pending.step.error = str(error)
 
-class Worker(ScriptedClient):
-    """One connection with one client id: the group APIs' verbs (``ScriptedClient``), each
-    request a step of the trace under its ``label``."""
-
-    defaults = ClientDefaults(protocols=(("sessioned", b"\x00\x02meta"),), describe_version=5)
-
-    def __init__(self, script: Script, conn: KafkaConnection, client_id: str) -> None:
-        self.s = script
-        self.registry = script.registry
-        self.conn = conn
-        self.client_id = client_id
-
-    async def submit(self, api: str, version: int, *, label: str = "", settle: bool = True,
-                     **fields: Any) -> Pending:
-        """Send without waiting for the answer (it may park); waits ``SETTLE_S`` so that the
-        broker has read it before the scenario goes on."""
-        body = self.registry[f"{api}Request"].new(**fields)
-        step = self.s._record(label, api, version, body)
-        try:
-            fut = self.conn.submit(body, version)
-        except ClientError as e:
-            step.error = str(e)
-            f: asyncio.Future[Exchange] = asyncio.get_running_loop().create_future()
-            f.set_exception(e)
-            return Pending(step, f)
-        p = Pending(step, fut)
-        if settle:
+    async def after_submit(self, pending: Pending) -> None:
+        """A request that may park: give the broker ``SETTLE_S`` to read it before the
+        scenario goes on."""
+        if pending.step.error is None:
             await asyncio.sleep(SETTLE_S)
-        return p
 
-    async def result(self, p: Pending, timeout_s: float | None = None) -> Any:
-        """The answer of a request sent earlier; ``None`` (recorded) if it never came."""
-        try:
-            ex = await self.conn.wait(p.fut, timeout_s=timeout_s or self.s.timeout_s)
-        except ClientError as e:
-            p.step.error = str(e)
-            return None
-        p.step.response = ex.response.to_json()
-        return ex.response
+    def answered(self, pending: Pending, response: Any) -> Any:
+        pending.step.response = response.to_json()
+        return response
 
-    async def call(self, api: str, version: int, *, label: str = "", **fields: Any) -> Any:
-        return await self.result(await self.submit(api, version, label=label, settle=False, **fields))
+    def no_answer(self, pending: Pending, error: ClientError) -> None:
+        """Recorded: the comparison shows it."""
+        pending.step.error = str(error)
+        return None
 
-    async def setup_call(self, api: str, version: int, **fields: Any) -> Any:
-        """A request that is not compared (setting up what differs by nature: topics)."""
-        body = self.s.registry[f"{api}Request"].new(**fields)
-        return (await self.conn.send(body, version)).response
+    def unexpected(self, what: str, expected: Any, actual: Any) -> None:
+        """The comparison shows it; the scenario goes on."""
 
-    async def ensure_topic(self, name: str, partitions: int, timeout_s: float = 20.0) -> Any:
-        """Metadata (v12, auto-creating) until ``name`` has ``partitions`` partitions with
-        leaders; returns its topic id. The real broker creates it with ``num.partitions``."""
-        mt = self.s.registry["MetadataRequest"].cls
-        deadline = asyncio.get_running_loop().time() + timeout_s
-        first = True
-        while True:
-            md = await self.setup_call("Metadata", 12, topics=[mt.MetadataRequestTopic(  # type: ignore[attr-defined]
-                topic_id=uuid.UUID(int=0), name=name)], allow_auto_topic_creation=True,
-                include_topic_authorized_operations=False)
-            t = md.topics[0]
-            if t.error_code == 0 and len(t.partitions) == partitions and all(
-                    p.error_code == 0 and p.leader_id >= 0 for p in t.partitions):
-                if not first:
-                    # Just created: give the group coordinator time to see it in its
-                    # metadata image (else a first assignment may be empty, then fixed).
-                    await asyncio.sleep(1.0)
-                return t.topic_id
-            first = False
-            if asyncio.get_running_loop().time() > deadline:
-                raise RuntimeError(f"topic {name}: error {t.error_code}, {len(t.partitions)} partitions "
-                                   f"(wanted {partitions})")
-            await asyncio.sleep(0.1)
 
-    async def new_member(self, group: str, *, label: str, **kw: Any) -> tuple[str, Pending]:
-        """KIP-394: join without an id (MEMBER_ID_REQUIRED), then rejoin with the id given
-        (that rejoin may park: it is returned pending)."""
-        first = await self.join(group, label=f"{label}: first join", **kw)
-        member = first.member_id if first is not None else ""
-        return member, await self.join_later(group, member, label=f"{label}: join with id", **kw)
+async def ensure_topic(w: ScriptedClient, name: str, partitions: int, timeout_s: float = 20.0) -> Any:
+    """Metadata (v12, auto-creating; not a step: topics differ by nature) until ``name`` has
+    ``partitions`` partitions with leaders; returns its topic id. The real broker creates it
+    with ``num.partitions``."""
+    mt = w.registry["MetadataRequest"].cls
+    deadline = asyncio.get_running_loop().time() + timeout_s
+    first = True
+    while True:
+        md = (await w.conn.send(w.registry["MetadataRequest"].new(topics=[mt.MetadataRequestTopic(  # type: ignore[attr-defined]
+            topic_id=uuid.UUID(int=0), name=name)], allow_auto_topic_creation=True,
+            include_topic_authorized_operations=False), 12)).response
+        t = md.topics[0]
+        if t.error_code == 0 and len(t.partitions) == partitions and all(
+                p.error_code == 0 and p.leader_id >= 0 for p in t.partitions):
+            if not first:
+                # Just created: give the group coordinator time to see it in its
+                # metadata image (else a first assignment may be empty, then fixed).
+                await asyncio.sleep(1.0)
+            return t.topic_id
+        first = False
+        if asyncio.get_running_loop().time() > deadline:
+            raise RuntimeError(f"topic {name}: error {t.error_code}, {len(t.partitions)} partitions "
+                               f"(wanted {partitions})")
+        await asyncio.sleep(0.1)
 
 
 # ---------------------------------------------------------------------------- running

@@ -3,7 +3,7 @@ LeaveGroup flows and their error answers, DescribeGroups, ListGroups, static mem
 session and rebalance timeouts; plus ApiVersions of the group APIs.
 
 Every scenario is deterministic on a real broker: a request expected to park is given
-time to arrive (``Worker.submit`` settles), timeouts are short but leave a wide margin
+time to arrive (``Script.after_submit`` settles), timeouts are short but leave a wide margin
 (a 1 s session is checked 3 s later). Both brokers must be started with the settings of
 ``KafkaSettings()`` / ``twin_config()``: no initial rebalance delay, session timeouts
 from 1 s.
@@ -11,7 +11,7 @@ from 1 s.
 
 from __future__ import annotations
 
-from .differential import Scenario, Script
+from .differential import Scenario, Script, ensure_topic
 from .settings import KafkaSettings
 from ..protocol import default_registry
 
@@ -319,7 +319,7 @@ def _owned(resp) -> list[tuple[object, list[int]]]:  # type: ignore[no-untyped-d
 async def consumer_group(s: Script) -> None:
     g = s.group()
     w1, w2 = await s.client("c1"), await s.client("c2")
-    await w1.ensure_topic(TOPIC, TOPIC_PARTITIONS)
+    await ensure_topic(w1, TOPIC, TOPIC_PARTITIONS)
     m1, m2 = "c1-member-aaaaaaaaaaaaaaa", "c2-member-bbbbbbbbbbbbbbb"
     r1 = await w1.call("ConsumerGroupHeartbeat", 1, **_cgh_fields(s, g, m1, 0, topics=[TOPIC], owned=[]),
                        label="c1: join")
@@ -351,7 +351,7 @@ async def consumer_group(s: Script) -> None:
 async def consumer_group_errors(s: Script) -> None:
     g = s.group()
     w = await s.client("c1")
-    await w.ensure_topic(TOPIC, TOPIC_PARTITIONS)
+    await ensure_topic(w, TOPIC, TOPIC_PARTITIONS)
     m = "c1-member-ccccccccccccccc"
     await w.call("ConsumerGroupHeartbeat", 1, **_cgh_fields(s, "", m, 0, topics=[TOPIC], owned=[]),
                  label="empty group id")

@@ -34,7 +34,7 @@ class RecordedConnection(KafkaConnection):
     def received(self, exchange: Exchange) -> None:
         self.recorder.response(self.registry, self.name, exchange.api_key, exchange.version,
                                exchange.correlation_id, exchange.response,
-                               exchange.response_frame, self.now_ms(), from_wire=True)
+                               exchange.response_frame, self.now_ms())
 
     def failed(self, reason: str) -> None:
         self._record_close("broker", reason)

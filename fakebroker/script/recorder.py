@@ -19,7 +19,7 @@ from dataclasses import asdict, replace
 from typing import Any
 
 from ..protocol import Registry, Struct
-from ..protocol.framing import add_size_prefix, decode_response
+from ..protocol.framing import add_size_prefix
 from .transcript import Event, Transcript, TranscriptWriter, new_header, peek_frame, utc_stamp
 
 Sink = Callable[[dict[str, Any]], None]
@@ -122,17 +122,17 @@ class Recorder:
 
     def response(self, registry: Registry, conn: int | str, api_key: int, version: int,
                  correlation_id: int, body: Struct, frame: bytes, now_ms: int,
-                 hooks: list[str] | None = None, *, from_wire: bool = False) -> Event | None:
-        """A response frame (size prefix included). ``from_wire``: ``body`` was decoded from
-        ``frame`` (a client's side), so it is not read back again."""
+                 hooks: list[str] | None = None) -> Event | None:
+        """A response frame (size prefix included) and the object it was encoded from (the
+        broker's side) or decoded into (a client's)."""
         self.responses_seen += 1
         if self.api_keys is not None and api_key not in self.api_keys:
             return None
-        # What went on the wire: an ignorable field the version lacks was dropped by the
-        # encoder, so the body is read back from the frame, not taken from the object.
-        wire = body if from_wire else decode_response(registry, frame[4:], api_key, version, base=4).body
+        # What went on the wire, without decoding ``frame`` again: an ignorable field the
+        # version lacks was dropped by the encoder, so it reads as its default.
         ev = Event("response", conn, correlation_id=correlation_id, api_key=api_key,
-                   api=registry.api_name(api_key), version=version, body=wire.to_json(),
+                   api=registry.api_name(api_key), version=version,
+                   body=registry.of(body).sent_json(body, version),
                    raw=bytes(frame), hooks=list(hooks or []))
         return self._emit(ev, now_ms)
 

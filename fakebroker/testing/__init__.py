@@ -1,13 +1,16 @@
-"""The testing surface: what scripted clients on ``fakebroker.client`` share. Golden
+"""The testing surface: the one scripted-client layer on ``fakebroker.client``. Golden
 generation (``fakebroker.script.golden``), the differential scenarios against the real
-Kafka (``fakebroker.realkafka.differential``) and the conformance harness are its users.
+Kafka (``fakebroker.realkafka.differential``) and the conformance harness
+(``conformance.harness.context``) are its users; each subclasses ``ScriptedSession`` for its
+policy and keeps only what is its own (a transcript, a comparison, a case's evidence).
 
-- ``client``: ``ScriptedClient``, the group APIs' verbs (join, sync, heartbeat, leave,
-  describe, list) over one connection; the golden ``Client`` and the differential
-  ``Worker`` are its subclasses (how a request is sent, awaited and kept);
-- ``requests``: the fields of the group APIs' requests at a version (one builder per API);
-- ``recorded``: a connection that records what it exchanges in the one transcript format
-  (``fakebroker.script.recorder``), the client's side of what the broker records.
+- ``session``: ``ScriptedSession``, the clients of one script on one broker, its group ids,
+  and what is done around each request (kept, settled, awaited; a missing answer);
+- ``client``: ``ScriptedClient``, the group APIs' verbs over one connection, and
+  ``Pending``, a request sent and not yet awaited;
+- ``member``: ``ScriptedMember``, a classic member that remembers what the coordinator told
+  it (id, generation, leader, protocol);
+- ``requests``: the fields of the group APIs' requests at a version (one builder per API).
 
-It imports only the client, the codec and the recorder; the server never imports it.
+It imports only the client and the codec; the server never imports it.
 """

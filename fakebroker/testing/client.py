@@ -1,24 +1,28 @@
 """A scripted client: the group APIs' verbs over one connection, for scripts that drive a
 coordinator request by request.
 
-``join_later`` and ``sync_later`` send and return the pending request (it may park at the
-coordinator); ``join``, ``sync``, ``heartbeat``, ``leave``, ``describe`` and
-``list_groups`` wait for the answer. A subclass says how a request is sent and awaited
-(``submit``, ``result``, ``call``) and what it keeps of it: the golden session
-(``fakebroker.script.golden.session``) settles a virtual-clock broker after each request;
-the differential script (``fakebroker.realkafka.differential``) names each request with
-its ``label`` in the trace it compares. What a request carries unless the script says
-otherwise is the subclass's ``defaults``.
+``send`` hands a request to the connection and returns it ``Pending``; ``join_later`` and
+``sync_later`` do so and then let the session settle (the request may park at the
+coordinator); ``join``, ``sync``, ``heartbeat``, ``leave``, ``describe``, ``list_groups``,
+``commit`` and ``fetch_offsets`` wait for the answer. What a request carries unless the
+script says otherwise is the session's ``defaults``; how a request is kept, settled and
+awaited, and what a missing answer means, is the session's (``fakebroker.testing.session``).
 """
 
 from __future__ import annotations
 
+import asyncio
+import uuid
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
-from ..protocol import Registry
+from ..client import ClientError, Exchange, KafkaConnection
+from ..protocol import Registry, Struct
 from .requests import (describe_fields, heartbeat_fields, join_fields, leave_fields,
                        list_groups_fields, sync_fields)
+
+if TYPE_CHECKING:
+    from .session import ScriptedSession
 
 DEFAULT: Any = object()  # "the client's default": None is a value a request may carry
 
@@ -33,20 +37,84 @@ class ClientDefaults:
     describe_version: int = 6
 
 
+@dataclass
+class Pending:
+    """A request sent and not yet awaited (it may be parked at the coordinator);
+    ``await pending.response()`` is its answer as the session takes it. ``step`` is what the
+    session keeps of it (the differential run's trace step)."""
+
+    client: ScriptedClient
+    api: str
+    version: int
+    label: str
+    future: asyncio.Future[Exchange]
+    step: Any = None
+
+    def done(self) -> bool:
+        return self.future.done()
+
+    async def response(self, timeout_s: float | None = None) -> Any:
+        return await self.client.result(self, timeout_s)
+
+
 class ScriptedClient:
-    registry: Registry
-    defaults: ClassVar[ClientDefaults] = ClientDefaults()
+    def __init__(self, session: ScriptedSession, conn: KafkaConnection, client_id: str) -> None:
+        self.session = session
+        self.registry: Registry = session.registry
+        self.conn = conn
+        self.client_id = client_id
+        self.outstanding = 0  # requests sent and not answered
+        self._open = True
 
-    async def submit(self, api: str, version: int, *, label: str = "", **fields: Any) -> Any:
-        """Send ``api`` with ``fields``; returns what ``result`` takes."""
-        raise NotImplementedError
+    @property
+    def idle(self) -> bool:
+        """No request of this client is waiting at the coordinator."""
+        return self.outstanding == 0
 
-    async def result(self, pending: Any) -> Any:
-        """The response of a request sent with ``submit``."""
-        raise NotImplementedError
+    # ------------------------------------------------------------------ sending
+
+    def send_body(self, api: str, body: Struct, version: int, *, label: str = "") -> Pending:
+        """Hand ``body`` to the connection now (no settling)."""
+        step = self.session.sending(label, api, version, body)
+        try:
+            fut = self.conn.submit(body, version)
+        except ClientError as e:
+            fut = asyncio.get_running_loop().create_future()
+            fut.set_exception(e)
+            p = Pending(self, api, version, label, fut, step)
+            self.session.send_failed(p, e)
+            return p
+        self.outstanding += 1
+
+        def finished(f: asyncio.Future[Exchange]) -> None:
+            self.outstanding -= 1
+            # A request still parked when its connection closes fails; that is expected.
+            f.cancelled() or f.exception()
+        fut.add_done_callback(finished)
+        p = Pending(self, api, version, label, fut, step)
+        self.session.sent(p)
+        return p
+
+    def send(self, api: str, version: int, *, label: str = "", **fields: Any) -> Pending:
+        return self.send_body(api, self.registry[f"{api}Request"].new(**fields), version, label=label)
+
+    async def submit(self, api: str, version: int, *, label: str = "", **fields: Any) -> Pending:
+        """Send, then let the session settle (the broker has read the request)."""
+        p = self.send(api, version, label=label, **fields)
+        await self.session.after_submit(p)
+        return p
+
+    async def result(self, pending: Pending, timeout_s: float | None = None) -> Any:
+        """The response of a request sent earlier, as the session takes it."""
+        return await self.session.answer(pending, timeout_s)
 
     async def call(self, api: str, version: int, *, label: str = "", **fields: Any) -> Any:
-        return await self.result(await self.submit(api, version, label=label, **fields))
+        return await self.result(self.send(api, version, label=label, **fields))
+
+    async def close(self) -> None:
+        if self._open:
+            self._open = False
+            await self.session.close_client(self)
 
     # ------------------------------------------------------------------ JoinGroup
 
@@ -54,7 +122,7 @@ class ScriptedClient:
                      session_ms: int = DEFAULT, rebalance_ms: int = DEFAULT,
                      protocols: Any = DEFAULT, protocol_type: str = DEFAULT,
                      instance: str | None = None, reason: str | None = None) -> dict[str, Any]:
-        d = self.defaults
+        d = self.session.defaults
         return join_fields(self.registry, group, member_id, version,
                            session=d.session_ms if session_ms is DEFAULT else session_ms,
                            rebalance=d.rebalance_ms if rebalance_ms is DEFAULT else rebalance_ms,
@@ -63,7 +131,7 @@ class ScriptedClient:
                            instance=instance, reason=reason)
 
     async def join_later(self, group: str, member_id: str = "", *, version: int = 9,
-                         label: str = "", **kw: Any) -> Any:
+                         label: str = "", **kw: Any) -> Pending:
         return await self.submit("JoinGroup", version, label=label,
                                  **self.join_request(group, member_id, version=version, **kw))
 
@@ -72,20 +140,31 @@ class ScriptedClient:
         return await self.call("JoinGroup", version, label=label,
                                **self.join_request(group, member_id, version=version, **kw))
 
+    async def new_member(self, group: str, *, label: str = "", **kw: Any) -> tuple[str, Pending]:
+        """KIP-394: join without an id (MEMBER_ID_REQUIRED), then rejoin with the id given.
+        Returns the member id and the rejoin, pending (it may park)."""
+        first = await self.join(group, label=f"{label}: first join", **kw)
+        code = None if first is None else first.error_code
+        if code != 79:
+            self.session.unexpected(f"{self.client_id}: JoinGroup without a member id",
+                                    "MEMBER_ID_REQUIRED", code)
+        member = first.member_id if first is not None else ""
+        return member, await self.join_later(group, member, label=f"{label}: join with id", **kw)
+
     # ------------------------------------------------------------------ SyncGroup
 
     def sync_request(self, group: str, member_id: str, generation: int, *, version: int = 5,
                      assignments: dict[str, bytes] | None = None, instance: str | None = None,
                      protocol_type: str | None = DEFAULT,
                      protocol_name: str | None = DEFAULT) -> dict[str, Any]:
-        d = self.defaults
+        d = self.session.defaults
         return sync_fields(self.registry, group, member_id, generation, version,
                            assignments=assignments, instance=instance,
                            protocol_type=d.protocol_type if protocol_type is DEFAULT else protocol_type,
                            protocol_name=d.protocol_name if protocol_name is DEFAULT else protocol_name)
 
     async def sync_later(self, group: str, member_id: str, generation: int, *, version: int = 5,
-                         label: str = "", **kw: Any) -> Any:
+                         label: str = "", **kw: Any) -> Pending:
         return await self.submit("SyncGroup", version, label=label,
                                  **self.sync_request(group, member_id, generation, version=version, **kw))
 
@@ -108,10 +187,55 @@ class ScriptedClient:
 
     async def describe(self, *groups: str, version: int = DEFAULT, ops: bool = False,
                        label: str = "") -> Any:
-        v = self.defaults.describe_version if version is DEFAULT else version
+        v = self.session.defaults.describe_version if version is DEFAULT else version
         return await self.call("DescribeGroups", v, label=label, **describe_fields(groups, v, ops))
 
     async def list_groups(self, *, version: int = 5, states: list[str] | None = None,
                           types: list[str] | None = None, label: str = "") -> Any:
         return await self.call("ListGroups", version, label=label,
                                **list_groups_fields(version, states, types))
+
+    # ------------------------------------------------------------------ offsets
+
+    async def commit(self, group: str, offsets: dict[str, dict[int, int]], *, version: int = 9,
+                     member_id: str = "", generation: int = -1, instance: str | None = None,
+                     metadata: str | None = None, leader_epoch: int = -1,
+                     topic_ids: dict[str, uuid.UUID] | None = None, label: str = "") -> Any:
+        """``offsets``: topic -> partition -> offset (v10: topics by id from ``topic_ids``)."""
+        cls = self.registry["OffsetCommitRequest"].cls
+        topics = []
+        for name, parts in offsets.items():
+            tf: dict[str, Any] = {"partitions": [cls.OffsetCommitRequestPartition(  # type: ignore[attr-defined]
+                partition_index=p, committed_offset=o, committed_leader_epoch=leader_epoch if version >= 6 else -1,
+                committed_metadata=metadata) for p, o in parts.items()]}
+            if version >= 10:
+                tf["topic_id"] = (topic_ids or {})[name]
+            else:
+                tf["name"] = name
+            topics.append(cls.OffsetCommitRequestTopic(**tf))  # type: ignore[attr-defined]
+        f: dict[str, Any] = dict(group_id=group, generation_id_or_member_epoch=generation,
+                                 member_id=member_id, topics=topics)
+        if version >= 7:
+            f["group_instance_id"] = instance
+        return await self.call("OffsetCommit", version, label=label, **f)
+
+    async def fetch_offsets(self, group: str, topics: dict[str, list[int]] | None, *,
+                            version: int = 7, topic_ids: dict[str, uuid.UUID] | None = None,
+                            more: dict[str, dict[str, list[int]] | None] | None = None,
+                            label: str = "") -> Any:
+        """v1-7: one group; v8+: ``group`` and then the groups of ``more``."""
+        cls = self.registry["OffsetFetchRequest"].cls
+        if version < 8:
+            ts = None if topics is None else [cls.OffsetFetchRequestTopic(  # type: ignore[attr-defined]
+                name=n, partition_indexes=ps) for n, ps in topics.items()]
+            f: dict[str, Any] = dict(group_id=group, topics=ts)
+            if version >= 7:
+                f["require_stable"] = False
+            return await self.call("OffsetFetch", version, label=label, **f)
+        groups = []
+        for gid, tps in [(group, topics), *(more or {}).items()]:
+            ts = None if tps is None else [cls.OffsetFetchRequestTopics(  # type: ignore[attr-defined]
+                **({"topic_id": (topic_ids or {})[n]} if version >= 10 else {"name": n}),
+                partition_indexes=ps) for n, ps in tps.items()]
+            groups.append(cls.OffsetFetchRequestGroup(group_id=gid, topics=ts))  # type: ignore[attr-defined]
+        return await self.call("OffsetFetch", version, label=label, groups=groups, require_stable=False)

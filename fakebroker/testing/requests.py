@@ -1,7 +1,6 @@
-"""The fields of the classic group APIs' requests at a version, for scripted clients:
-golden scenarios (``fakebroker.script.golden.session``), the differential scenarios against
-the real Kafka (``fakebroker.realkafka.differential``) and the conformance harness's members
-(``conformance.harness.members``) all build their JoinGroup, SyncGroup, Heartbeat,
+"""The fields of the classic group APIs' requests at a version. ``ScriptedClient``
+(``fakebroker.testing.client``), and through it golden generation, the differential
+scenarios and the conformance harness, builds its JoinGroup, SyncGroup, Heartbeat,
 LeaveGroup, DescribeGroups and ListGroups requests here, so a field a version adds is
 added once. Each returns keyword arguments for the message's ``new``.
 """

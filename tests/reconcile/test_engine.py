@@ -83,7 +83,7 @@ def test_rebalance_timeout_fences_a_member_that_does_not_revoke() -> None:
     assert out.events == () and engine.has_member("m1")
     out = engine.advance(12_002)
     assert [e for e in out.events if isinstance(e, MemberRemoved)] == \
-        [MemberRemoved(12_002, "m1", RemovalReason.REBALANCE_TIMEOUT)]
+        [MemberRemoved(engine.group_id, 12_002, "m1", None, RemovalReason.REBALANCE_TIMEOUT)]
     assert not engine.has_member("m1") and engine.holder(next(iter(tp("F", 0)))) is None
     r = engine.heartbeat(hb("m1", 1, owned=tp("F", 0)), 12_003)
     assert r.error == E.UNKNOWN_MEMBER_ID
@@ -97,7 +97,7 @@ def test_session_timeout_removes_and_heartbeats_extend() -> None:
     # An error response does not extend the session.
     assert engine.heartbeat(hb("m1", 7), 84_999).error == E.FENCED_MEMBER_EPOCH
     out = engine.advance(85_000)
-    assert MemberRemoved(85_000, "m1", RemovalReason.SESSION_TIMEOUT) in out.events
+    assert MemberRemoved(engine.group_id, 85_000, "m1", None, RemovalReason.SESSION_TIMEOUT) in out.events
     assert engine.group_epoch == 2 and engine.member_ids() == ()
 
 
@@ -202,7 +202,7 @@ def test_most_requested_server_assignor_is_used() -> None:
     engine.heartbeat(join("m1", server_assignor="range"), 0)
     engine.heartbeat(join("m2", server_assignor="range"), 1)
     names = [e.source for e in engine.heartbeat(join("m3"), 2).outcome.events
-             if type(e).__name__ == "TargetAssignmentUpdated"]
+             if type(e).__name__ == "TargetAssignmentChanged"]
     assert names == ["assignor:range"]
 
 

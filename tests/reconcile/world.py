@@ -160,8 +160,8 @@ class World:
             name = type(ev).__name__
             if name == "MemberRemoved":
                 self.seen.add(f"removed: {ev.reason}")  # type: ignore[attr-defined]
-            elif name == "MemberTransitioned":
-                self.seen.add(f"state {ev.to_state.name}")  # type: ignore[attr-defined]
+            elif name == "MemberEpochChanged":
+                self.seen.add(f"state {ev.to_state}")  # type: ignore[attr-defined]
 
     def _install(self, member_id: str) -> None:
         epoch = self.engine.member(member_id).current.member_epoch

@@ -27,7 +27,7 @@ def expect(ctx: CoordinatorContext, r: Any, name: str, what: str) -> None:
 
 async def worker(ctx: CoordinatorContext, name: str, **kw: Any) -> DraftWorker:
     kw.setdefault("rebalance_timeout_ms", ctx.rebalance_ms)
-    w = DraftWorker(name, await ctx.connect(name), kw.pop("group_id", ctx.group_id),
+    w = DraftWorker(await ctx.client(name), kw.pop("group_id", ctx.group_id),
                     registry_for(ctx.target.api_keys), **kw)
     w._compute_code = ctx.target.error_code("COMPUTE_ASSIGNMENT")
     return w

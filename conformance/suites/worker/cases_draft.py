@@ -60,7 +60,7 @@ async def established(ctx: WorkerContext, **kw: Any) -> tuple[WorkerProcess, See
 
 
 async def peer(ctx: WorkerContext, name: str = "peer") -> DraftWorker:
-    p = DraftWorker(name, await ctx.connect(name), ctx.group_id, registry_for(ctx.target.api_keys),
+    p = DraftWorker(await ctx.client(name), ctx.group_id, registry_for(ctx.target.api_keys),
                     rebalance_timeout_ms=ctx.target.timing.rebalance_timeout_ms)
     p._compute_code = ctx.target.error_code("COMPUTE_ASSIGNMENT")
     return p

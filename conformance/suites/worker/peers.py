@@ -16,7 +16,8 @@ from fakebroker.protocol import DecodeError
 
 from fakebroker.connect.embedded import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, Unit, assignment_bytes,
                                       connect_protocols, units_of)
-from ...harness.members import ClassicMember, Pending
+from fakebroker.testing.client import Pending
+from fakebroker.testing.member import ScriptedMember
 from ...harness.outcomes import Broken, Violation
 from .framework import Seen, WorkerContext, WorkerProcess
 
@@ -77,7 +78,7 @@ async def lead_alone(ctx: WorkerContext, *, owning_nothing: bool = False, **kw: 
 
 @dataclass
 class Peer:
-    member: ClassicMember
+    member: ScriptedMember
     protocol: str
     config_offset: int
     owned: set[Unit] = field(default_factory=set)

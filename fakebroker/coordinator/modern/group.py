@@ -1,12 +1,13 @@
 """What the heartbeat-driven group types share: one reconciliation engine per group, wired
 into the coordinator's timers, its events and the shared APIs' ``Group`` protocol.
 
-A ``ModernGroup`` owns a ``GroupEngine`` (``../reconcile/``). The engine keeps its own
-session and rebalance deadlines; the group keeps exactly one coordinator timer armed at the
-engine's earliest deadline, so ``GroupCoordinator.next_deadline`` / ``tick`` fire them in
-order with every other timer. After every call into the engine the group ``absorb``s the
-outcome: engine events become coordinator events (naming the group), a change of the
-group's state is a ``StateChanged``, and the timer is re-armed.
+A ``ModernGroup`` owns a ``GroupEngine`` (``../reconcile/``). The engine keeps its members'
+session and rebalance deadlines in a ``Timers`` of its own (the coordinator's timer type);
+the group keeps exactly one coordinator timer armed at the engine's earliest deadline, so
+``GroupCoordinator.next_deadline`` / ``tick`` fire them in order with every other timer.
+After every call into the engine the group ``absorb``s the outcome: the engine's events
+(already the coordinator's, naming the group) are published, a change of the group's
+state is a ``StateChanged``, and the timer is re-armed.
 
 States are Kafka's ``ConsumerGroupState`` names: Empty (no members), Assigning (the group
 epoch is ahead of the target's), Reconciling (some member is not yet stable at the
@@ -15,15 +16,13 @@ target epoch), Stable.
 
 from __future__ import annotations
 
-from typing import Any, Generic
+from typing import Generic
 
 from ...protocol.error_codes import ErrorCode
 from ..env import Env
 from ..errors import RuleViolation
-from ..events import (AssignmentComputeRequested, GroupEpochChanged, MemberEpochChanged,
-                      MemberJoined, MemberRemoved, StateChanged, TargetAssignmentChanged)
+from ..events import StateChanged
 from ..reconcile import GroupEngine, Outcome
-from ..reconcile import events as engine_events
 from ..reconcile.units import U
 
 EMPTY = "Empty"
@@ -106,9 +105,7 @@ class ModernGroup(Generic[U]):
     def absorb(self, outcome: Outcome) -> None:
         """Publish what an engine call did and re-arm the group's timer."""
         for event in outcome.events:
-            converted = self._convert(event)
-            if converted is not None:
-                self.env.emit(converted)
+            self.env.emit(event)
         state = self.state_name
         if state != self._last_state:
             self.env.emit(StateChanged(self.group_id, self.env.now_ms, self._last_state, state))
@@ -127,29 +124,6 @@ class ModernGroup(Generic[U]):
 
     def _fire(self) -> None:
         self.absorb(self.engine.advance(self.env.now_ms))
-
-    def _instance_id(self, member_id: str) -> str | None:
-        if self.engine.has_member(member_id):
-            return self.engine.member(member_id).metadata.instance_id
-        return None
-
-    def _convert(self, event: engine_events.EngineEvent) -> Any:
-        gid, at = self.group_id, event.at_ms
-        if isinstance(event, engine_events.MemberJoined):
-            return MemberJoined(gid, at, event.member_id, self._instance_id(event.member_id),
-                                replaces=event.replaces)
-        if isinstance(event, engine_events.MemberRemoved):
-            return MemberRemoved(gid, at, event.member_id, None, event.reason)
-        if isinstance(event, engine_events.GroupEpochBumped):
-            return GroupEpochChanged(gid, at, event.epoch, event.reason)
-        if isinstance(event, engine_events.TargetAssignmentUpdated):
-            return TargetAssignmentChanged(gid, at, event.assignment_epoch, event.source)
-        if isinstance(event, engine_events.MemberTransitioned):
-            return MemberEpochChanged(gid, at, event.member_id, event.from_state.name,
-                                      event.from_epoch, event.to_state.name, event.to_epoch)
-        if isinstance(event, engine_events.ComputeAssignmentRequested):
-            return AssignmentComputeRequested(gid, at, event.member_id, event.group_epoch)
-        return None  # pragma: no cover - the engine's event union is closed
 
 
 __all__ = ["ModernGroup", "EMPTY", "ASSIGNING", "RECONCILING", "STABLE"]

@@ -23,8 +23,9 @@ from __future__ import annotations
 from .assignors import AssignmentSpec, Assignor, AssignorError, RangeAssignor, UniformAssignor
 from .engine import (AssignmentView, EngineConfig, GroupEngine, GroupSnapshot, Heartbeat,
                      HeartbeatResult, InstallResult, Outcome, PreparedMember, PrepareResult)
-from .events import (ComputeAssignmentRequested, EngineEvent, GroupEpochBumped, MemberJoined,
-                     MemberRemoved, MemberTransitioned, RemovalReason, TargetAssignmentUpdated)
+# The engine reports in the coordinator's one event vocabulary (``fakebroker.coordinator.events``).
+from ..events import (AssignmentComputeRequested, GroupEpochChanged, GroupEvent, MemberEpochChanged,
+                      MemberJoined, MemberRemoved, RemovalReason, TargetAssignmentChanged)
 from .member import (AssignmentPayload, ClientAssignor, CurrentAssignment, Member,
                      MemberMetadata, MemberState, MemberTarget)
 from .records import InMemoryRecordStore, Record, RecordStore, compact, group_metadata_records
@@ -36,9 +37,8 @@ __all__ = [
     "AssignmentSpec", "Assignor", "AssignorError", "RangeAssignor", "UniformAssignor",
     "AssignmentView", "EngineConfig", "GroupEngine", "GroupSnapshot", "Heartbeat",
     "HeartbeatResult", "InstallResult", "Outcome", "PreparedMember", "PrepareResult",
-    "ComputeAssignmentRequested",
-    "EngineEvent", "GroupEpochBumped", "MemberJoined", "MemberRemoved", "MemberTransitioned",
-    "RemovalReason", "TargetAssignmentUpdated", "AssignmentPayload", "ClientAssignor",
+    "AssignmentComputeRequested", "GroupEpochChanged", "GroupEvent", "MemberEpochChanged",
+    "MemberJoined", "MemberRemoved", "RemovalReason", "TargetAssignmentChanged", "AssignmentPayload", "ClientAssignor",
     "CurrentAssignment", "Member", "MemberMetadata", "MemberState", "MemberTarget",
     "InMemoryRecordStore", "Record", "RecordStore", "compact", "group_metadata_records",
     "reconcile", "Installed", "ServerAssigned", "sticky_smallest_id", "ConnectUnit",

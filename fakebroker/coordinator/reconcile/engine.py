@@ -1,12 +1,13 @@
 """The reconciliation engine of one heartbeat-driven group (KIP-848 consumer group, or the
 draft's connect group), sans-IO: no sockets, no wall clock. Every call takes ``now_ms``
-(virtual time, never going back) and returns what a handler needs to answer, plus the
-records it wrote and the events that happened.
+(the coordinator's one time convention: int milliseconds, never going back, kept by the
+engine's ``Timers``) and returns what a handler needs to answer, plus the
+records it wrote and the events that happened (the coordinator's events, naming the group).
 
 Durable state (the group epoch, the members' metadata, the unit set, the target
 assignment and its epoch, every member's current assignment) changes only by replaying
 records the engine has just generated, so ``GroupEngine.rebuild(records)`` restores it.
-Transient state (session and rebalance deadlines, the member selected to compute a
+Transient state (session and rebalance deadlines, in the coordinator's ``Timers``, the member selected to compute a
 connect target, the membership of recent epochs) is rebuilt as Kafka does on load.
 
 A request the engine refuses (``RuleViolation``) is refused before any record is generated:
@@ -23,8 +24,6 @@ How a handler drives it (ConsumerGroupHeartbeat / ConnectGroupHeartbeat):
 
 from __future__ import annotations
 
-import heapq
-import itertools
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Generic, TypeVar
@@ -32,8 +31,8 @@ from typing import Generic, TypeVar
 from ...protocol.error_codes import ErrorCode
 from .assignors import AssignorError
 from ..errors import Code, InvariantBroken, RuleViolation
-from .events import (ComputeAssignmentRequested, EngineEvent, GroupEpochBumped, MemberJoined,
-                     MemberRemoved, MemberTransitioned, RemovalReason, TargetAssignmentUpdated)
+from ..events import (AssignmentComputeRequested, GroupEpochChanged, GroupEvent, MemberEpochChanged,
+                      MemberJoined, MemberRemoved, RemovalReason, TargetAssignmentChanged)
 from .member import (AssignmentPayload, ClientAssignor, CurrentAssignment, Member,
                      MemberMetadata, MemberState, MemberTarget)
 from .reconciliation import reconcile
@@ -42,6 +41,7 @@ from .records import (CurrentAssignmentRecord, CurrentAssignmentValue, GroupMeta
                       RecordStore, TargetAssignmentMemberRecord, TargetAssignmentMetadataRecord,
                       TargetMemberValue, UnitSetMetadataRecord)
 from .target import Installed, ServerAssigned, TargetPolicy
+from ..timers import Timers
 from .units import U, sorted_units
 from .validation import (JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH,
                          require_assigned_members_exist, require_group_not_full,
@@ -138,7 +138,7 @@ class Outcome:
     """Records written and events that happened during one call (timers included)."""
 
     records: tuple[Record, ...] = ()
-    events: tuple[EngineEvent, ...] = ()
+    events: tuple[GroupEvent, ...] = ()
 
     def __add__(self, other: Outcome) -> Outcome:
         return Outcome(self.records + other.records, self.events + other.events)
@@ -220,10 +220,8 @@ class GroupEngine(Generic[U]):
         self._current: dict[str, CurrentAssignment[U]] = {}
         self._owner: dict[U, str] = {}   # derived: unit -> member holding it
         # transient
-        self._now = 0
-        self._heap: list[tuple[int, int, str, str, int]] = []
-        self._live: dict[tuple[str, str], int] = {}
-        self._seq = itertools.count()
+        # (kind, member id) -> (kind, member id, the member epoch a rebalance timer is for)
+        self._timers: Timers[tuple[str, str, int]] = Timers()
         self._selected: str | None = None
         self._membership: dict[int, frozenset[str]] = {0: frozenset()}
         # Bumped whenever a member's metadata changes: the selector's answer for unchanged
@@ -285,18 +283,11 @@ class GroupEngine(Generic[U]):
         return self._group_epoch > self._assignment_epoch
 
     def next_deadline(self) -> int | None:
-        self._drop_dead_timers()
-        return self._heap[0][0] if self._heap else None
+        return self._timers.next_deadline()
 
     def deadline(self, kind: str, member_id: str) -> int | None:
         """The live ``"session"`` or ``"rebalance"`` deadline of a member (tests, tools)."""
-        seq = self._live.get((kind, member_id))
-        if seq is None:
-            return None
-        for deadline, s, k, mid, _ in self._heap:
-            if s == seq:
-                return deadline
-        return None
+        return self._timers.deadline((kind, member_id))
 
     def durable_state(self) -> GroupSnapshot[U]:
         return GroupSnapshot(
@@ -310,22 +301,15 @@ class GroupEngine(Generic[U]):
 
     def timer_state(self) -> tuple[tuple[str, str, int], ...]:
         """Live deadlines as (kind, member, deadline), sorted."""
-        self._drop_dead_timers()
-        live = {(k, m): d for d, s, k, m, _ in self._heap if self._live.get((k, m)) == s}
-        return tuple(sorted((k, m, d) for (k, m), d in live.items()))
+        return tuple(sorted((k, m, self._timers.deadline((k, m)))  # type: ignore[misc]
+                            for k, m in self._timers.keys()))
 
     # ----------------------------------------------------------------- time
 
     def advance(self, now_ms: int) -> Outcome:
         """Fire every timer due at ``now_ms`` (session and rebalance timeouts)."""
-        self._tick(now_ms)
         outcome = Outcome()
-        while True:
-            self._drop_dead_timers()
-            if not self._heap or self._heap[0][0] > now_ms:
-                return outcome
-            deadline, _, kind, member_id, epoch = heapq.heappop(self._heap)
-            del self._live[(kind, member_id)]
+        for deadline, (kind, member_id, epoch) in self._timers.due(now_ms):
             if member_id not in self._metadata:
                 continue
             if kind == _SESSION:
@@ -334,6 +318,7 @@ class GroupEngine(Generic[U]):
                 # Kafka: fenced only if the member is still at the epoch it was asked to
                 # leave by revoking; a member that moved on is left alone.
                 outcome += self._remove(member_id, RemovalReason.REBALANCE_TIMEOUT, deadline)
+        return outcome
 
     # ----------------------------------------------------------------- heartbeat
 
@@ -401,8 +386,8 @@ class GroupEngine(Generic[U]):
         records: list[Record] = [CurrentAssignmentRecord(self.group_id, member_id,
                                                          _current_value(after))]
         self._commit(records)
-        event = MemberTransitioned(now_ms, member_id, before.state, before.member_epoch,
-                                   after.state, after.member_epoch)
+        event = MemberEpochChanged(self.group_id, now_ms, member_id, before.state.name,
+                                   before.member_epoch, after.state.name, after.member_epoch)
         return HeartbeatResult(member_id=member_id, member_epoch=STATIC_LEAVE_EPOCH,
                                outcome=expired + Outcome(tuple(records), (event,)))
 
@@ -439,8 +424,8 @@ class GroupEngine(Generic[U]):
         self._cancel(_SESSION, old)
         self._cancel(_REBALANCE, old)
         self._undo = (old, md, md_epoch, target, current, new, session_deadline)
-        events = (MemberRemoved(now_ms, old, RemovalReason.FENCED),
-                  MemberJoined(now_ms, new, replaces=old))
+        events = (MemberRemoved(self.group_id, now_ms, old, None, RemovalReason.FENCED),
+                  MemberJoined(self.group_id, now_ms, new, md.instance_id, replaces=old))
         return Outcome(tuple(records), events)
 
     def _undo_replacement(self, replaced: Outcome) -> None:
@@ -468,7 +453,7 @@ class GroupEngine(Generic[U]):
     @dataclass
     class _Plan:
         records: list[Record]
-        events: list[EngineEvent]
+        events: list[GroupEvent]
         before: CurrentAssignment  # type: ignore[type-arg]
         after: CurrentAssignment  # type: ignore[type-arg]
         compute: bool
@@ -488,7 +473,7 @@ class GroupEngine(Generic[U]):
                                          rejoin_at_zero=self.config.rejoin_at_zero)
 
         records: list[Record] = []
-        events: list[EngineEvent] = []
+        events: list[GroupEvent] = []
         old_md = self._metadata[mid][0] if exists else None
         new_md = hb.merged_into(old_md if old_md is not None else MemberMetadata())
         overlay_cache: list[dict[str, MemberMetadata]] = []
@@ -526,9 +511,9 @@ class GroupEngine(Generic[U]):
                                                  tuple(sorted(catalog.items()))))
         if bump_reasons:
             records.append(GroupMetadataRecord(self.group_id, group_epoch))
-            events.append(GroupEpochBumped(now_ms, group_epoch, "; ".join(bump_reasons)))
+            events.append(GroupEpochChanged(self.group_id, now_ms, group_epoch, "; ".join(bump_reasons)))
         if old_md is None:
-            events.append(MemberJoined(now_ms, mid))
+            events.append(MemberJoined(self.group_id, now_ms, mid, new_md.instance_id))
 
         # 2. A new target when one is due.
         target_epoch = self._assignment_epoch
@@ -544,13 +529,13 @@ class GroupEngine(Generic[U]):
                 new_target = {m: MemberTarget(units) for m, units in assignment.items()}
                 records.extend(self._target_records(new_target))
                 records.append(TargetAssignmentMetadataRecord(self.group_id, group_epoch))
-                events.append(TargetAssignmentUpdated(now_ms, group_epoch, f"assignor:{name}"))
+                events.append(TargetAssignmentChanged(self.group_id, now_ms, group_epoch, f"assignor:{name}"))
                 target_epoch, target = group_epoch, new_target
             else:
                 selected = self._select(overlay() if changed else None)
                 compute = selected == mid
                 if compute:
-                    events.append(ComputeAssignmentRequested(now_ms, mid, group_epoch))
+                    events.append(AssignmentComputeRequested(self.group_id, now_ms, mid, group_epoch))
 
         # 3. Reconcile this member towards its target.
         after = reconcile(before, target_epoch=target_epoch,
@@ -559,8 +544,9 @@ class GroupEngine(Generic[U]):
         if after != before or not exists:
             records.append(CurrentAssignmentRecord(self.group_id, mid, _current_value(after)))
             if (after.state, after.member_epoch) != (before.state, before.member_epoch):
-                events.append(MemberTransitioned(now_ms, mid, before.state, before.member_epoch,
-                                                 after.state, after.member_epoch))
+                events.append(MemberEpochChanged(self.group_id, now_ms, mid, before.state.name,
+                                                 before.member_epoch, after.state.name,
+                                                 after.member_epoch))
         return GroupEngine._Plan(records, events, before, after, compute, selected,
                                  joined=not exists)
 
@@ -597,7 +583,7 @@ class GroupEngine(Generic[U]):
         epoch = self._group_epoch + 1
         records: list[Record] = [GroupMetadataRecord(self.group_id, epoch)]
         self._commit(records)
-        return outcome + Outcome(tuple(records), (GroupEpochBumped(now_ms, epoch, reason),))
+        return outcome + Outcome(tuple(records), (GroupEpochChanged(self.group_id, now_ms, epoch, reason),))
 
     def refresh_units(self, now_ms: int) -> Outcome:
         """Server-assigned groups: resolve the subscribed keys again (Kafka's metadata
@@ -614,7 +600,7 @@ class GroupEngine(Generic[U]):
             GroupMetadataRecord(self.group_id, epoch)]
         self._commit(records)
         return outcome + Outcome(tuple(records),
-                                 (GroupEpochBumped(now_ms, epoch, "the unit set changed"),))
+                                 (GroupEpochChanged(self.group_id, now_ms, epoch, "the unit set changed"),))
 
     # ----------------------------------------------------------------- installed targets
 
@@ -666,7 +652,7 @@ class GroupEngine(Generic[U]):
                                              _catalog_of(union)))
         records.append(TargetAssignmentMetadataRecord(self.group_id, group_epoch))
         self._commit(records)
-        event = TargetAssignmentUpdated(now_ms, group_epoch, f"install:{member_id}")
+        event = TargetAssignmentChanged(self.group_id, now_ms, group_epoch, f"install:{member_id}")
         return InstallResult(outcome=expired + Outcome(tuple(records), (event,)))
 
     def require_installer(self, member_id: str, member_epoch: int) -> None:
@@ -690,7 +676,7 @@ class GroupEngine(Generic[U]):
         engine: GroupEngine[U] = cls(config, policy, store)
         for record in records:
             engine._replay(record)
-        engine._now = now_ms
+        engine._timers.move_to(now_ms)
         engine._membership = {engine._group_epoch: frozenset(engine._metadata)}
         for mid in sorted(engine._metadata):
             engine._schedule(_SESSION, mid, now_ms + config.session_timeout_ms)
@@ -757,8 +743,8 @@ class GroupEngine(Generic[U]):
         self._cancel(_REBALANCE, member_id)
         if self._selected == member_id:
             self._selected = None
-        events = (MemberRemoved(at_ms, member_id, reason),
-                  GroupEpochBumped(at_ms, epoch, f"member {member_id} removed ({reason})"))
+        events = (MemberRemoved(self.group_id, at_ms, member_id, None, reason),
+                  GroupEpochChanged(self.group_id, at_ms, epoch, f"member {member_id} removed ({reason})"))
         return Outcome(tuple(records), events)
 
     def _commit(self, records: Sequence[Record]) -> None:
@@ -823,23 +809,11 @@ class GroupEngine(Generic[U]):
             self._owner[unit] = mid
         self._current[mid] = new
 
-    def _tick(self, now_ms: int) -> None:
-        if now_ms < self._now:
-            raise ValueError(f"time went back: {now_ms} < {self._now}")
-        self._now = now_ms
-
     def _schedule(self, kind: str, member_id: str, deadline: int, epoch: int = 0) -> None:
-        seq = next(self._seq)
-        self._live[(kind, member_id)] = seq
-        heapq.heappush(self._heap, (deadline, seq, kind, member_id, epoch))
+        self._timers.schedule((kind, member_id), deadline, (kind, member_id, epoch))
 
     def _cancel(self, kind: str, member_id: str) -> None:
-        self._live.pop((kind, member_id), None)
-
-    def _drop_dead_timers(self) -> None:
-        heap = self._heap
-        while heap and self._live.get((heap[0][2], heap[0][3])) != heap[0][1]:
-            heapq.heappop(heap)
+        self._timers.cancel((kind, member_id))
 
 
 def _md_value(md: MemberMetadata, epoch: int) -> MemberMetadataValue:

@@ -21,7 +21,8 @@ from ...coordinator.errors import DraftErrorCode as D
 from ...protocol import default_registry
 from ...protocol.error_codes import ErrorCode as E
 from .catalogue import rule
-from .session import Client, Session
+from ...testing.client import ScriptedClient
+from .session import Session
 
 HB, PREP, INST = ("ConnectGroupHeartbeat", "ConnectGroupPrepareAssignment",
                   "ConnectGroupInstallAssignment")
@@ -65,7 +66,7 @@ def owned_names(cat: Any) -> set[str]:
 
 # ---------------------------------------------------------------------------- requests
 
-async def heartbeat(c: Client, group: str, member: str, epoch: int, *, owned: tuple[str, ...] | None = None,
+async def heartbeat(c: ScriptedClient, group: str, member: str, epoch: int, *, owned: tuple[str, ...] | None = None,
                     assignors: list[Any] | None | str = "join", **fields: Any) -> Any:
     """A ConnectGroupHeartbeat. At epoch 0 (a join, or a member with no installed target
     yet, ERRATA 50) a full request: rebalance timeout, assignors, owning nothing."""
@@ -80,7 +81,7 @@ async def heartbeat(c: Client, group: str, member: str, epoch: int, *, owned: tu
     return await c.call(HB, 0, **f)
 
 
-async def prepare(c: Client, group: str, member: str, epoch: int, **fields: Any) -> Any:
+async def prepare(c: ScriptedClient, group: str, member: str, epoch: int, **fields: Any) -> Any:
     f: dict[str, Any] = dict(group_id=group, member_id=member, member_epoch=epoch)
     f.update(fields)
     return await c.call(PREP, 0, **f)
@@ -92,7 +93,7 @@ def install_members(assignment: dict[str, tuple[str, ...]] | list[tuple[str, Any
                        version=2, metadata=b"") for m, us in pairs]
 
 
-async def install(c: Client, group: str, member: str, epoch: int, group_epoch: int,
+async def install(c: ScriptedClient, group: str, member: str, epoch: int, group_epoch: int,
                   assignment: dict[str, tuple[str, ...]] | list[tuple[str, Any]], *, error: int = 0,
                   **fields: Any) -> Any:
     f: dict[str, Any] = dict(group_id=group, member_id=member, member_epoch=epoch,
@@ -103,7 +104,7 @@ async def install(c: Client, group: str, member: str, epoch: int, group_epoch: i
 
 # ---------------------------------------------------------------------------- setups
 
-async def one_worker(s: Session, g: str, c: Client) -> None:
+async def one_worker(s: Session, g: str, c: ScriptedClient) -> None:
     """W1 alone: joins (COMPUTE_ASSIGNMENT at epoch 0, group epoch 1), installs AC0 AT1 for
     itself, and reaches epoch 1 owning them."""
     r = await heartbeat(c, g, W1, 0)
@@ -117,7 +118,7 @@ async def one_worker(s: Session, g: str, c: Client) -> None:
             and owned_names(r.assignment.connectors_and_tasks) == {"AC0", "AT1"}, f"w1 epoch 1: {r}")
 
 
-async def selected(s: Session, g: str) -> tuple[Client, Client]:
+async def selected(s: Session, g: str) -> tuple[ScriptedClient, ScriptedClient]:
     """W1 at epoch 1 owning AC0 AT1 (target epoch 1); W2 joined (group epoch 2, W2 at member
     epoch 1 with nothing); W1 told to compute the assignment for group epoch 2 (still at
     member epoch 1)."""

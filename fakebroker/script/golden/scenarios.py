@@ -16,7 +16,8 @@ from typing import Any
 from ...protocol.error_codes import ErrorCode as E
 from ...protocol import default_registry
 from .catalogue import rule
-from .session import Client, Session
+from ...testing.client import ScriptedClient
+from .session import Session
 
 MIN_SESSION = 6000  # group.min.session.timeout.ms's default: the shortest a client may ask
 EVENTS = "events"  # the golden broker's topic (3 partitions)
@@ -37,7 +38,7 @@ CONNECT = (("sessioned", connect_metadata("http://w:8083/")),
 
 # ---------------------------------------------------------------------------- helpers
 
-async def first_member(s: Session, g: str, c: Client, **kw: object) -> str:
+async def first_member(s: Session, g: str, c: ScriptedClient, **kw: object) -> str:
     """A group of one: the two-step join and the leader's sync. Stable, generation 1."""
     member, parked = await c.new_member(g, **kw)
     j = await s.result(parked)
@@ -47,7 +48,7 @@ async def first_member(s: Session, g: str, c: Client, **kw: object) -> str:
     return member
 
 
-async def static_member(s: Session, g: str, c: Client, instance: str) -> str:
+async def static_member(s: Session, g: str, c: ScriptedClient, instance: str) -> str:
     """A static member alone in its group (joins at once, no MEMBER_ID_REQUIRED)."""
     j = await c.join(g, instance=instance)
     s.check(j.error_code == 0 and j.member_id.startswith(instance + "-"), f"static join: {j}")
@@ -56,7 +57,7 @@ async def static_member(s: Session, g: str, c: Client, instance: str) -> str:
     return str(j.member_id)
 
 
-async def second_member_joined(s: Session, g: str, w1: Client, m1: str, w2: Client,
+async def second_member_joined(s: Session, g: str, w1: ScriptedClient, m1: str, w2: ScriptedClient,
                                **kw: object) -> tuple[str, object, object]:
     """w2 joins w1's Stable group: w1 learns of the rebalance from its heartbeat and
     rejoins; generation 2 is answered to both (not yet synced)."""
@@ -70,7 +71,7 @@ async def second_member_joined(s: Session, g: str, w1: Client, m1: str, w2: Clie
     return m2, j1, j2
 
 
-async def two_members(s: Session, g: str, w1: Client, w2: Client, **kw: object) -> tuple[str, str]:
+async def two_members(s: Session, g: str, w1: ScriptedClient, w2: ScriptedClient, **kw: object) -> tuple[str, str]:
     """w1 and w2 in a Stable group, generation 2, w1 leading."""
     m1 = await first_member(s, g, w1, **kw)
     m2, j1, _ = await second_member_joined(s, g, w1, m1, w2, **kw)
@@ -82,7 +83,7 @@ async def two_members(s: Session, g: str, w1: Client, w2: Client, **kw: object) 
     return m1, m2
 
 
-async def joined_not_synced(s: Session, g: str, c: Client) -> str:
+async def joined_not_synced(s: Session, g: str, c: ScriptedClient) -> str:
     """A group of one in CompletingRebalance: joined, no SyncGroup yet."""
     member, parked = await c.new_member(g)
     j = await s.result(parked)
@@ -90,21 +91,21 @@ async def joined_not_synced(s: Session, g: str, c: Client) -> str:
     return member
 
 
-async def rebalancing(s: Session, g: str, c: Client) -> str:
+async def rebalancing(s: Session, g: str, c: ScriptedClient) -> str:
     """A group of one, Stable, that a second member (w2) has just asked to join."""
     member = await first_member(s, g, c)
     await (await s.client("w2")).new_member(g)
     return member
 
 
-SETUPS: dict[str, Callable[[Session, str, Client], Awaitable[str]]] = {
+SETUPS: dict[str, Callable[[Session, str, ScriptedClient], Awaitable[str]]] = {
     "member": first_member, "joined": joined_not_synced, "rebalancing": rebalancing,
     "static": lambda s, g, c: static_member(s, g, c, "inst-1"),
 }
 
 
 def probe(id: str, api: str, expect: str, title: str,
-          send: Callable[[Client, str, str], Awaitable[Any]], *, setup: str | None = None,
+          send: Callable[[ScriptedClient, str, str], Awaitable[Any]], *, setup: str | None = None,
           by: str | None = None, answer: Callable[[Any], Any] = lambda r: r.error_code,
           want: Any = None, group: bool = True, **rule_kw: Any) -> None:
     """Register the scenario of a rule one request shows. After ``setup`` (one of SETUPS, run
