@@ -651,6 +651,37 @@ async def downgrade_to_v0(ctx: WorkerContext) -> None:
         ctx.expect_equal(v, 0, f"version of the assignment for {a.member_id} after the downgrade")
 
 
+@case("CONN-DOWN-02", suite=W, timeout_s=150)
+async def downgrade_double_rebalance(ctx: WorkerContext) -> None:
+    """The worker leads alone at its v1/v2 protocol (every unit its own); an eager-only peer
+    joins, so the group falls back to `default`. KIP-415's one-time double rebalance: the
+    leader's first v0 assignments list nothing for anyone (every member releases what it
+    ran), it starts one more round itself, and that round's assignments are the regular
+    eager ones, every unit once. SHOULD: the KIP describes the process, Connect 4.2.0's
+    leader assigns in full at once (fixtures/targets/apache-connect.md)."""
+    w, peer, join, sync, _ = await worker_leads_with_peer(ctx, peer_protocols=EAGER_ONLY)
+    first = next(s for s in ctx.seen(w, "SyncGroup") if s.ok)
+    every = units_of(decode_assignment(bytes(first.response.assignment), "the worker's assignment alone")[1].assignment)
+    ctx.check(bool(every) and first.index < sync.index, "the worker's own v1+ assignment before the downgrade (harness)",
+              "every unit, in an earlier generation", sorted(every))
+    ctx.expect_equal(join.response.protocol_name, "default", "protocol once an eager peer joined (harness)")
+    listed = {a.member_id: sorted(units_of(decode_assignment(bytes(a.assignment), f"assignment for {a.member_id}")[1].assignment))
+              for a in sync.request.assignments}
+    ctx.check(not any(listed.values()), "the leader's first assignments after the downgrade",
+              "no connectors and no tasks for any member (the one-time empty round)", listed)
+    await peer_follows_round(ctx, w, peer, after=sync)
+    second = await ctx.worker_synced(w, after=sync, keep_alive=[peer])
+    shares = {}
+    for a in second.request.assignments:
+        v, asg = decode_assignment(bytes(a.assignment), f"assignment for {a.member_id} in the second round")
+        ctx.expect_equal(v, 0, f"version of the assignment for {a.member_id} in the second round")
+        shares[a.member_id] = sorted(units_of(asg.assignment))
+    ctx.check(len(second.request.assignments) == 2, "the leader's second round (harness)",
+              "assignments for both members", shares)
+    units = sorted(u for us in shares.values() for u in us)
+    ctx.expect_equal(units, sorted(every), "units in the leader's assignments of the second round (every unit once)")
+
+
 @case("CONN-UP-01", suite=W, timeout_s=150)
 async def upgrade_after_eager_member_left(ctx: WorkerContext) -> None:
     """The worker leads a group that fell back to `default` (an eager-only peer); the peer
