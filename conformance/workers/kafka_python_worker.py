@@ -117,6 +117,9 @@ MUTANTS: dict[str, WorkerMutant] = {
         "CONN-EAGER-03"),
     "stays-eager-after-downgrade": WorkerMutant(
         "once a group it was in fell back to default (v0), offers only default from then on", "CONN-UP-01"),
+    "keeps-work-after-downgrade": WorkerMutant(
+        "on its first v0 assignment after a v1/v2 one, keeps running what it owned besides what is listed "
+        "(as Connect 4.2.0's herder does)", "CONN-DOWN-03"),
     "downgrade-assigns-at-once": WorkerMutant(
         "as leader of a group falling back to default, sends full v0 assignments at once, without the "
         "empty first round (as Connect 4.2.0 does)", "CONN-DOWN-02"),
@@ -300,9 +303,12 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
             revoked |= {u for u in self.owned if u[0] in {c for c, _ in revoked}}
         delay = getattr(a, "scheduled_delay", 0) or 0
         with self.lock:
+            downgraded = version == 0 and (self.version or 0) > 0
             self.version = version
             self.last_leader = (a.leader, a.leader_url)
-            if version == 0:
+            if downgraded and self.defect("keeps-work-after-downgrade"):
+                self.owned = self.owned | assigned
+            elif version == 0:
                 self.owned = assigned
             elif self.defect("allocation-keeps-revoked"):
                 self.owned = self.owned | assigned
