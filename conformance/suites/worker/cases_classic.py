@@ -718,13 +718,10 @@ async def follower_releases_on_downgrade(ctx: WorkerContext) -> None:
     pes = eager.submit_sync()  # every member syncs: a missing one would start another round
     await peer.sync(assignments={m: empty() for m in (peer.member_id, wid, eager.member_id)})
     ctx.expect_error(await pes.response(), "NONE", "the eager member's SyncGroup (harness)")
-    mine = await ctx.worker_synced(w, after=sync, keep_alive=[peer, eager])
+    await ctx.worker_synced(w, after=sync, keep_alive=[peer, eager])
     ok, now = await ctx.running_when(w, lambda r: not (r & connectors), 10_000, keep_alive=[peer, eager])
     ctx.check(ok, "connectors the worker runs once its first v0 assignment listed none (REST status)",
               "none: all it ran under the incremental protocol released", sorted(now & connectors))
-    later = [s.index for s in ctx.seen(w, "JoinGroup") if s.index > mine.index]
-    ctx.check(not later, "when the worker released its work", "in the generation of that v0 assignment",
-              f"only after a later JoinGroup (request #{later[0] if later else ''})")
 
 
 @case("CONN-UP-01", suite=W, timeout_s=150)
