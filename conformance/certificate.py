@@ -167,24 +167,25 @@ def _provenance_rows(prov: dict[str, Any]) -> list[str]:
 
 
 def _per_protocol_section(cert: dict[str, Any]) -> list[str]:
-    """Counts per claimed protocol; on a worker, the matrix of requirements run per Connect
-    sub-protocol."""
-    if not cert["per_protocol"]:
+    """Counts per claimed protocol, then the outcome of every case under each claimed
+    protocol (Connect's sub-protocols first: a worker runs their requirements once each)."""
+    per = cert["per_protocol"]
+    if not per:
         return []
     out = ["", "## Per protocol claimed", "",
            "| protocol | " + " | ".join(OUTCOMES) + " |", "| --- |" + " --- |" * len(OUTCOMES)]
-    for p, v in cert["per_protocol"].items():
+    for p, v in per.items():
         out.append(f"| {p} | " + " | ".join(str(v["counts"][o]) for o in OUTCOMES) + " |")
-    subs = [p for p in SUB_PROTOCOLS if p in cert["per_protocol"]]
-    reqs = sorted({r["requirement"] for r in cert["requirements"] if r["protocol"] in subs})
-    if cert["target"]["kind"] != "worker" or not reqs:
+    columns = [p for p in SUB_PROTOCOLS if p in per] + [p for p in per if p not in SUB_PROTOCOLS]
+    reqs = sorted({rid for v in per.values() for rid in v["cases"]})
+    if not reqs:
         return out
-    out += ["", "Every requirement bound to Connect's sub-protocols ran once per claimed sub-protocol "
-            "it names, the worker started at that `connect.protocol` (`-`: the requirement does not "
-            "name that protocol):", "",
-            "| requirement | " + " | ".join(subs) + " |", "| --- |" + " --- |" * len(subs)]
+    out += ["", "The outcome of every case under each protocol claimed (`-`: the requirement does not "
+            "name that protocol). A requirement bound to Connect's sub-protocols ran once per claimed "
+            "sub-protocol it names, the worker started at that `connect.protocol`:", "",
+            "| requirement | " + " | ".join(columns) + " |", "| --- |" + " --- |" * len(columns)]
     for rid in reqs:
-        out.append(f"| {rid} | " + " | ".join(cert["per_protocol"][p]["cases"].get(rid, "-") for p in subs) + " |")
+        out.append(f"| {rid} | " + " | ".join(per[p]["cases"].get(rid, "-") for p in columns) + " |")
     return out
 
 

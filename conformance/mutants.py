@@ -61,9 +61,15 @@ def _editing(coord: GroupCoordinator, edit: Edit) -> Callable[[Call], Any]:
 
 
 def _wrap_handle(coord: GroupCoordinator, around: Callable[..., list[Reply]]) -> None:
-    """``coord.handle`` becomes ``around(original, ctx, body, now_ms)``."""
+    """``coord.handle`` becomes ``around(original, ctx, body, now_ms)``, with ``handle``'s
+    whole signature: the broker's ``prepared`` view of the body goes on to the original
+    as it came (a wrapper that drops an argument crashes every request, and a mutant
+    "killed" by its broker crashing says nothing about the suite)."""
     original = coord.handle
-    coord.handle = lambda ctx, body, now_ms: around(original, ctx, body, now_ms)  # type: ignore[method-assign]
+
+    def handle(ctx: RequestContext, body: Any, now_ms: int, prepared: object | None = None) -> list[Reply]:
+        return around(lambda c, b, t: original(c, b, t, prepared), ctx, body, now_ms)
+    coord.handle = handle  # type: ignore[method-assign]
 
 
 # ---------------------------------------------------------------- reply rewriters

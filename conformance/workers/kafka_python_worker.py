@@ -15,6 +15,8 @@ LeaveGroup); this program adds what a Connect worker puts inside it, as KIP-415 
   a ScheduledDelay makes it rejoin when the delay has passed; an assignment with an error
   (CONFIG_MISMATCH) is not run and the worker rejoins;
 - under ``default`` (v0) it stops all its work before every rejoin (eager rebalancing);
+- as leader of a group that falls back from v1/v2 to ``default``: KIP-415's one-time double
+  rebalance (v0 assignments with nothing in them, a rejoin, then regular v0 assignments);
 - its REST API on ``--rest-port`` says what it runs (``rest_status``: Connect's
   ``/connectors`` and ``/connectors/NAME/status``);
 - SIGTERM: leave the group (LeaveGroup) and exit;
@@ -115,6 +117,12 @@ MUTANTS: dict[str, WorkerMutant] = {
         "CONN-EAGER-03"),
     "stays-eager-after-downgrade": WorkerMutant(
         "once a group it was in fell back to default (v0), offers only default from then on", "CONN-UP-01"),
+    "keeps-work-after-downgrade": WorkerMutant(
+        "on its first v0 assignment after a v1/v2 one, keeps running what it owned besides what is listed "
+        "(as Connect 4.2.0's herder does)", "CONN-DOWN-03"),
+    "downgrade-assigns-at-once": WorkerMutant(
+        "as leader of a group falling back to default, sends full v0 assignments at once, without the "
+        "empty first round (as Connect 4.2.0 does)", "CONN-DOWN-02"),
     "default-delay-too-long": WorkerMutant(
         "with scheduled.rebalance.max.delay.ms unset, holds lost work back for 600000 ms", "CONN-CFG-01"),
     "retries-refused-group": WorkerMutant(
@@ -159,6 +167,7 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
         self.rejoin_at: float | None = None
         self.last_leader = ("", "")
         self.last_share: dict[str, set[Unit]] = {}  # (mutant eager-assigns-new-only)
+        self.second_round = False  # it sent the empty downgrade round: rejoin once it is installed
 
     # ---- what BaseCoordinator asks of a group type
 
@@ -217,6 +226,12 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
             emit("lead", protocol=protocol, error="CONFIG_MISMATCH", offsets=offsets)
             refused = ASSIGNMENT.new(**{**header, "error": 1}, assignment=[])
             return {m: ASSIGNMENT.encode_versioned(refused, version) for m in owned}
+        if version == 0 and (self.version or 0) > 0 and not self.defect("downgrade-assigns-at-once"):
+            # Its last round was incremental: members may still run work no v0 round listed.
+            # Nothing is assigned until every member has released it and rejoined (KIP-415).
+            self.second_round = True
+            emit("lead", protocol=protocol, downgrade="empty round", members=sorted(owned))
+            return {m: ASSIGNMENT.encode_versioned(ASSIGNMENT.new(**header, assignment=[]), 0) for m in owned}
         if version == 0:
             share = round_robin(self.units, sorted(owned))
             if self.defect("eager-assigns-new-only"):
@@ -288,9 +303,12 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
             revoked |= {u for u in self.owned if u[0] in {c for c, _ in revoked}}
         delay = getattr(a, "scheduled_delay", 0) or 0
         with self.lock:
+            downgraded = version == 0 and (self.version or 0) > 0
             self.version = version
             self.last_leader = (a.leader, a.leader_url)
-            if version == 0:
+            if downgraded and self.defect("keeps-work-after-downgrade"):
+                self.owned = self.owned | assigned
+            elif version == 0:
                 self.owned = assigned
             elif self.defect("allocation-keeps-revoked"):
                 self.owned = self.owned | assigned
@@ -299,7 +317,10 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
             owned = sorted(self.owned)
         emit("assigned", generation=generation, protocol=protocol, version=version,
              assigned=sorted(assigned), revoked=sorted(revoked), delay=delay, owned=owned)
-        if revoked and not self.defect("no-rejoin-after-revocation"):
+        if self.second_round:
+            self.second_round = False
+            self.request_rejoin()  # the double rebalance's second round
+        elif revoked and not self.defect("no-rejoin-after-revocation"):
             self.request_rejoin()  # released at once; the leader can hand them over
         elif delay > 0 and not self.defect("ignores-scheduled-delay"):
             self.rejoin_at = time.monotonic() + delay / 1000

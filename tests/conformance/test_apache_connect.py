@@ -29,6 +29,17 @@ DIVERGENCES: dict[str, str] = {
                    "delay state from assignments it received (its previous-assignment view is cleared "
                    "when it did not lead the last generation), where KIP-415's 'Leader leaves' / 'Leader "
                    "bounces' scenarios keep the remaining delay (fixtures/targets/apache-connect.md).",
+    "CONN-DOWN-02": "SHOULD (NON-STRICT; compatible and sessioned): when an eager-only member joins, Connect "
+                    "4.2.0's leader hands out full v0 assignments in the very first downgraded round "
+                    "(WorkerCoordinator.onLeaderElected goes straight to the EagerAssignor when the group's "
+                    "protocol is `default`), without KIP-415's one-time empty round and second rebalance "
+                    "(fixtures/targets/apache-connect.md).",
+    "CONN-DOWN-03": "SHOULD (NON-STRICT; compatible and sessioned): a 4.2.0 worker that ran work under v1/v2 "
+                    "keeps running it when its group falls back to `default`, its first v0 assignment listing "
+                    "nothing (log: 'protocol version 0 ... connectorIds=[], taskIds=[]', conn-a and conn-b "
+                    "RUNNING until it stops): WorkerCoordinator revokes under EAGER only in onJoinPrepare, where "
+                    "the protocol is still the old one, and DistributedHerder.startWork only starts what is new "
+                    "(fixtures/targets/apache-connect.md).",
 }
 
 

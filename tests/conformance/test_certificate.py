@@ -188,6 +188,9 @@ def test_certificate_lists_every_case_per_claimed_protocol() -> None:
     md = render_markdown(cert)
     assert "## Per protocol claimed" in md and "| CONN-INC-02 | PASS | FAIL |" in md
     assert "| sessioned | 0 | 0 | 0 | 1 | 0 |" in md
+    # every case under every claimed protocol, classic included (sub-protocols first)
+    assert "| requirement | compatible | sessioned | classic |" in md
+    assert "| CONN-INC-02 | PASS | FAIL | - |" in md and "| CLS-W-01 | - | - | PASS |" in md
 
 
 def test_goldens_are_counted_with_their_requirements() -> None:

@@ -6,9 +6,12 @@ from __future__ import annotations
 import pytest
 
 from conformance.mutants import GROUP_LOG_MUTANTS, MUTANTS, apply_mutant
+from fakebroker.coordinator import RequestContext
 from fakebroker.coordinator.reconcile.records import InMemoryRecordStore
+from fakebroker.protocol.error_codes import ErrorCode
 from fakebroker.server.broker import FakeBroker
 from fakebroker.server.config import BrokerConfig, Topic
+from fakebroker.testing.requests import join_fields
 
 
 def broker() -> FakeBroker:
@@ -35,3 +38,24 @@ def test_mutant_runs_on_the_broker_it_is_given(name: str) -> None:
 def test_unknown_mutant_is_named_with_the_known_ones() -> None:
     with pytest.raises(ValueError, match="unknown mutant 'nope'; known: .*heartbeat-ok-while-rebalancing"):
         apply_mutant(broker(), "nope")
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_a_mutant_coordinator_answers_the_way_the_broker_calls_it(name: str) -> None:
+    """A first JoinGroup without a member id, handed over as the broker's serving path does
+    (with the body's prepared view), is handled, not a crash: a wrapper that drops an
+    argument fails every request, and the suite would count the crash as a kill. (It is
+    answered MEMBER_ID_REQUIRED, or parked for the initial delay by no-member-id-required.)"""
+    b = broker()
+    apply_mutant(b, name)
+    mt = b.coordinator.registry["JoinGroupRequest"]
+    body = mt.new(**join_fields(b.coordinator.registry, "g", "", 9, session=10_000, rebalance=60_000,
+                                protocols=(("range", b""),), protocol_type="consumer", instance=None,
+                                reason=None))
+    ctx = RequestContext(1, mt.api_key, 9, "c", "127.0.0.1")
+    prepared = b.coordinator.prepare(mt.api_key, 9, body)
+    replies = b.coordinator.handle(ctx, body, 0, prepared)
+    if name == "no-member-id-required":
+        assert replies == []
+    else:
+        assert [(r.request_id, r.body.error_code) for r in replies] == [(1, ErrorCode.MEMBER_ID_REQUIRED)]

@@ -610,14 +610,12 @@ async def eager_full_assignments_for_two(ctx: WorkerContext) -> None:
         ctx.note(f"round {rnd}: {shares}; peer got {r.error_code}")
 
 
-@case("CONN-EAGER-03", suite=W, timeout_s=180)
-async def eager_stops_all_before_rejoining(ctx: WorkerContext) -> None:
-    """A scripted leader ("peer") gives the worker work; a newcomer joins, so the worker
-    rejoins while the peer holds the round open; before the round ends the worker runs
-    none of its connectors (REST status; a Connect task's status may lag its stop, see
-    fixtures/targets/apache-connect.md, so connector instances are the evidence)."""
-    w, peer, gen = await peer_leads(ctx, mode="eager")
-    ctx.expect_equal(gen.protocol, "default", "protocol of the group with the eager worker (harness)")
+async def worker_runs_given_work(ctx: WorkerContext, w: WorkerProcess, peer: Any, gen: Any,
+                                 ) -> tuple[str, set[tuple[str, int]], Seen]:
+    """The scripted leader of ``peer_leads`` gives the worker two connectors and a task;
+    returns (the worker's member id, the connector instances, its SyncGroup) once REST
+    shows them RUNNING on it (connector instances: a Connect task's status may lag its
+    stop, see fixtures/targets/apache-connect.md)."""
     wid, offer = scripted_leader(gen, peer)
     give = {("conn-a", -1), ("conn-a", 0), ("conn-b", -1)}
     connectors = {u for u in give if u[1] == -1}
@@ -626,6 +624,18 @@ async def eager_stops_all_before_rejoining(ctx: WorkerContext) -> None:
     ok, before = await ctx.running_when(w, lambda r: connectors <= r, 30_000, keep_alive=[peer])
     ctx.check(ok, "the worker running the connectors it was given (REST status, harness)",
               f"{sorted(connectors)} RUNNING on it", sorted(before))
+    return wid, connectors, sync
+
+
+@case("CONN-EAGER-03", suite=W, timeout_s=180)
+async def eager_stops_all_before_rejoining(ctx: WorkerContext) -> None:
+    """A scripted leader ("peer") gives the worker work; a newcomer joins, so the worker
+    rejoins while the peer holds the round open; before the round ends the worker runs
+    none of its connectors (REST status; a Connect task's status may lag its stop, see
+    fixtures/targets/apache-connect.md, so connector instances are the evidence)."""
+    w, peer, gen = await peer_leads(ctx, mode="eager")
+    ctx.expect_equal(gen.protocol, "default", "protocol of the group with the eager worker (harness)")
+    _, connectors, sync = await worker_runs_given_work(ctx, w, peer, gen)
     fresh = await ctx.member("fresh", session_timeout_ms=PEER_SESSION_MS)
     await fresh.obtain_member_id()
     fresh.submit_join()
@@ -649,6 +659,69 @@ async def downgrade_to_v0(ctx: WorkerContext) -> None:
     for a in sync.request.assignments:
         v, _ = decode_assignment(bytes(a.assignment), f"assignment for {a.member_id}")
         ctx.expect_equal(v, 0, f"version of the assignment for {a.member_id} after the downgrade")
+
+
+@case("CONN-DOWN-02", suite=W, timeout_s=150)
+async def downgrade_double_rebalance(ctx: WorkerContext) -> None:
+    """The worker leads alone at its v1/v2 protocol (every unit its own); an eager-only peer
+    joins, so the group falls back to `default`. KIP-415's one-time double rebalance: the
+    leader's first v0 assignments list nothing for anyone (every member releases what it
+    ran), it starts one more round itself, and that round's assignments are the regular
+    eager ones, every unit once. SHOULD: the KIP describes the process, Connect 4.2.0's
+    leader assigns in full at once (fixtures/targets/apache-connect.md)."""
+    w, peer, join, sync, _ = await worker_leads_with_peer(ctx, peer_protocols=EAGER_ONLY)
+    first = next(s for s in ctx.seen(w, "SyncGroup") if s.ok)
+    every = units_of(decode_assignment(bytes(first.response.assignment), "the worker's assignment alone")[1].assignment)
+    ctx.check(bool(every) and first.index < sync.index, "the worker's own v1+ assignment before the downgrade (harness)",
+              "every unit, in an earlier generation", sorted(every))
+    ctx.expect_equal(join.response.protocol_name, "default", "protocol once an eager peer joined (harness)")
+    listed = {a.member_id: sorted(units_of(decode_assignment(bytes(a.assignment), f"assignment for {a.member_id}")[1].assignment))
+              for a in sync.request.assignments}
+    ctx.check(not any(listed.values()), "the leader's first assignments after the downgrade",
+              "no connectors and no tasks for any member (the one-time empty round)", listed)
+    await peer_follows_round(ctx, w, peer, after=sync)
+    second = await ctx.worker_synced(w, after=sync, keep_alive=[peer])
+    shares = {}
+    for a in second.request.assignments:
+        v, asg = decode_assignment(bytes(a.assignment), f"assignment for {a.member_id} in the second round")
+        ctx.expect_equal(v, 0, f"version of the assignment for {a.member_id} in the second round")
+        shares[a.member_id] = sorted(units_of(asg.assignment))
+    ctx.check(len(second.request.assignments) == 2, "the leader's second round (harness)",
+              "assignments for both members", shares)
+    units = sorted(u for us in shares.values() for u in us)
+    ctx.expect_equal(units, sorted(every), "units in the leader's assignments of the second round (every unit once)")
+
+
+@case("CONN-DOWN-03", suite=W, timeout_s=180)
+async def follower_releases_on_downgrade(ctx: WorkerContext) -> None:
+    """A scripted leader ("peer") gives the worker work at its v1/v2 protocol; an eager-only
+    member joins, so the group falls back to `default`, and the leader's first v0
+    assignments list nothing (KIP-415's one-time empty round). The worker releases
+    everything it ran: the group downgrades "with immediately release of resources upon
+    joining". Connector instances are the evidence (REST status), as in CONN-EAGER-03."""
+    w, peer, gen = await peer_leads(ctx)
+    wid, connectors, sync = await worker_runs_given_work(ctx, w, peer, gen)
+    eager = await ctx.member("eager", session_timeout_ms=PEER_SESSION_MS, protocols=EAGER_ONLY)
+    await eager.obtain_member_id()
+    pe = eager.submit_join()
+    await ctx.next_request(w, "JoinGroup", after=sync, answered=False, within_ms=2 * ctx.target.timing.session_timeout_ms,
+                           what="the worker's JoinGroup once an eager member joined")
+    pp = peer.submit_join()
+    if not await ctx.until_answered([pe, pp], ctx.rebalance_ms):
+        raise Violation("the downgraded round (harness)", "every JoinGroup answered", "parked")
+    j = peer.take_join(await pp.response())
+    eager.take_join(await pe.response())
+    ctx.check(j.error_code == 0 and j.protocol_name == "default" and j.leader == peer.member_id,
+              "the round once the eager member joined (harness)", "protocol default, led by the scripted peer",
+              f"error {j.error_code}, protocol {j.protocol_name!r}, leader {j.leader!r}")
+    _, empty = scripted_leader(gen, peer, version=0)
+    pes = eager.submit_sync()  # every member syncs: a missing one would start another round
+    await peer.sync(assignments={m: empty() for m in (peer.member_id, wid, eager.member_id)})
+    ctx.expect_error(await pes.response(), "NONE", "the eager member's SyncGroup (harness)")
+    await ctx.worker_synced(w, after=sync, keep_alive=[peer, eager])
+    ok, now = await ctx.running_when(w, lambda r: not (r & connectors), 10_000, keep_alive=[peer, eager])
+    ctx.check(ok, "connectors the worker runs once its first v0 assignment listed none (REST status)",
+              "none: all it ran under the incremental protocol released", sorted(now & connectors))
 
 
 @case("CONN-UP-01", suite=W, timeout_s=150)
@@ -696,15 +769,16 @@ async def peer_leads(ctx: WorkerContext, *, mode: str | None = None):  # type: i
     return w, peer, gen
 
 
-def scripted_leader(gen: Any, peer: Any) -> tuple[str, Callable[..., bytes]]:
-    """(the worker's member id, ``offer(**kw)``: an assignment from the peer as leader).
+def scripted_leader(gen: Any, peer: Any, version: int | None = None) -> tuple[str, Callable[..., bytes]]:
+    """(the worker's member id, ``offer(**kw)``: an assignment from the peer as leader, at
+    ``version``, by default the generation's protocol's).
 
     A truthful leader's assignment carries a config offset the members can reach: the
     peer uses the one the worker reported in its metadata (a real worker whose config log
     is behind the assignment's offset reads to it, and forces a rebalance if it cannot)."""
     worker = next(m for m in gen.joins[peer.name].members if m.member_id != peer.member_id)
     _, md = METADATA.decode_versioned(bytes(worker.metadata))
-    version = PROTOCOL_VERSIONS[gen.protocol]
+    version = PROTOCOL_VERSIONS[gen.protocol] if version is None else version
     return worker.member_id, functools.partial(assignment_bytes, version, leader=peer.member_id,
                                                config_offset=md.config_offset)
 
