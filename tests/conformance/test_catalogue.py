@@ -103,6 +103,14 @@ def test_retired_ids_name_their_successors() -> None:
     assert cat.aliases("C848-HB-VAL-05") == ["CONNECT-HB-VAL-06", "CONNECT-HB-VAL-07"]
 
 
+def test_rule_renames_names_the_field() -> None:
+    from conformance.catalogue import rule_renames_resolve
+    entries = [{"id": "CLS-JOIN-01"}, {"id": "OLD-JOIN-01"}]
+    problems = rule_renames_resolve(entries, {"OLD-JOIN-01": "CLS-JOIN-01", "OLD-JOIN-02": "CLS-JOIN-99"})
+    assert problems == ["OLD-JOIN-02: renamed to CLS-JOIN-99, which is not in the catalogue (rule renames)",
+                        "OLD-JOIN-01: retired (id-renames) but still a requirement's id (rule renames)"]
+
+
 def test_no_case_for_an_unknown_or_untestable_id() -> None:
     cat = load_catalogue()
     for rid in load_cases():

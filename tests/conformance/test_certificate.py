@@ -385,6 +385,19 @@ def test_list_json_names_the_cases_a_target_runs() -> None:
     assert sum(len(row["cases"]) for row in rows.values()) == len(scope_ids(load_target(WORKER)))
 
 
+def test_list_names_requirements_by_current_or_retired_id_with_their_cases() -> None:
+    r = conformance("list", "--json", "CLASSIC-SYNC-ERR-05", "CLS-COMMIT-01", timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = {row["id"]: row for row in json.loads(r.stdout)}
+    assert set(rows) == {"CLS-SYNC-01", "CLS-COMMIT-01"}  # the retired id names its successor
+    assert rows["CLS-SYNC-01"]["case"] and rows["CLS-SYNC-01"]["transcripts"] == ["CLS-SYNC-01.jsonl"]
+    assert rows["CLS-SYNC-01"]["aliases"] == ["CLASSIC-SYNC-ERR-05"]
+    # A requirement whose only cases are transcripts is covered, not "missing".
+    assert rows["CLS-COMMIT-01"]["case"] is None and rows["CLS-COMMIT-01"]["coverage"] == "case"
+    bad = conformance("list", "NOPE-01", timeout=120)
+    assert bad.returncode == EXIT_USAGE and "no requirement NOPE-01" in bad.stderr
+
+
 def test_a_real_worker_runs_a_case_once_per_claimed_protocol_started_at_it(tmp_path: Path) -> None:
     reports = tmp_path / "reports"
     r = conformance("run", "--target", str(WORKER), "-n", "0", "--no-html", "--reports", str(reports),

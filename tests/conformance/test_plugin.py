@@ -102,7 +102,7 @@ def test_applicability_never_passes_by_default(classic_only: Path) -> None:
     assert applicability(cat["C848-HB-VAL-01"], target, None)[0] is Outcome.NOT_APPLICABLE
     assert applicability(cat["CONN-PROT-01"], target, None)[0] is Outcome.NOT_APPLICABLE  # binds workers
     assert applicability(cat["C848-REC-01"], target, None)[0] is Outcome.NOT_APPLICABLE   # untestable
-    assert applicability(cat["CLS-JOIN-01"], target, None)[0] is Outcome.BROKEN           # no case
+    assert applicability(cat["CLS-JOIN-02"], target, None)[0] is Outcome.BROKEN           # no case
 
 
 def run_doc(outcomes: dict[str, str], *, strict: bool = False) -> dict:
