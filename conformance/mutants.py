@@ -63,7 +63,11 @@ def _editing(coord: GroupCoordinator, edit: Edit) -> Callable[[Call], Any]:
 def _wrap_handle(coord: GroupCoordinator, around: Callable[..., list[Reply]]) -> None:
     """``coord.handle`` becomes ``around(original, ctx, body, now_ms)``."""
     original = coord.handle
-    coord.handle = lambda ctx, body, now_ms: around(original, ctx, body, now_ms)  # type: ignore[method-assign]
+
+    def handle(ctx: RequestContext, body: Any, now_ms: int, prepared: object | None = None) -> list[Reply]:
+        # ``prepared`` (the broker's view for this very body) goes through untouched.
+        return around(lambda c, b, n: original(c, b, n, prepared), ctx, body, now_ms)
+    coord.handle = handle  # type: ignore[method-assign]
 
 
 # ---------------------------------------------------------------- reply rewriters
