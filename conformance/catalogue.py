@@ -6,14 +6,19 @@
 
 Validation is the JSON Schema (``schemas/requirements.schema.json``) plus the named rules
 below; every problem is reported with the entry id and the rule.
+
+One id scheme: ids retired by a merge or a rename (the former golden catalogue's
+``CLASSIC-*`` and ``CONNECT-*``) are listed in ``schemas/id-renames.json`` and stay accepted
+as aliases where a user names requirements (``-k``, ``conformance list``): ``cat.resolve(id)``.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +28,8 @@ from fakebroker.protocol import default_schema_dir
 
 CATALOGUE_FILE = "requirements.json"
 SCHEMA_FILE = "requirements.schema.json"
+RENAMES_FILE = "id-renames.json"  # retired id -> the requirement that holds its rule now
+_ID = re.compile(r"[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*-[0-9]{2}")
 LEVELS = ("MUST", "SHOULD", "MAY")
 
 
@@ -70,6 +77,7 @@ class Requirement:
 @dataclass(frozen=True)
 class Catalogue:
     requirements: tuple[Requirement, ...]
+    renames: dict[str, str] = field(default_factory=dict)  # retired id -> current id
 
     def __iter__(self) -> Iterator[Requirement]:
         return iter(self.requirements)
@@ -85,6 +93,18 @@ class Catalogue:
 
     def __contains__(self, req_id: object) -> bool:
         return any(r.id == req_id for r in self.requirements)
+
+    def resolve(self, req_id: str) -> str:
+        """The current id of ``req_id`` (itself, or what a retired id was merged or renamed into)."""
+        return self.renames.get(req_id, req_id)
+
+    def aliases(self, req_id: str) -> list[str]:
+        """The retired ids that now name ``req_id``."""
+        return sorted(old for old, new in self.renames.items() if new == req_id)
+
+    def resolve_ids_in(self, text: str) -> str:
+        """``text`` (a -k expression) with every retired id replaced by its current one."""
+        return _ID.sub(lambda m: self.resolve(m.group(0)), text)
 
     def for_suite(self, suite: str) -> list[Requirement]:
         """The entries binding ``suite`` ("coordinator" or "worker"); "all" gives every one."""
@@ -130,6 +150,15 @@ def rule_untestable_has_no_needs_mismatch(entries: list[dict[str, Any]]) -> list
             for e in entries if "untestable" in e and len(e["untestable"].split()) < 5]
 
 
+def rule_renames_resolve(entries: list[dict[str, Any]], renames: dict[str, str]) -> list[str]:
+    """A retired id names a current requirement and is not itself reused."""
+    ids = {e["id"] for e in entries}
+    return ([f"{old}: renamed to {new}, which is not in the catalogue (rule renames)"
+             for old, new in sorted(renames.items()) if new not in ids]
+            + [f"{old}: retired (id-renames) but still a requirement's id (rule renames)"
+               for old in sorted(renames) if old in ids])
+
+
 def validate_catalogue_data(data: Any, schema: dict[str, Any],
                             shared_dir: Path | None = None) -> list[str]:
     problems = rule_schema(data, schema)
@@ -166,9 +195,19 @@ def load_catalogue(path: Path | str | None = None) -> Catalogue:
     data = json.loads(path.read_text(encoding="utf-8"))
     schema = json.loads((schemas / SCHEMA_FILE).read_text(encoding="utf-8"))
     problems = validate_catalogue_data(data, schema, shared_dir())
+    renames = load_renames(path.parent / RENAMES_FILE)
+    if not problems:
+        problems = rule_renames_resolve(data["requirements"], renames)
     if problems:
         raise CatalogueError(problems)
-    return Catalogue(tuple(_from_entry(e) for e in data["requirements"]))
+    return Catalogue(tuple(_from_entry(e) for e in data["requirements"]), renames)
+
+
+def load_renames(path: Path) -> dict[str, str]:
+    """The retired ids (``requirements`` of id-renames.json); {} when the file is absent."""
+    if not path.is_file():
+        return {}
+    return dict(json.loads(path.read_text(encoding="utf-8"))["requirements"])
 
 
 _DEFAULT: Catalogue | None = None

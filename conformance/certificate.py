@@ -6,9 +6,10 @@ Verdict (``VERDICTS``): **CERTIFIED** when the run covered the target's whole sc
 no requirement FAILed (under strict mode a NON-STRICT counts too) and nothing is BROKEN;
 **NOT CERTIFIED** when something FAILed or is BROKEN; **PARTIAL** when nothing failed but
 part of the scope has no result (narrowed with -k / -m, a narrower suite, goldens not
-found, a run that stopped early). Every case is a catalogue requirement's (an unknown id is
-a ``CertificateError``); the requirements checked by replaying golden transcripts are
-counted with the others and summed up again under ``goldens``.
+found, a run that stopped early). Every row is a catalogue requirement's (an unknown id is
+a ``CertificateError``), one per requirement (per sub-protocol on a worker), with its cases
+listed (``cases``: its live case and its golden transcripts, each with its outcome); the
+golden transcripts are summed up again under ``goldens``.
 """
 
 from __future__ import annotations
@@ -56,10 +57,11 @@ def build_certificate(run: dict[str, Any], catalogue: Catalogue | None = None) -
                      "level": req.level, "outcome": res["outcome"], "message": res.get("message", ""),
                      "feature": req.feature, "protocols": list(req.protocols),
                      "source": f"{req.source.file} § {req.source.section}", "statement": req.statement,
-                     "transcripts": list(req.transcripts), "duration_s": res.get("duration_s", 0.0)})
+                     "transcripts": list(req.transcripts), "cases": _cases(res, req.transcripts),
+                     "duration_s": res.get("duration_s", 0.0)})
     counts = {level: _counts([r for r in rows if r["level"] == level]) for level in LEVELS}
-    goldens = [r for r in rows if r["transcripts"]]  # counted in counts too: they are requirements
-    golden_counts = _counts(goldens)
+    replays = [c for r in rows for c in r["cases"] if c["case"] in r["transcripts"]]
+    golden_counts = _counts(replays)
     strict = bool(run.get("strict"))
     failed = [r["id"] for r in rows if r["outcome"] == "FAIL" or (strict and r["outcome"] == "NON-STRICT")]
     broken = [r["id"] for r in rows if r["outcome"] == "BROKEN"]
@@ -75,13 +77,22 @@ def build_certificate(run: dict[str, Any], catalogue: Catalogue | None = None) -
         "verdict": verdict, "certified": verdict == CERTIFIED,
         "failed": failed, "broken": broken, "left_out": left,
         "counts": counts,
-        "goldens": {"recorded": len(goldens), "replayed": len(goldens) - golden_counts["NOT-APPLICABLE"],
-                    "counts": golden_counts},
+        "goldens": {"requirements": sum(1 for r in rows if r["transcripts"]), "recorded": len(replays),
+                    "replayed": len(replays) - golden_counts["NOT-APPLICABLE"], "counts": golden_counts},
         "per_protocol": _per_protocol(rows, target),
         "provenance": run.get("provenance", {}), "versions": run.get("versions", {}),
         "allure_report": run.get("allure_report"),
         "requirements": rows,
     }
+
+
+def _cases(res: dict[str, Any], transcripts: tuple[str, ...]) -> list[dict[str, str]]:
+    """The requirement's cases with their outcomes, as the run listed them; a result without
+    that list (an older results.json, a requirement that did not run) gives each transcript
+    the requirement's outcome."""
+    if "cases" in res:
+        return list(res["cases"])
+    return [{"case": t, "outcome": res["outcome"], "detail": ""} for t in transcripts]
 
 
 def _per_protocol(rows: list[dict[str, Any]], target: dict[str, Any]) -> dict[str, dict[str, Any]]:
@@ -129,8 +140,9 @@ def render_markdown(cert: dict[str, Any]) -> str:
     for level, c in cert["counts"].items():
         out.append(f"| {level} | " + " | ".join(str(c[o]) for o in OUTCOMES) + " |")
     g = cert["goldens"]
-    out += ["", f"Requirements checked by golden transcripts (counted above): {g['recorded']} recorded, "
-            f"{g['replayed']} replayed (" + ", ".join(f"{k} {v}" for k, v in g["counts"].items() if v) + ")."
+    out += ["", f"Golden transcripts (cases of {g['requirements']} of the requirements above): "
+            f"{g['recorded']} recorded, {g['replayed']} replayed ("
+            + ", ".join(f"{k} {v}" for k, v in g["counts"].items() if v) + ")."
             if g["recorded"] else "Golden transcripts: none in this run."]
     if cert["failed"] or cert["broken"]:
         out += ["", "## Why not certified", ""]
@@ -140,11 +152,14 @@ def render_markdown(cert: dict[str, Any]) -> str:
                 "| case | why |", "| --- | --- |"]
         out += [f"| {x['id']} | {_cell(x['reason'])} |" for x in cert["left_out"]]
     out += _per_protocol_section(cert)
-    out += ["", "## Requirements", "", "| case | level | outcome | requirement | detail |",
-            "| --- | --- | --- | --- | --- |"]
+    out += ["", "## Requirements", "", "One row per requirement; it passes only if each of its cases "
+            "(its live case, its golden transcripts) passes.", "",
+            "| case | level | outcome | requirement | detail | cases |",
+            "| --- | --- | --- | --- | --- | --- |"]
     for r in cert["requirements"]:
         detail = r["message"].splitlines()[0] if r["message"] else ""
-        out.append(f"| {r['id']} | {r['level']} | {r['outcome']} | {_cell(r['statement'])} | {_cell(detail)} |")
+        out.append(f"| {r['id']} | {r['level']} | {r['outcome']} | {_cell(r['statement'])} | {_cell(detail)} "
+                   f"| {_cell(cases_text(r['cases']))} |")
     return "\n".join(out) + "\n"
 
 
@@ -187,6 +202,11 @@ def _per_protocol_section(cert: dict[str, Any]) -> list[str]:
     for rid in reqs:
         out.append(f"| {rid} | " + " | ".join(per[p]["cases"].get(rid, "-") for p in columns) + " |")
     return out
+
+
+def cases_text(cases: list[dict[str, str]]) -> str:
+    """A row's cases in one line: ``live PASS, CLS-JOIN-03.jsonl PASS``."""
+    return ", ".join(f"{c['case']} {c['outcome']}" for c in cases)
 
 
 def _cell(text: str) -> str:

@@ -3,7 +3,7 @@
     conformance run --target FILE [--target FILE ...] [-n N] [--jobs J] [--strict] [--suite S]
                     [--reports DIR] [-k EXPR] [-m EXPR] [--junitxml FILE]
     conformance report [--reports DIR] [--no-html]
-    conformance list [--suite S] [--target FILE] [--json]
+    conformance list [ID ...] [--suite S] [--target FILE] [--json]
     conformance mutants [--dir fixtures/mutants] [--suite S] [--group-log] [--reports DIR]
     conformance verify-attestation FILE --key PUB.pem
 
@@ -82,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
                      help="Ed25519 PEM private key: also sign each attestation (DSSE envelope)")
 
     lst = sub.add_parser("list", help="print the requirement catalogue with coverage")
+    lst.add_argument("ids", nargs="*", metavar="ID",
+                     help="only these requirements (a retired id of schemas/id-renames.json names its successor)")
     lst.add_argument("--suite", choices=("coordinator", "worker", "all"), default="all",
                      help="which requirements (default %(default)s)")
     lst.add_argument("--target", metavar="FILE", help="also show what applies to this target")
@@ -316,12 +318,21 @@ def cmd_list(args: argparse.Namespace) -> int:
     from .scope import case_id, protocols_to_run
     cases = load_cases()
     target = load_target(args.target) if args.target else None
-    reqs = default_catalogue().for_suite(args.suite)
+    cat = default_catalogue()
+    reqs = cat.for_suite(args.suite)
+    if args.ids:
+        wanted = [cat.resolve(i) for i in args.ids]
+        unknown = [i for i, w in zip(args.ids, wanted) if w not in cat]
+        if unknown:
+            print(f"conformance: no requirement {', '.join(unknown)} in the catalogue", file=sys.stderr)
+            return EXIT_USAGE
+        reqs = [r for r in reqs if r.id in wanted]
     rows = []
     for r in reqs:
+        live = cases[r.id].name.removeprefix("conformance.suites.") if r.id in cases else None
         row: dict[str, Any] = {"id": r.id, "level": r.level, "binds": list(r.binds), "protocols": list(r.protocols),
-                               "coverage": "untestable" if r.untestable else "case" if r.id in cases else "missing",
-                               "case": cases[r.id].name.removeprefix("conformance.suites.") if r.id in cases else None}
+                               "coverage": "untestable" if r.untestable else "case" if live or r.transcripts else "missing",
+                               "case": live, "transcripts": list(r.transcripts), "aliases": cat.aliases(r.id)}
         if target is not None:
             a = applicability(r, target, cases.get(r.id))
             row["on_target"] = "runs" if a is None else a[0].value
@@ -332,10 +343,13 @@ def cmd_list(args: argparse.Namespace) -> int:
         return 0
     print(f"{'id':18} {'level':6} {'binds':18} {'protocols':28} coverage")
     for row in rows:
-        cov = {"untestable": "untestable", "missing": "NO CASE"}.get(row["coverage"], f"case {row['case']}")
+        cov = {"untestable": "untestable", "missing": "NO CASE"}.get(row["coverage"], " + ".join(
+            ([f"case {row['case']}"] if row["case"] else [])
+            + ([f"{len(row['transcripts'])} transcript(s)"] if row["transcripts"] else [])))
         if target is not None:
             cov += f"  [{row['on_target']}]" + (f" as {', '.join(row['cases'])}" if len(row["cases"]) > 1 else "")
-        print(f"{row['id']:18} {row['level']:6} {','.join(row['binds']):18} {','.join(row['protocols']):28} {cov}")
+        aka = f"  (was {', '.join(row['aliases'])})" if row["aliases"] else ""
+        print(f"{row['id']:18} {row['level']:6} {','.join(row['binds']):18} {','.join(row['protocols']):28} {cov}{aka}")
     n = {c: sum(row["coverage"] == c for row in rows) for c in ("case", "untestable", "missing")}
     print(f"\n{len(reqs)} requirements: {n['case']} with a case, {n['untestable']} not "
           f"checkable from outside, {n['missing']} without a case")

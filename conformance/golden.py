@@ -12,9 +12,10 @@ target (``fakebroker.script.replay``) as one of its cases, beside its live case 
   (session bounds; Kafka's defaults for the group size and offset metadata limits) or a
   longer initial rebalance delay than the target's, is NOT-APPLICABLE.
 
-The replay's outcome: PASS -> PASS, FAIL (every divergence, each with field, expected and
-actual) -> a ``Violation`` (FAIL for a MUST), every transcript SKIPped -> NOT-APPLICABLE,
-BROKEN -> BROKEN.
+Each transcript is one case of its requirement, listed with its own outcome (PASS, FAIL,
+BROKEN, NOT-APPLICABLE when skipped); the requirement's: any BROKEN -> BROKEN, else any FAIL
+(every divergence, each with field, expected and actual) -> a ``Violation`` (FAIL for a
+MUST), every transcript skipped -> NOT-APPLICABLE, else PASS.
 """
 
 from __future__ import annotations
@@ -30,8 +31,9 @@ from .harness.outcomes import Broken, NotApplicable, Violation
 from .target import Target
 
 RULES_FILE = "rules.json"  # the generator's index of the folder: marks a golden folder
-# The draft's connect group APIs (CONNECT-* rules); the transcripts carry the project's keys.
+# The draft's connect group APIs: their transcripts carry the project's keys and codes.
 _CONNECT_APIS = ("ConnectGroupHeartbeat", "ConnectGroupPrepareAssignment", "ConnectGroupInstallAssignment")
+_SKIP = "NOT-APPLICABLE"  # a transcript the replay skipped (the case's outcome word)
 # Settings of the transcript header that must match what an external target declares.
 # The initial rebalance delay is checked apart (see external_mismatch).
 _TIMING_OF = {"min_session_timeout_ms": "min_session_timeout_ms",
@@ -77,9 +79,10 @@ def transcript_paths(req: Requirement) -> tuple[Path, ...]:
 
 
 def numbering_mismatch(req: Requirement, target: Target) -> str | None:
-    """Why transcripts of the draft's connect APIs cannot be replayed on ``target``: they
-    carry the project's API keys and error codes; None when the target uses them too."""
-    if not any(api in req.feature for api in _CONNECT_APIS):
+    """Why transcripts of the draft's connect group type (a requirement of protocol
+    ``connect``) cannot be replayed on ``target``: they carry the project's API keys and error
+    codes; None when the target uses them too."""
+    if "connect" not in req.protocols:
         return None
     from .target import DEFAULT_API_KEYS, DEFAULT_ERROR_CODES
     moved = sorted(k for k in _CONNECT_APIS if target.api_keys.get(k) != DEFAULT_API_KEYS[k])
@@ -90,9 +93,11 @@ def numbering_mismatch(req: Requirement, target: Target) -> str | None:
     return None
 
 
-def replay_transcripts(req: Requirement, target: Target, bootstrap: str | None) -> list[str]:
-    """Replay the requirement's transcripts: returns a note per transcript when every one
-    passed (or some were skipped); raises Violation / NotApplicable / Broken otherwise."""
+def replay_transcripts(req: Requirement, target: Target, bootstrap: str | None,
+                       cases: list[dict[str, str]] | None = None) -> None:
+    """Replay the requirement's transcripts, appending each one's outcome to ``cases``;
+    returns when every one passed (or some were skipped); raises Violation / NotApplicable /
+    Broken otherwise."""
     why = numbering_mismatch(req, target)
     if why:
         raise NotApplicable(why)
@@ -106,19 +111,21 @@ def replay_transcripts(req: Requirement, target: Target, bootstrap: str | None) 
         raise Broken(f"replay could not run: {type(e).__name__}: {e}") from None
     from fakebroker.protocol import default_registry
     reg = default_registry()
-    statuses = [r.status for _, r in reports]
+    outcomes = [(p, r, _SKIP if r.status == "SKIP" else r.status) for p, r in reports]
+    if cases is not None:
+        cases += [{"case": p.name, "outcome": o, "detail": r.skipped if o == _SKIP else
+                   (r.render(reg).splitlines()[0] if o != "PASS" else "")} for p, r, o in outcomes]
     for worst in ("BROKEN", "FAIL"):
-        if worst in statuses:
-            path, rep = next((p, r) for p, r in reports if r.status == worst)
+        if any(o == worst for _, _, o in outcomes):
+            path, rep = next((p, r) for p, r, o in outcomes if o == worst)
             message = f"{path.name}: {rep.render(reg)}"
             if worst == "BROKEN":
                 raise Broken(message)
             f = getattr(rep, "failure", None)
             d = f.divergence if f is not None else None
             raise ReplayDiverged(message, d.expected if d else None, d.actual if d else None)
-    if all(s == "SKIP" for s in statuses):
-        raise NotApplicable("; ".join(f"{p.name}: {r.skipped}" for p, r in reports))
-    return [f"{p.name}: {r.status}" for p, r in reports]
+    if all(o == _SKIP for _, _, o in outcomes):
+        raise NotApplicable("; ".join(f"{p.name}: {r.skipped}" for p, r, _ in outcomes))
 
 
 async def _replay_all(paths: tuple[Path, ...], target: Target,

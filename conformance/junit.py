@@ -2,10 +2,12 @@
 --junitxml FILE``).
 
 One ``testcase`` per case (with its duration): name = case id and requirement title, classname =
-``conformance.<target>.<level>``. PASS has no child;
+``conformance.<target>.<level>``. PASS has no outcome element;
 FAIL is a ``failure`` (BROKEN an ``error``) with the message as text; NOT-APPLICABLE and
 NON-STRICT are ``skipped`` with the outcome and message (NON-STRICT is a ``failure`` under
-strict mode); a case the run left out is ``skipped`` with "LEFT OUT" and the reason. The
+strict mode); a case the run left out is ``skipped`` with "LEFT OUT" and the reason. A
+requirement's cases (its live case, its golden transcripts) and their outcomes are the
+testcase's ``system-out``. The
 suite's properties carry the verdict, so a reader of the file alone sees a PARTIAL run.
 """
 
@@ -14,6 +16,8 @@ from __future__ import annotations
 import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
+
+from .certificate import cases_text
 
 
 def junit_tree(cert: dict[str, Any]) -> ET.ElementTree:
@@ -41,6 +45,8 @@ def junit_tree(cert: dict[str, Any]) -> ET.ElementTree:
         elif outcome in ("NOT-APPLICABLE", "NON-STRICT"):
             skipped += 1
             ET.SubElement(case, "skipped", message=f"{outcome}: {message}")
+        if row.get("cases"):  # after the outcome element, as JUnit's schema orders them
+            ET.SubElement(case, "system-out").text = "cases: " + cases_text(row["cases"])
     for left in cert["left_out"]:
         skipped += 1
         case = ET.SubElement(suite, "testcase", name=left["id"], classname=f"conformance.{target}.left-out")

@@ -68,7 +68,8 @@ def _wrap_handle(coord: GroupCoordinator, around: Callable[..., list[Reply]]) ->
     original = coord.handle
 
     def handle(ctx: RequestContext, body: Any, now_ms: int, prepared: object | None = None) -> list[Reply]:
-        return around(lambda c, b, t: original(c, b, t, prepared), ctx, body, now_ms)
+        # ``prepared`` (the broker's view for this very body) goes through untouched.
+        return around(lambda c, b, n: original(c, b, n, prepared), ctx, body, now_ms)
     coord.handle = handle  # type: ignore[method-assign]
 
 

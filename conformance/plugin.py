@@ -44,7 +44,7 @@ import pytest
 
 from .allure_support import (PROTOCOL_TITLES, attach_evidence, attach_failure, keep_fixture_teardowns_known,
                              label_case, write_allure_extras)
-from .catalogue import LEVELS, Requirement
+from .catalogue import LEVELS, Requirement, default_catalogue
 from .harness.outcomes import CaseResult, Outcome
 from .scope import RequirementRun, left_out, requirement_runs, requirements_of
 from .target import Target, TargetError, load_target
@@ -102,6 +102,9 @@ def pytest_configure(config: pytest.Config) -> None:
         raise pytest.UsageError(str(e)) from None
     config.stash[RESULTS_KEY] = {}
     config.stash[STARTED_KEY] = time.time()
+    keyword = config.getoption("keyword", default="")
+    if keyword:  # a retired id (schemas/id-renames.json) selects the requirement holding its rule
+        config.option.keyword = default_catalogue().resolve_ids_in(keyword)
 
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:

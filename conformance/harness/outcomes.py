@@ -62,6 +62,11 @@ class CaseResult:
     notes: list[str] = field(default_factory=list)
     attachments: dict[str, str] = field(default_factory=dict)  # name -> text (e.g. a worker's log)
     protocol: str | None = None  # the sub-protocol of a per-protocol run (conformance.scope)
+    # The requirement's cases as they ran: its live case ("live") and its golden transcripts
+    # (by file name), each {"case", "outcome", "detail"}; the requirement's outcome is the
+    # first that is not a pass (a transcript that cannot be replayed beside a passed live
+    # case is NOT-APPLICABLE here and leaves the requirement's PASS alone).
+    cases: list[dict[str, str]] = field(default_factory=list)
 
     def __repr__(self) -> str:
         return f"<CaseResult {self.case_id} {self.outcome.value}>"
@@ -77,7 +82,7 @@ class CaseResult:
                 "level": self.level, "outcome": self.outcome.value,
                 "message": self.message, "expected": _jsonable(self.expected),
                 "actual": _jsonable(self.actual), "duration_s": round(self.duration_s, 3),
-                "notes": self.notes}
+                "notes": self.notes, "cases": self.cases}
 
 
 def _jsonable(v: Any) -> Any:

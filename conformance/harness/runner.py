@@ -4,7 +4,8 @@ Applicability comes first (never a pass by default): an untestable entry, a targ
 other kind, unclaimed protocols or missing capabilities give NOT-APPLICABLE; an applicable
 requirement without a case (a live case or golden transcripts) is BROKEN. Then the live case
 runs under a hard timeout, then its golden transcripts are replayed (``conformance.golden``);
-the first end that is not a pass decides. Each end
+the first end that is not a pass decides, and every case that ran is listed with its own
+outcome (``CaseResult.cases``). Each end
 maps to an outcome: return -> PASS; Violation -> FAIL (MUST), NON-STRICT (SHOULD) or
 NOT-APPLICABLE (MAY: the optional behaviour is absent); NotApplicable -> NOT-APPLICABLE;
 Broken, a timeout or any other exception -> BROKEN.
@@ -24,6 +25,8 @@ from ..catalogue import Requirement
 from ..target import Target
 from .cases import Case, load_cases
 from .outcomes import Broken, CaseResult, NotApplicable, Outcome, Violation
+
+LIVE = "live"  # the name of a requirement's live case among its cases (CaseResult.cases)
 
 
 class Session(Protocol):
@@ -74,11 +77,14 @@ def run_case(req: Requirement, session: Session, protocol: str | None = None) ->
         return result
     recording = Recorder(origin="record")
     started = time.monotonic()
+    running = [LIVE] if c is not None else []  # the cases the outcome below is about
     try:
         if c is not None:
             asyncio.run(_run(c, req, session, recording, result))
+            result.cases.append({"case": LIVE, "outcome": Outcome.PASS.value, "detail": ""})
         if req.transcripts:  # its golden transcripts, after the live case passed
-            result.notes += _replayed(req, session, live=c is not None)
+            running = list(req.transcripts)
+            _replay(req, session, result.cases, live=c is not None)
     except Violation as v:
         result.expected, result.actual = v.expected, v.actual
         if req.level == "MUST":
@@ -97,21 +103,29 @@ def run_case(req: Requirement, session: Session, protocol: str | None = None) ->
     except Exception as e:  # noqa: BLE001 - a harness fault is BROKEN, never a pass
         result.outcome = Outcome.BROKEN
         result.message = f"harness error: {type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"
+    listed = {x["case"] for x in result.cases}
+    if result.outcome is not Outcome.PASS:  # the cases that ended without a verdict of their own
+        detail = result.message.splitlines()[0] if result.message else ""
+        result.cases += [{"case": n, "outcome": result.outcome.value, "detail": detail}
+                         for n in running if n not in listed]
     result.duration_s = time.monotonic() - started
     result.transcript = recording.by_time()
     return result
 
 
-def _replayed(req: Requirement, session: Session, *, live: bool) -> list[str]:
-    """Replay the requirement's golden transcripts; beside a passed live case, transcripts
-    that cannot be replayed on this target leave a note, not NOT-APPLICABLE."""
+def _replay(req: Requirement, session: Session, cases: list[dict[str, str]], *, live: bool) -> None:
+    """Replay the requirement's golden transcripts, listing each in ``cases``; beside a
+    passed live case, transcripts that cannot be replayed on this target are listed
+    NOT-APPLICABLE and leave the requirement's PASS alone."""
     from ..golden import replay_transcripts
     try:
-        return replay_transcripts(req, session.target, getattr(session, "bootstrap", None))
+        replay_transcripts(req, session.target, getattr(session, "bootstrap", None), cases)
     except NotApplicable as e:
         if not live:
             raise
-        return [f"golden transcripts not replayed: {e}"]
+        listed = {x["case"] for x in cases}
+        cases += [{"case": t, "outcome": Outcome.NOT_APPLICABLE.value, "detail": str(e)}
+                  for t in req.transcripts if t not in listed]
 
 
 async def _run(c: Case, req: Requirement, session: Session, recording: Recorder,

@@ -19,7 +19,7 @@ import pytest
 from conformance.certificate import allure_binary, render_allure
 
 ROOT = Path(__file__).resolve().parents[2]
-CASES = "CLS-JOIN-03 or CLS-JOIN-04 or C848-REC-01 or CLASSIC-HB-ERR-01"
+CASES = "CLS-JOIN-03 or CLS-JOIN-04 or C848-REC-01 or CLS-HB-08"
 
 
 def conformance_run(reports: Path, target: str, keyword: str) -> subprocess.CompletedProcess[str]:
@@ -59,11 +59,15 @@ def test_suites_tree_parameters_and_durations(fakebroker_reports: Path) -> None:
     assert {p["name"]: p["value"] for p in case["parameters"]}["level"] == "MUST"  # not "'MUST'"
     steps = [st["name"] for st in case["steps"]]  # the wire conversation, one step per exchange
     assert any("JoinGroup" in st and "-> INVALID_SESSION_TIMEOUT (26)" in st for st in steps), steps
-    assert labels(results["CLASSIC-HB-ERR-01"], "parentSuite") == ["Golden transcripts"]
+    # One tree: a requirement whose cases are golden transcripts sits beside the others,
+    # tagged golden; a requirement with several cases lists each with its outcome.
+    assert labels(results["CLS-HB-08"], "parentSuite") == ["Classic group protocol (JoinGroup/SyncGroup)"]
+    assert "golden" in labels(results["CLS-HB-08"], "tag")
+    assert "- live: PASS\n- CLS-JOIN-03.jsonl: PASS" in case["description"]
     assert results["C848-REC-01"]["status"] == "skipped"  # NOT-APPLICABLE
     # The Allure duration spans the case: it runs in the test body, not in a fixture's set-up.
     run = {r["id"]: r for r in json.loads((fakebroker_reports / "results.json").read_text())["results"]}
-    for cid in ("CLS-JOIN-03", "CLS-JOIN-04", "CLASSIC-HB-ERR-01"):
+    for cid in ("CLS-JOIN-03", "CLS-JOIN-04", "CLS-HB-08"):
         allure_ms = results[cid]["stop"] - results[cid]["start"]
         assert allure_ms >= int(run[cid]["duration_s"] * 1000) - 1, (cid, allure_ms, run[cid]["duration_s"])
 
@@ -79,9 +83,9 @@ def test_verdict_and_counts_in_the_report(fakebroker_reports: Path) -> None:
     assert cert["verdict"] == "PARTIAL"
     verdict = [r for r in allure_results(fakebroker_reports) if labels(r, "parentSuite") == ["Certificate"]]
     assert len(verdict) == 1 and verdict[0]["status"] == "unknown"
-    # CLS-JOIN-03, CLS-JOIN-04 and the golden CLASSIC-HB-ERR-01 (a MUST requirement's case)
+    # CLS-JOIN-03, CLS-JOIN-04 (a live case and a transcript each) and CLS-HB-08 (a transcript)
     assert verdict[0]["name"].startswith("Verdict: PARTIAL: MUST PASS=3")
-    assert "goldens 1 replayed of 1" in verdict[0]["name"]
+    assert "goldens 3 replayed of 3" in verdict[0]["name"]
     assert "NOT-APPLICABLE=1" in verdict[0]["name"] and "left out" in verdict[0]["name"]
     env = (fakebroker_reports / "allure-results" / "environment.properties").read_text()
     assert env.startswith("verdict=PARTIAL: ")

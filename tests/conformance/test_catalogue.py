@@ -64,13 +64,51 @@ def test_every_testable_requirement_has_a_case() -> None:
 
 def test_the_golden_folder_and_the_catalogue_agree() -> None:
     """Every transcript ``fakebroker golden`` wrote (its index, rules.json) is a case of the
-    catalogue requirement of the same id, and every transcript the catalogue names exists."""
+    catalogue requirements it names, which list it; every transcript the catalogue names
+    exists; a transcript is named for a requirement of the catalogue (one id scheme)."""
     folder = ROOT / "fixtures" / "golden"
-    index = {r["id"]: r["transcripts"] for r in json.loads((folder / "rules.json").read_text())["rules"]}
-    named = {r.id: list(r.transcripts) for r in load_catalogue() if r.transcripts}
-    assert named == index
+    index = json.loads((folder / "rules.json").read_text())["rules"]
+    cat = load_catalogue()
+    named = {r.id: sorted(r.transcripts) for r in cat if r.transcripts}
+    cases_of: dict[str, list[str]] = {}
+    for entry in index:
+        assert entry["requirements"][0] == entry["id"].split(".")[0], entry["id"]
+        for rid in entry["requirements"]:
+            assert rid in cat, f"{entry['transcript']} is a case of {rid}, not in the catalogue"
+            cases_of.setdefault(rid, []).append(entry["transcript"])
+    assert named == {rid: sorted(ts) for rid, ts in cases_of.items()}
     assert all((folder / name).is_file() for names in named.values() for name in names)
-    assert all(load_catalogue()[rid].binds == ("coordinator",) for rid in named)
+    assert all(cat[rid].binds == ("coordinator",) for rid in named)
+    assert {r.family for r in cat} == {"CLS", "C848", "CONN", "K341"}
+
+
+def test_retired_ids_name_their_successors() -> None:
+    """schemas/id-renames.json: every id of the former golden catalogue names the requirement
+    holding its rule now (merged into a live twin or renamed), every old transcript its new
+    file; retired ids are accepted as aliases where a user names requirements."""
+    cat = load_catalogue()
+    renames = json.loads((ROOT / "schemas" / "id-renames.json").read_text())
+    assert set(renames["requirements"]) == {t.removesuffix(".jsonl") for t in renames["transcripts"]}
+    assert len(renames["requirements"]) == 155
+    folder = ROOT / "fixtures" / "golden"
+    for old, new in renames["requirements"].items():
+        assert old not in cat and new in cat, old
+        assert renames["transcripts"][f"{old}.jsonl"] in cat[new].transcripts, old
+        assert (folder / renames["transcripts"][f"{old}.jsonl"]).is_file(), old
+    assert set(renames["merged"]) <= set(renames["requirements"])
+    merged_into = {renames["requirements"][m] for m in renames["merged"]}
+    assert all(r in load_cases() for r in merged_into)  # merged only into requirements with a live case
+    assert cat.resolve("CLASSIC-SYNC-ERR-05") == "CLS-SYNC-01" and cat.resolve("CLS-SYNC-01") == "CLS-SYNC-01"
+    assert cat.resolve_ids_in("CLASSIC-HB-ERR-01 or not CONNECT-TIMER-01") == "CLS-HB-06 or not C848-HB-HND-08"
+    assert cat.aliases("C848-HB-VAL-05") == ["CONNECT-HB-VAL-06", "CONNECT-HB-VAL-07"]
+
+
+def test_rule_renames_names_the_field() -> None:
+    from conformance.catalogue import rule_renames_resolve
+    entries = [{"id": "CLS-JOIN-01"}, {"id": "OLD-JOIN-01"}]
+    problems = rule_renames_resolve(entries, {"OLD-JOIN-01": "CLS-JOIN-01", "OLD-JOIN-02": "CLS-JOIN-99"})
+    assert problems == ["OLD-JOIN-02: renamed to CLS-JOIN-99, which is not in the catalogue (rule renames)",
+                        "OLD-JOIN-01: retired (id-renames) but still a requirement's id (rule renames)"]
 
 
 def test_no_case_for_an_unknown_or_untestable_id() -> None:

@@ -55,7 +55,7 @@ def test_a_run_narrowed_with_k_is_partial_and_says_what_it_left_out(narrowed_run
     # Everything of the scope but the one case ran is listed, with the filter that left it out.
     assert set(left) == set(scope_ids(target)) - {"CLS-JOIN-03"}
     assert left["CLS-JOIN-01"] == "not run in a run narrowed with -k 'CLS-JOIN-03'"
-    assert any(i.startswith("CLASSIC-") for i in left)  # the goldens too
+    assert "CLS-COMMIT-01" in left  # requirements whose cases are golden transcripts too
     md = (reports / "certificate.md").read_text()
     assert "**Verdict: PARTIAL**" in md and "| CLS-JOIN-01 | not run in a run narrowed with -k 'CLS-JOIN-03' |" in md
     results = json.loads((reports / "results.json").read_text())
@@ -80,7 +80,9 @@ def test_junit_file_parses_with_ids_titles_and_statuses(narrowed_run) -> None:
     assert props["verdict"] == "PARTIAL"
     cases = {c.get("name"): c for c in suite.iter("testcase")}
     passed = [n for n in cases if n.startswith("CLS-JOIN-03: ")]
-    assert passed and "INVALID_SESSION_TIMEOUT" in passed[0] and len(cases[passed[0]]) == 0
+    assert passed and "INVALID_SESSION_TIMEOUT" in passed[0]
+    # A pass has no outcome element; its output lists the requirement's cases.
+    assert [(c.tag, c.text) for c in cases[passed[0]]] == [("system-out", "cases: live PASS, CLS-JOIN-03.jsonl PASS")]
     left = cases["CLS-JOIN-01"].find("skipped")
     assert left is not None and left.get("message").startswith("LEFT OUT: not run in a run narrowed with -k")
     assert int(suite.get("tests")) == len(cases) and int(suite.get("skipped")) == len(cases) - 1
@@ -194,18 +196,25 @@ def test_certificate_lists_every_case_per_claimed_protocol() -> None:
 
 
 def test_goldens_are_counted_with_their_requirements() -> None:
-    doc = run_doc({"CLS-JOIN-01": ("PASS", ""), "CLASSIC-JOIN-OK-01": ("PASS", ""),
-                   "CLASSIC-JOIN-OK-02": ("NOT-APPLICABLE", "")})
+    doc = run_doc({"CLS-JOIN-02": ("PASS", ""), "CLS-JOIN-25": ("PASS", ""),
+                   "CLS-COMMIT-12": ("NOT-APPLICABLE", ""), "CLS-JOIN-03": ("PASS", "")})
+    # CLS-JOIN-03 has a live case and a transcript: the run lists both, each with its outcome.
+    [row03] = [x for x in doc["results"] if x["id"] == "CLS-JOIN-03"]
+    row03["cases"] = [{"case": "live", "outcome": "PASS", "detail": ""},
+                      {"case": "CLS-JOIN-03.jsonl", "outcome": "NOT-APPLICABLE", "detail": "virtual-only"}]
     cert = build_certificate(doc)
-    assert cert["counts"]["MUST"]["PASS"] == 2 and cert["counts"]["MUST"]["NOT-APPLICABLE"] == 1
-    assert cert["goldens"] == {"recorded": 2, "replayed": 1, "counts": {
-        "PASS": 1, "NON-STRICT": 0, "NOT-APPLICABLE": 1, "FAIL": 0, "BROKEN": 0}}
+    assert cert["counts"]["MUST"]["PASS"] == 3 and cert["counts"]["MUST"]["NOT-APPLICABLE"] == 1
+    assert cert["goldens"] == {"requirements": 3, "recorded": 3, "replayed": 1, "counts": {
+        "PASS": 1, "NON-STRICT": 0, "NOT-APPLICABLE": 2, "FAIL": 0, "BROKEN": 0}}
     rows = {r["id"]: r for r in cert["requirements"]}
-    assert rows["CLASSIC-JOIN-OK-01"]["transcripts"] == ["CLASSIC-JOIN-OK-01.jsonl"]
-    assert rows["CLS-JOIN-01"]["transcripts"] == []
+    assert rows["CLS-JOIN-25"]["transcripts"] == ["CLS-JOIN-25.jsonl"]
+    assert rows["CLS-JOIN-02"]["transcripts"] == [] and rows["CLS-JOIN-02"]["cases"] == []
+    assert [c["case"] for c in rows["CLS-JOIN-03"]["cases"]] == ["live", "CLS-JOIN-03.jsonl"]
     md = render_markdown(cert)
-    assert "Requirements checked by golden transcripts (counted above): 2 recorded, 1 replayed" in md
-    assert "| CLASSIC-JOIN-OK-01 | MUST | PASS |" in md
+    assert "Golden transcripts (cases of 3 of the requirements above): 3 recorded, 1 replayed" in md
+    assert "| CLS-JOIN-25 | MUST | PASS |" in md
+    assert md.count("| CLS-JOIN-03 |") == 1  # one row per requirement, its cases listed in it
+    assert "| live PASS, CLS-JOIN-03.jsonl NOT-APPLICABLE |" in md
 
 
 def test_a_case_the_catalogue_does_not_know_is_an_error() -> None:
@@ -331,7 +340,7 @@ def test_the_summary_of_several_targets_has_date_verdicts_counts_and_links(tmp_p
     md = (reports / "certificate.md").read_text()
     assert f"Date (UTC): {doc['date']}" in md
     left = len(json.loads((reports / "fakebroker" / "certificate.json").read_text())["left_out"])
-    assert left > 250  # every case of the scope but the two selected (one of them N/A here)
+    assert left > 200  # every case of the scope (211 since the golden duplicates merged) but the two selected
     assert f"| fakebroker | fakebroker 0.1.0 | PARTIAL | 1/0/0 | 1/0 | 0 | {left} |" in md
     assert "[certificate](fakebroker/certificate.md)" in md and "[certificate](fakebroker-classic/certificate.md)" in md
     assert (reports / "fakebroker-classic" / "certificate.md").is_file()
@@ -377,6 +386,19 @@ def test_list_json_names_the_cases_a_target_runs() -> None:
     assert rows["CONN-INC-02"]["cases"] == ["CONN-INC-02[compatible]", "CONN-INC-02[sessioned]"]
     assert rows["CLS-W-01"]["cases"] == ["CLS-W-01"] and rows["CLS-W-01"]["on_target"] == "runs"
     assert sum(len(row["cases"]) for row in rows.values()) == len(scope_ids(load_target(WORKER)))
+
+
+def test_list_names_requirements_by_current_or_retired_id_with_their_cases() -> None:
+    r = conformance("list", "--json", "CLASSIC-SYNC-ERR-05", "CLS-COMMIT-01", timeout=120)
+    assert r.returncode == 0, r.stderr
+    rows = {row["id"]: row for row in json.loads(r.stdout)}
+    assert set(rows) == {"CLS-SYNC-01", "CLS-COMMIT-01"}  # the retired id names its successor
+    assert rows["CLS-SYNC-01"]["case"] and rows["CLS-SYNC-01"]["transcripts"] == ["CLS-SYNC-01.jsonl"]
+    assert rows["CLS-SYNC-01"]["aliases"] == ["CLASSIC-SYNC-ERR-05"]
+    # A requirement whose only cases are transcripts is covered, not "missing".
+    assert rows["CLS-COMMIT-01"]["case"] is None and rows["CLS-COMMIT-01"]["coverage"] == "case"
+    bad = conformance("list", "NOPE-01", timeout=120)
+    assert bad.returncode == EXIT_USAGE and "no requirement NOPE-01" in bad.stderr
 
 
 def test_a_real_worker_runs_a_case_once_per_claimed_protocol_started_at_it(tmp_path: Path) -> None:

@@ -102,7 +102,7 @@ def test_applicability_never_passes_by_default(classic_only: Path) -> None:
     assert applicability(cat["C848-HB-VAL-01"], target, None)[0] is Outcome.NOT_APPLICABLE
     assert applicability(cat["CONN-PROT-01"], target, None)[0] is Outcome.NOT_APPLICABLE  # binds workers
     assert applicability(cat["C848-REC-01"], target, None)[0] is Outcome.NOT_APPLICABLE   # untestable
-    assert applicability(cat["CLS-JOIN-01"], target, None)[0] is Outcome.BROKEN           # no case
+    assert applicability(cat["CLS-JOIN-02"], target, None)[0] is Outcome.BROKEN           # no case
 
 
 def run_doc(outcomes: dict[str, str], *, strict: bool = False) -> dict:
@@ -174,7 +174,9 @@ def test_cli_run_jobs_runs_targets_at_once_and_shows_each_output_whole(tmp_path:
 
 
 def golden_requirements() -> list[Any]:
-    return [r for r in default_catalogue() if r.transcripts]
+    """Requirements whose only cases are golden transcripts (no live case)."""
+    from conformance.harness.cases import load_cases
+    return [r for r in default_catalogue() if r.transcripts and r.id not in load_cases()]
 
 
 def test_golden_transcripts_are_cases_of_their_requirement(tmp_path: Path) -> None:
@@ -191,14 +193,27 @@ def test_golden_transcripts_are_cases_of_their_requirement(tmp_path: Path) -> No
     cert = build_certificate(doc)
     rows = {x["id"]: x for x in cert["requirements"]}
     assert cert["verdict"] == "PARTIAL" and rows[goldens[0].id]["transcripts"] == list(goldens[0].transcripts)
+    # CLS-HB-06 has a live case and a transcript: one row, both cases listed and passed.
+    assert rows["CLS-HB-06"]["cases"] == [{"case": "live", "outcome": "PASS", "detail": ""},
+                                          {"case": "CLS-HB-06.jsonl", "outcome": "PASS", "detail": ""}]
     # A golden case is a MUST requirement's: counted with the others, summed up in goldens.
-    assert cert["goldens"]["replayed"] == 1 and cert["counts"]["MUST"]["PASS"] == 2
+    assert cert["goldens"]["replayed"] == 2 and cert["counts"]["MUST"]["PASS"] == 2
+
+
+def test_a_retired_id_in_k_selects_its_successor(tmp_path: Path) -> None:
+    """-k with an id of the former golden catalogue (schemas/id-renames.json) runs the
+    requirement that holds its rule now."""
+    results = tmp_path / "results.json"
+    r = pytest_run("--pyargs", "conformance", "--conformance-target", str(FAKEBROKER), "-v", "--conformance-results",
+                   str(results), "-k", "CLASSIC-HB-ERR-01")
+    assert r.returncode == 0, r.stdout[-3000:]
+    assert {x["id"] for x in json.loads(results.read_text())["results"]} == {"CLS-HB-06"}
 
 
 def test_golden_replay_catches_a_mutant() -> None:
     from conformance.golden import ReplayDiverged, replay_transcripts
     mutant = load_target(ROOT / "fixtures" / "mutants" / "illegal-generation-ignored.toml")
-    hb = [r for r in golden_requirements() if r.id.startswith("CLASSIC-HB-ERR")]
+    hb = [r for r in default_catalogue() if r.transcripts and r.id.startswith("CLS-HB-")]
     assert hb
     caught = []
     for req in hb:

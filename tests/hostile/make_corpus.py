@@ -17,7 +17,7 @@ DEEP = 20_000  # past any recursion limit
 
 
 def _golden_lines() -> list[str]:
-    src = Path(__file__).resolve().parents[2] / "fixtures" / "golden" / "CLASSIC-COMMIT-OK-01.jsonl"
+    src = Path(__file__).resolve().parents[2] / "fixtures" / "golden" / "CLS-COMMIT-12.jsonl"
     return src.read_text(encoding="utf-8").splitlines(keepends=True)
 
 

@@ -22,7 +22,7 @@ pytestmark = pytest.mark.xdist_group("spark")  # one worker, one JVM
 def goldens(tmp_path) -> Path:
     d = tmp_path / "golden"
     d.mkdir()
-    for name in ("CLASSIC-SCN-01.jsonl", "CONNECT-HB-OK-01.jsonl", "CLASSIC-SYNC-ERR-01.jsonl"):
+    for name in ("CLS-JOIN-31.jsonl", "C848-HB-HND-13.jsonl", "CLS-SYNC-11.jsonl"):
         shutil.copy(ROOT / "fixtures" / "golden" / name, d / name)
     return d
 

@@ -30,32 +30,32 @@ def test_every_rule_has_a_transcript_and_every_transcript_a_rule() -> None:
     listed = json.loads((GOLDEN / RULES_FILE).read_text())
     ids = [r["id"] for r in listed["rules"]]
     assert ids == sorted(RULES) and len(set(ids)) == len(ids)
-    covered: dict[str, list[str]] = {rid: [] for rid in ids}
+    assert sorted(f.stem for f in FILES) == ids
     for f in FILES:
         head = load(f, REG).header
         assert head is not None and head["origin"] == "golden" and head["id"] == f.stem
-        unknown = [r for r in head["rules"] if r not in covered]
-        assert not unknown, f"{f.name} names rules that are not listed: {unknown}"
-        for r in head["rules"]:
-            covered[r].append(f.name)
-    missing = sorted(rid for rid, files in covered.items() if not files)
-    assert not missing, f"rules without a golden transcript: {missing}"
-    for r in listed["rules"]:
-        assert sorted(r["transcripts"]) == sorted(covered[r["id"]]), r["id"]
+        entry = next(r for r in listed["rules"] if r["id"] == f.stem)
+        assert entry["transcript"] == f.name and head["rules"] == entry["requirements"], f.name
 
 
 def test_rule_ids_are_stable_and_well_formed() -> None:
+    """A transcript is named for the catalogue requirement it is a case of (``.N``: that
+    requirement's Nth), in the live scheme: CLS-* (classic), C848-* (the draft's connect group)."""
     import re
     from fakebroker.coordinator.errors import DraftErrorCode
     from fakebroker.protocol.error_codes import ErrorCode
     codes = {e.name for e in ErrorCode} | {e.name for e in DraftErrorCode}
+    requirement = r"CLS-[A-Z]+-\d\d|C848-[A-Z]+(-[A-Z]+)?-\d\d"
     for rid, rule in RULES.items():
-        assert re.fullmatch(r"CLASSIC-(JOIN|SYNC|HB|LEAVE|DESC|LIST|COMMIT|FETCH)-(ERR|OK)-\d\d"
-                            r"|CLASSIC-(TIMER|SCN)-\d\d"
-                            r"|CONNECT-(HB|PREP|INST)-(VAL|ERR|OK)-\d\d|CONNECT-TIMER-\d\d", rid), rid
+        assert re.fullmatch(rf"({requirement})(\.[2-9])?", rid), rid
+        assert rule.id.startswith("C848") == rule.api.startswith("ConnectGroup"), rid
         assert rule.expect == "NONE" or rule.expect in codes, rid
-        assert ("-VAL-" in rid) == (rule.expect == "INVALID_REQUEST" and rid.startswith("CONNECT")), rid
-        assert all(a in RULES for a in rule.also), rid
+        # Request Validation (-VAL-): INVALID_REQUEST, or the draft's UNSUPPORTED_ASSIGNOR checks
+        assert ("-VAL-" in rid) == (rule.expect in ("INVALID_REQUEST", "UNSUPPORTED_ASSIGNOR")
+                                    and rid.startswith("C848-HB-VAL") or rule.expect == "INVALID_REQUEST"), rid
+        assert all(re.fullmatch(requirement, a) for a in rule.also), rid
+        if "." in rid:  # a further transcript of a requirement that has its first one
+            assert rid.split(".")[0] in RULES, rid
     apis = {r.api for r in RULES.values()}
     assert apis == {"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "DescribeGroups",
                     "ListGroups", "OffsetCommit", "OffsetFetch", "ConnectGroupHeartbeat",
@@ -71,18 +71,18 @@ def test_golden_files_are_what_a_fresh_run_produces() -> None:
 def test_drift_names_the_file_and_line(tmp_path: Path) -> None:
     copy = tmp_path / "golden"
     shutil.copytree(GOLDEN, copy)
-    victim = copy / "CLASSIC-HB-ERR-04.jsonl"
+    victim = copy / "CLS-HB-01.jsonl"
     lines = victim.read_text().splitlines(keepends=True)
     n = next(i for i, line in enumerate(lines) if '"ErrorCode":22' in line)
     lines[n] = lines[n].replace('"ErrorCode":22', '"ErrorCode":0')
     victim.write_text("".join(lines))
     (copy / "CLASSIC-HB-ERR-99.jsonl").write_text(lines[0])
-    (copy / "CLASSIC-SYNC-OK-01.jsonl").unlink()
+    (copy / "CLS-SYNC-05.jsonl").unlink()
     r = subprocess.run([*CMD, "golden", "--check", "--dir", str(copy)], capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 1
-    assert f"CLASSIC-HB-ERR-04.jsonl: differs from a fresh run from line {n + 1}" in r.stdout
-    assert "CLASSIC-SYNC-OK-01.jsonl: missing" in r.stdout
+    assert f"CLS-HB-01.jsonl: differs from a fresh run from line {n + 1}" in r.stdout
+    assert "CLS-SYNC-05.jsonl: missing" in r.stdout
     assert "CLASSIC-HB-ERR-99.jsonl: no rule produces it any more" in r.stdout
 
 
@@ -105,7 +105,7 @@ def test_the_fake_broker_passes_every_golden_transcript(path: Path) -> None:
 
 
 def test_goldens_have_matchers_for_what_varies() -> None:
-    t = load(GOLDEN / "CLASSIC-SYNC-OK-01.jsonl", REG)
+    t = load(GOLDEN / "CLS-SYNC-05.jsonl", REG)
     first_id = next(e for e in t.events if e.kind == "response" and e.api == "JoinGroup")
     assert first_id.match["MemberId"] == {"capture": "member.1", "pattern": "^w1-"}
     rejoin = next(e for e in t.events if e.kind == "request" and e.api == "JoinGroup"
@@ -113,9 +113,9 @@ def test_goldens_have_matchers_for_what_varies() -> None:
     assert rejoin.match == {"GroupId": {"ref": "group.g1"}, "MemberId": {"ref": "member.1"}}
     assert t.header is not None and t.header["unique"] == ["group.g1"]
     # Messages quoting a group id become templates.
-    d = load(GOLDEN / "CLASSIC-DESC-ERR-01.jsonl", REG)
+    d = load(GOLDEN / "CLS-DESC-01.jsonl", REG)
     resp = next(e for e in d.events if e.kind == "response")
     assert resp.match["Groups[0].ErrorMessage"] == {"format": "Group {group.g1} not found."}
     # Virtual-only transcripts say why.
-    slow = load(GOLDEN / "CLASSIC-TIMER-05.jsonl", REG)
+    slow = load(GOLDEN / "CLS-REB-04.jsonl", REG)
     assert slow.header is not None and "5-minute" in slow.header["virtual_only"]

@@ -11,7 +11,7 @@ import pytest
 from fakebroker import cli
 
 pytest.importorskip("scapy")
-GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "golden" / "CLASSIC-COMMIT-OK-01.jsonl"
+GOLDEN = Path(__file__).resolve().parents[2] / "fixtures" / "golden" / "CLS-COMMIT-12.jsonl"
 
 
 def _many(n: int) -> list[str]:

@@ -62,7 +62,7 @@ def replay_with_fault(t: Transcript, fault: str) -> Any:
 
 
 def test_a_wrong_answer_is_reported_with_step_field_expected_and_actual() -> None:
-    t = load(GOLDEN / "CLASSIC-HB-ERR-04.jsonl", REG)
+    t = load(GOLDEN / "CLS-HB-01.jsonl", REG)
     report = replay_with_fault(t, "{api: Heartbeat, side: response, action: {set: {ErrorCode: 0}}}")
     assert report.status == "FAIL"  # type: ignore[attr-defined]
     f = report.failure  # type: ignore[attr-defined]
@@ -71,7 +71,7 @@ def test_a_wrong_answer_is_reported_with_step_field_expected_and_actual() -> Non
     assert (f.divergence.expected, f.divergence.actual) == (22, 0)
     text = report.render(REG)  # type: ignore[attr-defined]
     assert text.splitlines() == [
-        f"FAIL CLASSIC-HB-ERR-04 ({GOLDEN / 'CLASSIC-HB-ERR-04.jsonl'})",
+        f"FAIL CLS-HB-01 ({GOLDEN / 'CLS-HB-01.jsonl'})",
         f"  step {step} (line {step + 1}): Heartbeat v4 response on connection 1 (correlation id 4)",
         "  the response differs",
         "  field:    ErrorCode", "  expected: ILLEGAL_GENERATION (22)", "  actual:   NONE (0)",
@@ -95,8 +95,8 @@ def serve(*args: str) -> Iterator[str]:
 def test_replay_cli_passes_goldens_on_real_time_against_serve(capsys: pytest.CaptureFixture[str]) -> None:
     files = quick_goldens()
     assert len(files) > 60
-    timed = GOLDEN / "CLASSIC-TIMER-06.jsonl"  # waits 6.5 s for a pending member id to expire
-    slow = GOLDEN / "CLASSIC-TIMER-05.jsonl"  # virtual-only: skipped
+    timed = GOLDEN / "CLS-SESS-03.jsonl"  # waits 6.5 s for a pending member id to expire
+    slow = GOLDEN / "CLS-REB-04.jsonl"  # virtual-only: skipped
     with serve("--initial-rebalance-delay-ms", "0") as addr:
         t0 = time.monotonic()
         status = main(["replay", *map(str, files), str(timed), str(slow), "--against", addr])
@@ -111,10 +111,10 @@ def test_replay_cli_passes_goldens_on_real_time_against_serve(capsys: pytest.Cap
 def test_replay_cli_divergence_exits_1_and_names_the_settings(capsys: pytest.CaptureFixture[str]) -> None:
     # A coordinator that allows 1 s sessions accepts what the transcript expects refused.
     with serve("--initial-rebalance-delay-ms", "0", "--min-session-timeout-ms", "1000") as addr:
-        status = main(["replay", str(GOLDEN / "CLASSIC-JOIN-ERR-02.jsonl"), "--against", addr])
+        status = main(["replay", str(GOLDEN / "CLS-JOIN-03.jsonl"), "--against", addr])
     out = capsys.readouterr().out
     assert status == 1
-    assert "FAIL CLASSIC-JOIN-ERR-02" in out and "  field:    ErrorCode" in out
+    assert "FAIL CLS-JOIN-03" in out and "  field:    ErrorCode" in out
     assert "  expected: INVALID_SESSION_TIMEOUT (26)" in out and "  actual:   MEMBER_ID_REQUIRED (79)" in out
     assert "recorded on a coordinator with initial_rebalance_delay_ms=0" in out
     assert out.strip().endswith("0 passed, 1 failed, 0 skipped")
@@ -127,11 +127,11 @@ def _free_port() -> int:
 
 
 def test_unreachable_coordinator_is_broken_exit_3(capsys: pytest.CaptureFixture[str]) -> None:
-    files = [str(GOLDEN / "CLASSIC-HB-ERR-01.jsonl"), str(GOLDEN / "CLASSIC-HB-ERR-02.jsonl")]
+    files = [str(GOLDEN / "CLS-HB-06.jsonl"), str(GOLDEN / "CLS-HB-08.jsonl")]
     status = main(["replay", *files, "--against", f"127.0.0.1:{_free_port()}", "--timeout", "2"])
     out = capsys.readouterr().out
     assert status == 3
-    assert "BROKEN CLASSIC-HB-ERR-01" in out and "cannot connect to 127.0.0.1:" in out
+    assert "BROKEN CLS-HB-06" in out and "cannot connect to 127.0.0.1:" in out
     assert "stopped: the coordinator is unreachable (1 not tried)" in out
 
 
@@ -179,23 +179,23 @@ def test_misbehaving_coordinators_are_reported_not_waited_for(
         mode: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:
     with misbehaving(mode) as addr:
         t0 = time.monotonic()
-        status = main(["replay", str(GOLDEN / "CLASSIC-HB-ERR-01.jsonl"), "--against", addr,
+        status = main(["replay", str(GOLDEN / "CLS-HB-06.jsonl"), "--against", addr,
                        "--timeout", "0.5"])
         took = time.monotonic() - t0
     out = capsys.readouterr().out
     assert status == 1, out
-    assert "FAIL CLASSIC-HB-ERR-01" in out and "step 2 (line 3): Heartbeat v4 response" in out
+    assert "FAIL CLS-HB-06" in out and "step 2 (line 3): Heartbeat v4 response" in out
     assert message in out
     assert took < 4
 
 
 def test_invalid_input_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "bad.jsonl"
-    lines = (GOLDEN / "CLASSIC-HB-ERR-01.jsonl").read_text().splitlines()
+    lines = (GOLDEN / "CLS-HB-06.jsonl").read_text().splitlines()
     bad.write_text(lines[0] + "\n" + lines[1][:30] + "\n")
     assert main(["replay", str(bad), "--against", "127.0.0.1:9"]) == 2
     assert f"fakebroker replay: {bad}:2: truncated line" in capsys.readouterr().err
-    assert main(["replay", str(GOLDEN / "CLASSIC-HB-ERR-01.jsonl"), "--against", "nowhere"]) == 2
+    assert main(["replay", str(GOLDEN / "CLS-HB-06.jsonl"), "--against", "nowhere"]) == 2
     assert "expected HOST:PORT" in capsys.readouterr().err
     (tmp_path / "empty").mkdir()
     assert main(["replay", str(tmp_path / "empty"), "--against", "127.0.0.1:9"]) == 2
@@ -225,7 +225,7 @@ def test_real_pacing_is_elastic_after_a_late_answer() -> None:
 def test_a_replay_reports_every_difference_not_only_the_first() -> None:
     """Every JoinGroup answer is made to differ (a negative throttle time, which changes
     nothing else): each one is reported, in step order, and the replay runs to the end."""
-    t = load(GOLDEN / "CLASSIC-SCN-01.jsonl", REG)
+    t = load(GOLDEN / "CLS-JOIN-31.jsonl", REG)
     joins = [i + 1 for i, e in enumerate(t.events) if e.kind == "response" and e.api == "JoinGroup"]
     assert len(joins) >= 3
     report = replay_with_fault(

@@ -16,8 +16,8 @@ CMD = [sys.executable, "-m", "fakebroker.cli"]
 
 
 def test_each_result_is_printed_when_its_transcript_is_done() -> None:
-    quick = GOLDEN / "CLASSIC-JOIN-ERR-01.jsonl"
-    timed = GOLDEN / "CLASSIC-TIMER-06.jsonl"  # waits the recorded 6.5 s for a member id to expire
+    quick = GOLDEN / "CLS-JOIN-06.jsonl"
+    timed = GOLDEN / "CLS-SESS-03.jsonl"  # waits the recorded 6.5 s for a member id to expire
     with serve("--initial-rebalance-delay-ms", "0") as addr:
         # stderr to a file: communicate() after readline() would read the pipe past what the
         # text wrapper already buffered (the summary line could be lost), and reading stdout
@@ -31,10 +31,10 @@ def test_each_result_is_printed_when_its_transcript_is_done() -> None:
             first = proc.stdout.readline()
             # The first result is out while the second transcript still waits its 6.5 s (the
             # margin: this reader would have to lag 6.5 s behind the print to miss it).
-            assert first.startswith("[1/2] PASS CLASSIC-JOIN-ERR-01 "), first
+            assert first.startswith("[1/2] PASS CLS-JOIN-06 "), first
             assert proc.poll() is None
             second = proc.stdout.readline()
-            assert second.startswith("[2/2] PASS CLASSIC-TIMER-06 "), second
+            assert second.startswith("[2/2] PASS CLS-SESS-03 "), second
             rest = proc.stdout.read()  # to the end, including what readline() buffered
             proc.wait(timeout=120)
             errf.seek(0)
@@ -50,7 +50,7 @@ def test_each_result_is_printed_when_its_transcript_is_done() -> None:
 def test_a_failure_recorded_on_other_settings_prints_the_serve_flags_to_paste() -> None:
     # A coordinator that allows 1 s sessions accepts what the transcript expects refused.
     with serve("--min-session-timeout-ms", "1000") as addr:
-        r = subprocess.run([*CMD, "replay", str(GOLDEN / "CLASSIC-JOIN-ERR-02.jsonl"), "--against", addr],
+        r = subprocess.run([*CMD, "replay", str(GOLDEN / "CLS-JOIN-03.jsonl"), "--against", addr],
                            capture_output=True, text=True, timeout=120)
     assert r.returncode == 1, r.stdout + r.stderr
     flags = "--initial-rebalance-delay-ms 0"

@@ -111,12 +111,12 @@ def test_prepare_binds_the_recorded_broker_address_and_refuses_undecodable_reque
 def test_a_golden_transcript_plays_both_halves_against_itself() -> None:
     """The client-side replay of a golden transcript against the broker-side script of the
     same transcript: a parked follower SyncGroup is released only after the leader's."""
-    t = load(default_dir() / "CLASSIC-SYNC-OK-01.jsonl", REG)
+    t = load(default_dir() / "CLS-SYNC-05.jsonl", REG)
 
     async def go() -> Any:
         broker = FakeBroker(BrokerConfig())
         await broker.start()
-        player = ScriptPlayer(broker, load(default_dir() / "CLASSIC-SYNC-OK-01.jsonl", REG), REG,
+        player = ScriptPlayer(broker, load(default_dir() / "CLS-SYNC-05.jsonl", REG), REG,
                               timeout_s=5)
         player.install()
         try:

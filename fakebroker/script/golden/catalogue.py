@@ -1,17 +1,12 @@
-"""The rules golden transcripts cover, each with a stable ID, and the scenarios that
-exercise them.
+"""The golden transcripts' cases and the scenarios that record them.
 
-A rule is one normative statement about a coordinator's behaviour (a validation rule, an
-error rule, a happy path or a documented scenario). IDs are stable: ``CLASSIC-<API>-<KIND>-NN``
-(KIND: ERR an error answer, OK a successful behaviour), ``CLASSIC-TIMER-NN`` for timeouts,
-``CLASSIC-SCN-NN`` for documented multi-member scenarios; the draft's connect group APIs use
-``CONNECT-<HB|PREP|INST>-<VAL|ERR|OK>-NN`` (VAL a Request Validation rule) and
-``CONNECT-TIMER-NN`` (``connect_scenarios``). Never renumber: retire an ID and
-add a new one. Another engineer's requirement catalogue maps its IDs onto these
-(``fixtures/golden/rules.json``).
-
-Every scenario defines its own rule (its ID names its transcript) and may list further
-rules it also exercises (``also``).
+Each scenario is one case of a requirement of the catalogue (``schemas/requirements.json``):
+its ID is that requirement's ID (``CLS-SYNC-01``, ``C848-HB-VAL-05``), with ``.N`` for the
+Nth transcript of one requirement (``C848-HB-VAL-05.2``); the ID names its transcript
+(``fixtures/golden/<ID>.jsonl``). A scenario may be a case of further requirements
+(``also``). Never renumber: retire an ID and add a new one; ``schemas/id-renames.json``
+maps the IDs of the former golden catalogue (``CLASSIC-*``, ``CONNECT-*``) onto these.
+The title says what the transcript shows; the requirement's statement is the catalogue's.
 """
 
 from __future__ import annotations
@@ -59,11 +54,17 @@ class Rule:
     also: tuple[str, ...] = ()
     fn: Scenario | None = None
 
-    def to_json(self, transcripts: list[str]) -> dict[str, Any]:
-        return {"id": self.id, "api": self.api, "title": self.title, "expect": self.expect,
+    @property
+    def requirements(self) -> list[str]:
+        """The catalogue requirements this transcript is a case of: its own, then ``also``."""
+        own = self.id.split(".")[0]
+        return [own, *(r for r in self.also if r != own)]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"id": self.id, "transcript": f"{self.id}.jsonl", "requirements": self.requirements,
+                "api": self.api, "title": self.title, "expect": self.expect,
                 "source": self.source, "source_text": SOURCES[self.source],
-                "settings": self.settings, "virtual_only": self.virtual_only,
-                "transcripts": transcripts}
+                "settings": self.settings, "virtual_only": self.virtual_only}
 
 
 RULES: dict[str, Rule] = {}
@@ -83,8 +84,3 @@ def rule(id: str, api: str, expect: str, title: str, *, source: str = "kafka",
                          tuple(also), fn)
         return fn
     return register
-
-
-def transcripts_of(rule_id: str) -> list[str]:
-    """The transcript files that exercise a rule: its own, and those listing it in ``also``."""
-    return [f"{r.id}.jsonl" for r in RULES.values() if r.id == rule_id or rule_id in r.also]

@@ -24,7 +24,7 @@ from ..recorder import COORDINATOR_SETTINGS, Recorder, fixed_wall
 from ..transcript import Transcript, dumps, new_header
 from . import connect_scenarios, scenarios  # noqa: F401 - registers the rules
 from .annotate import annotate
-from .catalogue import RULES, SOURCES, Rule, transcripts_of
+from .catalogue import RULES, SOURCES, Rule
 from .session import ScenarioFailed, Session, golden_suffixes
 
 EPOCH_S = 1_700_000_000.0
@@ -74,7 +74,7 @@ async def run(rule: Rule, registry: Registry) -> Transcript:
     annotate(events, {**session.groups, **topic_ids})
     used = {n: v for n, v in topic_ids.items()
             if any(m.get("ref") == n for e in events for m in (e.match or {}).values())}
-    header = new_header("golden", id=rule.id, title=rule.title, rules=[rule.id, *rule.also],
+    header = new_header("golden", id=rule.id, title=rule.title, rules=rule.requirements,
                         clock="virtual", broker={"node_id": 1}, coordinator=settings,
                         virtual_only=rule.virtual_only, bindings={**session.groups, **used},
                         unique=sorted(session.groups),
@@ -86,12 +86,11 @@ async def run(rule: Rule, registry: Registry) -> Transcript:
 
 def rules_document() -> dict[str, Any]:
     return {"format": "fakebroker-golden-rules", "version": 1,
-            "about": "Rules of the classic group APIs and of the draft's connect group APIs "
-                     "(CONNECT-*), and the golden transcripts that exercise "
-                     "them (fixtures/golden/<file>). IDs are stable; a requirement catalogue "
-                     "maps its own IDs onto them.",
+            "about": "The golden transcripts (fixtures/golden/<id>.jsonl), each a case of the "
+                     "requirements of schemas/requirements.json it names: its id is its "
+                     "requirement's (.N for a requirement's Nth transcript).",
             "sources": SOURCES,
-            "rules": [r.to_json(transcripts_of(r.id)) for r in sorted(RULES.values(), key=lambda r: r.id)]}
+            "rules": [r.to_json() for r in sorted(RULES.values(), key=lambda r: r.id)]}
 
 
 def render_all(registry: Registry, only: list[str] | None = None) -> dict[str, str]:

@@ -129,26 +129,26 @@ def probe(id: str, api: str, expect: str, title: str,
 
 # ============================================================================ JoinGroup
 
-probe("CLASSIC-JOIN-ERR-01", "JoinGroup", "INVALID_GROUP_ID", "A JoinGroup with an empty group id is refused with INVALID_GROUP_ID.",
+probe("CLS-JOIN-06", "JoinGroup", "INVALID_GROUP_ID", "A JoinGroup with an empty group id is refused with INVALID_GROUP_ID.",
       send=lambda c, g, m: c.join(""), group=False)
 
 
-probe("CLASSIC-JOIN-ERR-02", "JoinGroup", "INVALID_SESSION_TIMEOUT",
+probe("CLS-JOIN-03", "JoinGroup", "INVALID_SESSION_TIMEOUT",
       "A session timeout below group.min.session.timeout.ms is refused with INVALID_SESSION_TIMEOUT.", source="design",
       send=lambda c, g, m: c.join(g, session_ms=MIN_SESSION - 1))
 
 
-probe("CLASSIC-JOIN-ERR-03", "JoinGroup", "INVALID_SESSION_TIMEOUT",
+probe("CLS-JOIN-04", "JoinGroup", "INVALID_SESSION_TIMEOUT",
       "A session timeout above group.max.session.timeout.ms is refused with INVALID_SESSION_TIMEOUT.", source="design",
       send=lambda c, g, m: c.join(g, session_ms=1_800_001))
 
 
-probe("CLASSIC-JOIN-ERR-04", "JoinGroup", "UNKNOWN_MEMBER_ID",
+probe("CLS-JOIN-18", "JoinGroup", "UNKNOWN_MEMBER_ID",
       "A JoinGroup with a member id for a group that does not exist is refused with UNKNOWN_MEMBER_ID (only a member without an id creates a group).",
       send=lambda c, g, m: c.join(g, "w1-not-a-member"))
 
 
-@rule("CLASSIC-JOIN-ERR-05", "JoinGroup", "MEMBER_ID_REQUIRED",
+@rule("CLS-JOIN-01", "JoinGroup", "MEMBER_ID_REQUIRED",
       "A JoinGroup v4+ without a member id is answered MEMBER_ID_REQUIRED with a new member id (the client id, '-', a unique suffix).", source="kip-394")
 async def join_member_id_required(s: Session) -> None:
     w1 = await s.client("w1")
@@ -156,49 +156,49 @@ async def join_member_id_required(s: Session) -> None:
     s.check(j.error_code == E.MEMBER_ID_REQUIRED and j.member_id.startswith("w1-"), f"{j}")
 
 
-probe("CLASSIC-JOIN-ERR-06", "JoinGroup", "INCONSISTENT_GROUP_PROTOCOL",
+probe("CLS-JOIN-08", "JoinGroup", "INCONSISTENT_GROUP_PROTOCOL",
       "A member whose protocol type differs from the group's is refused with INCONSISTENT_GROUP_PROTOCOL.",
       send=lambda c, g, m: c.join(g, protocol_type="consumer"), setup="member", by="w2")
 
 
-probe("CLASSIC-JOIN-ERR-07", "JoinGroup", "INCONSISTENT_GROUP_PROTOCOL",
+probe("CLS-JOIN-09", "JoinGroup", "INCONSISTENT_GROUP_PROTOCOL",
       "A member that supports none of the protocols every member supports is refused with INCONSISTENT_GROUP_PROTOCOL.",
       send=lambda c, g, m: c.join(g, protocols=(("default", b"\x00\x00"),)),
       setup="member", by="w2")
 
 
-probe("CLASSIC-JOIN-ERR-08", "JoinGroup", "INCONSISTENT_GROUP_PROTOCOL",
+probe("CLS-JOIN-19", "JoinGroup", "INCONSISTENT_GROUP_PROTOCOL",
       "A first member with an empty protocol type is refused with INCONSISTENT_GROUP_PROTOCOL.",
       send=lambda c, g, m: c.join(g, protocol_type=""))
 
 
-probe("CLASSIC-JOIN-ERR-09", "JoinGroup", "INCONSISTENT_GROUP_PROTOCOL",
+probe("CLS-JOIN-20", "JoinGroup", "INCONSISTENT_GROUP_PROTOCOL",
       "A first member that lists no protocol is refused with INCONSISTENT_GROUP_PROTOCOL.",
       send=lambda c, g, m: c.join(g, protocols=()))
 
 
-probe("CLASSIC-JOIN-ERR-10", "JoinGroup", "UNKNOWN_MEMBER_ID",
+probe("CLS-JOIN-07", "JoinGroup", "UNKNOWN_MEMBER_ID",
       "A JoinGroup with a member id the group does not know is refused with UNKNOWN_MEMBER_ID.",
       send=lambda c, g, m: c.join(g, "w2-not-a-member"), setup="member", by="w2")
 
 
-probe("CLASSIC-JOIN-ERR-11", "JoinGroup", "GROUP_MAX_SIZE_REACHED",
+probe("CLS-JOIN-21", "JoinGroup", "GROUP_MAX_SIZE_REACHED",
       "A new member of a group that has group.max.size members is refused with GROUP_MAX_SIZE_REACHED.",
       settings={"max_group_size": 1},
       send=lambda c, g, m: c.join(g), setup="member", by="w2")
 
 
-probe("CLASSIC-JOIN-ERR-12", "JoinGroup", "FENCED_INSTANCE_ID",
+probe("CLS-JOIN-22", "JoinGroup", "FENCED_INSTANCE_ID",
       "A JoinGroup naming a static member's group.instance.id with another member id is refused with FENCED_INSTANCE_ID.", source="kip-345",
       send=lambda c, g, m: c.join(g, "inst-1-impostor", instance="inst-1"), setup="static", by="w2")
 
 
-probe("CLASSIC-JOIN-ERR-13", "JoinGroup", "UNKNOWN_MEMBER_ID",
+probe("CLS-JOIN-23", "JoinGroup", "UNKNOWN_MEMBER_ID",
       "A JoinGroup with a member id and a group.instance.id no member has is refused with UNKNOWN_MEMBER_ID.", source="kip-345",
       send=lambda c, g, m: c.join(g, m, instance="ghost"), setup="member")
 
 
-@rule("CLASSIC-JOIN-ERR-14", "JoinGroup", "UNKNOWN_SERVER_ERROR",
+@rule("CLS-JOIN-24", "JoinGroup", "UNKNOWN_SERVER_ERROR",
       "A JoinGroup with a pending member id (from MEMBER_ID_REQUIRED) and a group.instance.id is refused with UNKNOWN_SERVER_ERROR (a pending id is never static).")
 async def join_pending_with_instance(s: Session) -> None:
     g = s.group()
@@ -208,9 +208,9 @@ async def join_pending_with_instance(s: Session) -> None:
     s.check(j.error_code == E.UNKNOWN_SERVER_ERROR, f"{j}")
 
 
-@rule("CLASSIC-JOIN-OK-01", "JoinGroup", "NONE",
+@rule("CLS-JOIN-25", "JoinGroup", "NONE",
       "The first member of a new group, after MEMBER_ID_REQUIRED, is answered generation 1 as the leader, with the chosen protocol and every member's metadata.",
-      source="kip-394", also=("CLASSIC-JOIN-ERR-05",))
+      source="kip-394", also=("CLS-JOIN-01",))
 async def join_first_member(s: Session) -> None:
     g = s.group()
     w1 = await s.client("w1")
@@ -221,14 +221,14 @@ async def join_first_member(s: Session) -> None:
     s.check([m.member_id for m in j.members] == [member], f"{j.members}")
 
 
-@rule("CLASSIC-JOIN-OK-02", "JoinGroup", "NONE",
+@rule("CLS-JOIN-12", "JoinGroup", "NONE",
       "A JoinGroup v0-3 without a member id is given one directly (no MEMBER_ID_REQUIRED).", source="kip-394")
 async def join_old_version(s: Session) -> None:
     j = await (await s.client("w1")).join(s.group(), version=3)
     s.check(j.error_code == 0 and j.member_id.startswith("w1-") and j.generation_id == 1, f"{j}")
 
 
-@rule("CLASSIC-JOIN-OK-03", "JoinGroup", "NONE",
+@rule("CLS-VOTE-02", "JoinGroup", "NONE",
       "The protocol is chosen by vote: each member votes for its first protocol that every member supports; the most votes win.",
       source="design", settings=DELAY)
 async def join_protocol_vote(s: Session) -> None:
@@ -246,7 +246,7 @@ async def join_protocol_vote(s: Session) -> None:
     s.check(len(answers[0].members) == 3, f"{answers[0]}")
 
 
-@rule("CLASSIC-JOIN-OK-04", "JoinGroup", "NONE",
+@rule("CLS-JOIN-26", "JoinGroup", "NONE",
       "The leader's JoinGroup answer lists every member with its metadata for the chosen protocol; a follower's lists none.", source="spec-002")
 async def join_leader_and_follower(s: Session) -> None:
     g = s.group()
@@ -256,7 +256,7 @@ async def join_leader_and_follower(s: Session) -> None:
     s.check(sorted(m.member_id for m in j1.members) == sorted([m1, m2]) and j2.members == [], f"{j1} {j2}")  # type: ignore[attr-defined]
 
 
-@rule("CLASSIC-JOIN-OK-05", "JoinGroup", "NONE",
+@rule("CLS-JOIN-15", "JoinGroup", "NONE",
       "A follower rejoining a Stable group with unchanged metadata gets the current generation; no rebalance starts.")
 async def join_follower_rejoins_unchanged(s: Session) -> None:
     g = s.group()
@@ -268,7 +268,7 @@ async def join_follower_rejoins_unchanged(s: Session) -> None:
     s.check(hb.error_code == 0, f"no rebalance: {hb}")
 
 
-@rule("CLASSIC-JOIN-OK-06", "JoinGroup", "NONE",
+@rule("CLS-JOIN-16", "JoinGroup", "NONE",
       "The leader rejoining a Stable group starts a rebalance: the others must rejoin, and a new generation follows.")
 async def join_leader_rejoins(s: Session) -> None:
     g = s.group()
@@ -283,7 +283,7 @@ async def join_leader_rejoins(s: Session) -> None:
     s.check((j1.generation_id, j2.generation_id) == (3, 3), f"{j1} {j2}")
 
 
-@rule("CLASSIC-JOIN-OK-07", "JoinGroup", "NONE",
+@rule("CLS-JOIN-27", "JoinGroup", "NONE",
       "A member rejoining a Stable group with changed metadata starts a rebalance; the leader then sees the new metadata.")
 async def join_metadata_changes(s: Session) -> None:
     g = s.group()
@@ -298,16 +298,16 @@ async def join_metadata_changes(s: Session) -> None:
     s.check(j1.generation_id == 3 and meta[m2] == b"\x00\x02changed", f"{j1}")
 
 
-@rule("CLASSIC-JOIN-OK-08", "JoinGroup", "NONE",
+@rule("CLS-STATIC-01", "JoinGroup", "NONE",
       "A static member (group.instance.id, v5+) is given a member id at once, prefixed by its instance id.", source="kip-345")
 async def join_static_member(s: Session) -> None:
     j = await (await s.client("w1")).join(s.group(), instance="inst-1", version=5)
     s.check(j.error_code == 0 and j.member_id.startswith("inst-1-") and j.generation_id == 1, f"{j}")
 
 
-@rule("CLASSIC-JOIN-OK-09", "JoinGroup", "NONE",
+@rule("CLS-JOIN-28", "JoinGroup", "NONE",
       "A static member that restarts (rejoins without its member id) in a Stable group gets a new member id in the same generation without a rebalance; v9 tells a restarted leader to skip the assignment; the old id is fenced.",
-      source="kip-345", also=("CLASSIC-HB-ERR-06",))
+      source="kip-345", also=("CLS-HB-09",))
 async def join_static_restart(s: Session) -> None:
     g = s.group()
     old = await static_member(s, g, await s.client("w1"), "inst-1")
@@ -319,7 +319,7 @@ async def join_static_restart(s: Session) -> None:
     s.check(hb.error_code == E.FENCED_INSTANCE_ID, f"{hb}")
 
 
-@rule("CLASSIC-JOIN-OK-10", "JoinGroup", "NONE",
+@rule("CLS-JOIN-29", "JoinGroup", "NONE",
       "The first join of an empty group waits group.initial.rebalance.delay.ms before it is answered.",
       settings=DELAY)
 async def join_initial_delay(s: Session) -> None:
@@ -332,7 +332,7 @@ async def join_initial_delay(s: Session) -> None:
     s.check(j.error_code == 0 and j.generation_id == 1, f"{j}")
 
 
-@rule("CLASSIC-JOIN-OK-11", "JoinGroup", "NONE",
+@rule("CLS-JOIN-30", "JoinGroup", "NONE",
       "A member rejoining with unchanged metadata while the group awaits its SyncGroups (it lost its JoinGroup answer) gets the current generation again.")
 async def join_rejoin_completing(s: Session) -> None:
     g = s.group()
@@ -344,45 +344,45 @@ async def join_rejoin_completing(s: Session) -> None:
 
 # ============================================================================ SyncGroup
 
-probe("CLASSIC-SYNC-ERR-01", "SyncGroup", "INCONSISTENT_GROUP_PROTOCOL",
+probe("CLS-SYNC-11", "SyncGroup", "INCONSISTENT_GROUP_PROTOCOL",
       "A SyncGroup v5+ without ProtocolType or ProtocolName is refused with INCONSISTENT_GROUP_PROTOCOL.",
       send=lambda c, g, m: c.sync(g, m, 1, protocol_type=None, protocol_name=None), setup="joined")
 
 
-probe("CLASSIC-SYNC-ERR-02", "SyncGroup", "INVALID_GROUP_ID", "A SyncGroup with an empty group id is refused with INVALID_GROUP_ID.",
+probe("CLS-SYNC-10", "SyncGroup", "INVALID_GROUP_ID", "A SyncGroup with an empty group id is refused with INVALID_GROUP_ID.",
       send=lambda c, g, m: c.sync("", "w1-x", 1), group=False)
 
 
-probe("CLASSIC-SYNC-ERR-03", "SyncGroup", "UNKNOWN_MEMBER_ID", "A SyncGroup for a group that does not exist is refused with UNKNOWN_MEMBER_ID.",
+probe("CLS-SYNC-12", "SyncGroup", "UNKNOWN_MEMBER_ID", "A SyncGroup for a group that does not exist is refused with UNKNOWN_MEMBER_ID.",
       send=lambda c, g, m: c.sync(g, "w1-x", 1))
 
 
-probe("CLASSIC-SYNC-ERR-04", "SyncGroup", "UNKNOWN_MEMBER_ID", "A SyncGroup from a member the group does not know is refused with UNKNOWN_MEMBER_ID.",
+probe("CLS-SYNC-02", "SyncGroup", "UNKNOWN_MEMBER_ID", "A SyncGroup from a member the group does not know is refused with UNKNOWN_MEMBER_ID.",
       send=lambda c, g, m: c.sync(g, "w2-not-a-member", 1), setup="member", by="w2")
 
 
-probe("CLASSIC-SYNC-ERR-05", "SyncGroup", "ILLEGAL_GENERATION",
+probe("CLS-SYNC-01", "SyncGroup", "ILLEGAL_GENERATION",
       "A SyncGroup with a generation other than the group's is refused with ILLEGAL_GENERATION.", source="design",
       send=lambda c, g, m: c.sync(g, m, 2), setup="member")
 
 
-probe("CLASSIC-SYNC-ERR-06", "SyncGroup", "INCONSISTENT_GROUP_PROTOCOL",
+probe("CLS-SYNC-08", "SyncGroup", "INCONSISTENT_GROUP_PROTOCOL",
       "A SyncGroup v5+ whose ProtocolName differs from the group's protocol is refused with INCONSISTENT_GROUP_PROTOCOL.",
       send=lambda c, g, m: c.sync(g, m, 1, protocol_name="compatible"), setup="joined")
 
 
-probe("CLASSIC-SYNC-ERR-07", "SyncGroup", "REBALANCE_IN_PROGRESS",
+probe("CLS-SYNC-03", "SyncGroup", "REBALANCE_IN_PROGRESS",
       "A SyncGroup while the group prepares a rebalance is refused with REBALANCE_IN_PROGRESS (the member must rejoin).", source="design",
       send=lambda c, g, m: c.sync(g, m, 1), setup="rebalancing")
 
 
-probe("CLASSIC-SYNC-ERR-08", "SyncGroup", "FENCED_INSTANCE_ID",
+probe("CLS-SYNC-13", "SyncGroup", "FENCED_INSTANCE_ID",
       "A SyncGroup naming a static member's group.instance.id with another member id is refused with FENCED_INSTANCE_ID.", source="kip-345",
       send=lambda c, g, m: c.sync(g, "inst-1-impostor", 1, instance="inst-1"),
       setup="static", by="w2")
 
 
-@rule("CLASSIC-SYNC-ERR-09", "SyncGroup", "REBALANCE_IN_PROGRESS",
+@rule("CLS-SYNC-14", "SyncGroup", "REBALANCE_IN_PROGRESS",
       "A follower's SyncGroup parked for the leader's is answered REBALANCE_IN_PROGRESS when a new member starts a rebalance.")
 async def sync_parked_then_rebalance(s: Session) -> None:
     g = s.group()
@@ -396,7 +396,7 @@ async def sync_parked_then_rebalance(s: Session) -> None:
     s.check(r.error_code == E.REBALANCE_IN_PROGRESS, f"{r}")
 
 
-@rule("CLASSIC-SYNC-OK-01", "SyncGroup", "NONE",
+@rule("CLS-SYNC-05", "SyncGroup", "NONE",
       "A follower's SyncGroup waits for the leader's; the leader's assignments then answer every member with its own assignment.", source="spec-002")
 async def sync_follower_waits(s: Session) -> None:
     g = s.group()
@@ -411,7 +411,7 @@ async def sync_follower_waits(s: Session) -> None:
     s.check((r2.protocol_type, r2.protocol_name) == ("connect", "sessioned"), f"{r2}")
 
 
-@rule("CLASSIC-SYNC-OK-02", "SyncGroup", "NONE",
+@rule("CLS-SYNC-07", "SyncGroup", "NONE",
       "A SyncGroup in a Stable group is answered at once with the member's stored assignment.")
 async def sync_stable(s: Session) -> None:
     g = s.group()
@@ -421,7 +421,7 @@ async def sync_stable(s: Session) -> None:
     s.check((r.error_code, r.assignment) == (0, b"A2"), f"{r}")
 
 
-@rule("CLASSIC-SYNC-OK-03", "SyncGroup", "NONE",
+@rule("CLS-SYNC-06", "SyncGroup", "NONE",
       "A member the leader assigned nothing gets an empty assignment.")
 async def sync_no_assignment(s: Session) -> None:
     g = s.group()
@@ -435,46 +435,46 @@ async def sync_no_assignment(s: Session) -> None:
 
 # ============================================================================ Heartbeat
 
-probe("CLASSIC-HB-ERR-01", "Heartbeat", "INVALID_GROUP_ID", "A Heartbeat with an empty group id is refused with INVALID_GROUP_ID.",
+probe("CLS-HB-06", "Heartbeat", "INVALID_GROUP_ID", "A Heartbeat with an empty group id is refused with INVALID_GROUP_ID.",
       send=lambda c, g, m: c.heartbeat("", "w1-x", 1), group=False)
 
 
-probe("CLASSIC-HB-ERR-02", "Heartbeat", "UNKNOWN_MEMBER_ID", "A Heartbeat for a group that does not exist is refused with UNKNOWN_MEMBER_ID.",
+probe("CLS-HB-08", "Heartbeat", "UNKNOWN_MEMBER_ID", "A Heartbeat for a group that does not exist is refused with UNKNOWN_MEMBER_ID.",
       send=lambda c, g, m: c.heartbeat(g, "w1-x", 1))
 
 
-probe("CLASSIC-HB-ERR-03", "Heartbeat", "UNKNOWN_MEMBER_ID", "A Heartbeat from a member the group does not know is refused with UNKNOWN_MEMBER_ID.",
+probe("CLS-HB-03", "Heartbeat", "UNKNOWN_MEMBER_ID", "A Heartbeat from a member the group does not know is refused with UNKNOWN_MEMBER_ID.",
       send=lambda c, g, m: c.heartbeat(g, "w2-not-a-member", 1), setup="member", by="w2")
 
 
-probe("CLASSIC-HB-ERR-04", "Heartbeat", "ILLEGAL_GENERATION",
+probe("CLS-HB-01", "Heartbeat", "ILLEGAL_GENERATION",
       "A Heartbeat with a generation other than the group's is refused with ILLEGAL_GENERATION.", source="design",
       send=lambda c, g, m: c.heartbeat(g, m, 0), setup="member")
 
 
-probe("CLASSIC-HB-ERR-05", "Heartbeat", "REBALANCE_IN_PROGRESS",
+probe("CLS-HB-02", "Heartbeat", "REBALANCE_IN_PROGRESS",
       "A Heartbeat while the group prepares a rebalance is answered REBALANCE_IN_PROGRESS.", source="design",
       send=lambda c, g, m: c.heartbeat(g, m, 1), setup="rebalancing")
 
 
-probe("CLASSIC-HB-ERR-06", "Heartbeat", "FENCED_INSTANCE_ID",
+probe("CLS-HB-09", "Heartbeat", "FENCED_INSTANCE_ID",
       "A Heartbeat naming a static member's group.instance.id with another member id is refused with FENCED_INSTANCE_ID.", source="kip-345",
       send=lambda c, g, m: c.heartbeat(g, "inst-1-impostor", 1, instance="inst-1"),
       setup="static", by="w2")
 
 
-probe("CLASSIC-HB-OK-01", "Heartbeat", "NONE", "A Heartbeat of a member of a Stable group, with its generation, is answered NONE.",
+probe("CLS-HB-04", "Heartbeat", "NONE", "A Heartbeat of a member of a Stable group, with its generation, is answered NONE.",
       send=lambda c, g, m: c.heartbeat(g, m, 1), setup="member")
 
 
-probe("CLASSIC-HB-OK-02", "Heartbeat", "NONE",
+probe("CLS-HB-05", "Heartbeat", "NONE",
       "A Heartbeat between a member's JoinGroup answer and its SyncGroup (CompletingRebalance) is answered NONE.",
       send=lambda c, g, m: c.heartbeat(g, m, 1), setup="joined")
 
 
 # ============================================================================ timers
 
-@rule("CLASSIC-TIMER-01", "Heartbeat", "UNKNOWN_MEMBER_ID",
+@rule("CLS-SESS-01", "Heartbeat", "UNKNOWN_MEMBER_ID",
       "A member that does not heartbeat within its session timeout is removed and the group rebalances: the others get REBALANCE_IN_PROGRESS, the removed member UNKNOWN_MEMBER_ID.",
       source="spec-002")
 async def timer_session_expiry(s: Session) -> None:
@@ -490,7 +490,7 @@ async def timer_session_expiry(s: Session) -> None:
     s.check(j.generation_id == 3 and [m.member_id for m in j.members] == [m1], f"{j}")
 
 
-@rule("CLASSIC-TIMER-02", "Heartbeat", "NONE",
+@rule("CLS-SESS-02", "Heartbeat", "NONE",
       "Heartbeats within the session timeout keep a member in the group indefinitely.")
 async def timer_heartbeats_keep_alive(s: Session) -> None:
     g = s.group()
@@ -503,7 +503,7 @@ async def timer_heartbeats_keep_alive(s: Session) -> None:
     s.check(d.groups[0].group_state == "Stable" and len(d.groups[0].members) == 1, f"{d}")
 
 
-@rule("CLASSIC-TIMER-03", "JoinGroup", "NONE",
+@rule("CLS-REB-01", "JoinGroup", "NONE",
       "A member that does not rejoin within the rebalance timeout is removed when the join phase ends; the generation goes on without it.")
 async def timer_rebalance_timeout(s: Session) -> None:
     g = s.group()
@@ -520,7 +520,7 @@ async def timer_rebalance_timeout(s: Session) -> None:
     s.check((await w2.heartbeat(g, m2, 2)).error_code == E.UNKNOWN_MEMBER_ID, "w2 was removed")
 
 
-@rule("CLASSIC-TIMER-04", "SyncGroup", "NONE",
+@rule("CLS-REB-02", "SyncGroup", "NONE",
       "Members that do not send SyncGroup within the rebalance timeout after the join phase are removed and the group rebalances.")
 async def timer_sync_timeout(s: Session) -> None:
     g = s.group()
@@ -535,7 +535,7 @@ async def timer_sync_timeout(s: Session) -> None:
     s.check((await w2.heartbeat(g, m2, 2)).error_code == E.UNKNOWN_MEMBER_ID, "w2 removed")
 
 
-@rule("CLASSIC-TIMER-05", "JoinGroup", "UNKNOWN_MEMBER_ID",
+@rule("CLS-REB-04", "JoinGroup", "UNKNOWN_MEMBER_ID",
       "A new member whose first JoinGroup is still parked after the new-member join timeout (5 minutes) is removed; its JoinGroup is answered UNKNOWN_MEMBER_ID.",
       virtual_only="waits Kafka's fixed 5-minute new-member join timeout")
 async def timer_new_member_timeout(s: Session) -> None:
@@ -551,7 +551,7 @@ async def timer_new_member_timeout(s: Session) -> None:
     s.check((await w1.heartbeat(g, m1, 1)).error_code == E.REBALANCE_IN_PROGRESS, "still rebalancing")
 
 
-@rule("CLASSIC-TIMER-06", "JoinGroup", "UNKNOWN_MEMBER_ID",
+@rule("CLS-SESS-03", "JoinGroup", "UNKNOWN_MEMBER_ID",
       "A member id handed out with MEMBER_ID_REQUIRED expires after the session timeout; a JoinGroup with it afterwards is refused with UNKNOWN_MEMBER_ID.",
       source="kip-394")
 async def timer_pending_member_expires(s: Session) -> None:
@@ -563,7 +563,7 @@ async def timer_pending_member_expires(s: Session) -> None:
     s.check(j.error_code == E.UNKNOWN_MEMBER_ID, f"{j}")
 
 
-@rule("CLASSIC-TIMER-07", "JoinGroup", "NONE",
+@rule("CLS-JOIN-34", "JoinGroup", "NONE",
       "While members keep joining during the initial rebalance delay, the delay is extended (up to the rebalance timeout); all join the same first generation.",
       settings=DELAY)
 async def timer_initial_delay_extends(s: Session) -> None:
@@ -580,23 +580,23 @@ async def timer_initial_delay_extends(s: Session) -> None:
 
 # ============================================================================ LeaveGroup
 
-probe("CLASSIC-LEAVE-ERR-01", "LeaveGroup", "INVALID_GROUP_ID", "A LeaveGroup with an empty group id is refused with INVALID_GROUP_ID.",
+probe("CLS-LEAVE-06", "LeaveGroup", "INVALID_GROUP_ID", "A LeaveGroup with an empty group id is refused with INVALID_GROUP_ID.",
       send=lambda c, g, m: c.leave("", "w1-x"), group=False)
 
 
-@rule("CLASSIC-LEAVE-ERR-02", "LeaveGroup", "UNKNOWN_MEMBER_ID",
+@rule("CLS-LEAVE-07", "LeaveGroup", "UNKNOWN_MEMBER_ID",
       "A LeaveGroup v3+ for a group that does not exist answers NONE with UNKNOWN_MEMBER_ID for each member.", source="kip-345")
 async def leave_unknown_group_batch(s: Session) -> None:
     r = await (await s.client("w1")).leave(s.group(), "w1-x", ("", "inst-9"))
     s.check(r.error_code == 0 and [m.error_code for m in r.members] == [25, 25], f"{r}")
 
 
-probe("CLASSIC-LEAVE-ERR-03", "LeaveGroup", "UNKNOWN_MEMBER_ID",
+probe("CLS-LEAVE-08", "LeaveGroup", "UNKNOWN_MEMBER_ID",
       "A LeaveGroup v0-2 for a group that does not exist is refused with UNKNOWN_MEMBER_ID.",
       send=lambda c, g, m: c.leave(g, "w1-x", version=2))
 
 
-@rule("CLASSIC-LEAVE-ERR-04", "LeaveGroup", "UNKNOWN_MEMBER_ID",
+@rule("CLS-LEAVE-04", "LeaveGroup", "UNKNOWN_MEMBER_ID",
       "In a LeaveGroup batch each member is answered on its own: an unknown one gets UNKNOWN_MEMBER_ID while the others leave.", source="kip-345")
 async def leave_batch_partly_unknown(s: Session) -> None:
     g = s.group()
@@ -607,7 +607,7 @@ async def leave_batch_partly_unknown(s: Session) -> None:
     s.check((await w1.heartbeat(g, m1, 2)).error_code == E.REBALANCE_IN_PROGRESS, "rebalance")
 
 
-@rule("CLASSIC-LEAVE-ERR-05", "LeaveGroup", "FENCED_INSTANCE_ID",
+@rule("CLS-LEAVE-09", "LeaveGroup", "FENCED_INSTANCE_ID",
       "A LeaveGroup naming a static member's group.instance.id with another member id answers that member FENCED_INSTANCE_ID.", source="kip-345")
 async def leave_fenced(s: Session) -> None:
     g = s.group()
@@ -616,7 +616,7 @@ async def leave_fenced(s: Session) -> None:
     s.check(r.error_code == 0 and r.members[0].error_code == E.FENCED_INSTANCE_ID, f"{r}")
 
 
-@rule("CLASSIC-LEAVE-ERR-06", "LeaveGroup", "UNKNOWN_MEMBER_ID",
+@rule("CLS-LEAVE-10", "LeaveGroup", "UNKNOWN_MEMBER_ID",
       "Removing a member by group.instance.id alone (no member id) when no member has that instance id answers UNKNOWN_MEMBER_ID.", source="kip-345")
 async def leave_unknown_instance(s: Session) -> None:
     g = s.group()
@@ -625,7 +625,7 @@ async def leave_unknown_instance(s: Session) -> None:
     s.check(r.error_code == 0 and r.members[0].error_code == E.UNKNOWN_MEMBER_ID, f"{r}")
 
 
-@rule("CLASSIC-LEAVE-OK-01", "LeaveGroup", "NONE",
+@rule("CLS-LEAVE-01", "LeaveGroup", "NONE",
       "A member leaving a Stable group starts a rebalance: the others get REBALANCE_IN_PROGRESS and form a new generation without it.",
       source="kip-415")
 async def leave_rebalances(s: Session) -> None:
@@ -639,7 +639,7 @@ async def leave_rebalances(s: Session) -> None:
     s.check(j.generation_id == 3 and [m.member_id for m in j.members] == [m1], f"{j}")
 
 
-@rule("CLASSIC-LEAVE-OK-02", "LeaveGroup", "NONE",
+@rule("CLS-LEAVE-11", "LeaveGroup", "NONE",
       "A static member can be removed by its group.instance.id alone (an administrator's LeaveGroup).", source="kip-345")
 async def leave_by_instance(s: Session) -> None:
     g = s.group()
@@ -651,7 +651,7 @@ async def leave_by_instance(s: Session) -> None:
     s.check((d.groups[0].group_state, d.groups[0].members) == ("Empty", []), f"{d}")
 
 
-@rule("CLASSIC-LEAVE-OK-03", "LeaveGroup", "NONE",
+@rule("CLS-LEAVE-05", "LeaveGroup", "NONE",
       "When the last member leaves (v0-2: one member id), the group becomes Empty.")
 async def leave_last_member(s: Session) -> None:
     g = s.group()
@@ -663,7 +663,7 @@ async def leave_last_member(s: Session) -> None:
     s.check((d.groups[0].group_state, d.groups[0].members) == ("Empty", []), f"{d}")
 
 
-@rule("CLASSIC-LEAVE-OK-04", "LeaveGroup", "NONE",
+@rule("CLS-LEAVE-12", "LeaveGroup", "NONE",
       "A member that leaves while its JoinGroup is parked has that JoinGroup answered UNKNOWN_MEMBER_ID.")
 async def leave_with_parked_join(s: Session) -> None:
     g = s.group()
@@ -678,7 +678,7 @@ async def leave_with_parked_join(s: Session) -> None:
 
 # ============================================================================ DescribeGroups
 
-@rule("CLASSIC-DESC-ERR-01", "DescribeGroups", "GROUP_ID_NOT_FOUND",
+@rule("CLS-DESC-01", "DescribeGroups", "GROUP_ID_NOT_FOUND",
       "DescribeGroups v6 answers a group that does not exist with GROUP_ID_NOT_FOUND and the message 'Group <id> not found.'", source="kip-1043")
 async def describe_unknown_v6(s: Session) -> None:
     g = s.group()
@@ -687,14 +687,14 @@ async def describe_unknown_v6(s: Session) -> None:
     s.check((x.error_code, x.error_message) == (E.GROUP_ID_NOT_FOUND, f"Group {g} not found."), f"{d}")
 
 
-probe("CLASSIC-DESC-ERR-02", "DescribeGroups", "NONE",
+probe("CLS-DESC-02", "DescribeGroups", "NONE",
       "DescribeGroups v0-5 answers a group that does not exist with no error and the state Dead.",
       send=lambda c, g, m: c.describe(g, version=5),
       by="admin", answer=lambda r: (r.groups[0].error_code, r.groups[0].group_state),
       want=(0, "Dead"))
 
 
-@rule("CLASSIC-DESC-OK-01", "DescribeGroups", "NONE",
+@rule("CLS-STATE-03", "DescribeGroups", "NONE",
       "A Stable group is described with its state, protocol type, chosen protocol and every member's id, client id, host, metadata and assignment.")
 async def describe_stable(s: Session) -> None:
     g = s.group()
@@ -706,7 +706,7 @@ async def describe_stable(s: Session) -> None:
     s.check(got == {m1: ("w1", b"A1"), m2: ("w2", b"A2")}, f"{x}")
 
 
-@rule("CLASSIC-DESC-OK-02", "DescribeGroups", "NONE",
+@rule("CLS-DESC-03", "DescribeGroups", "NONE",
       "DescribeGroups v3+ with IncludeAuthorizedOperations reports the operations allowed on the group.")
 async def describe_operations(s: Session) -> None:
     g = s.group()
@@ -715,7 +715,7 @@ async def describe_operations(s: Session) -> None:
     s.check(x.authorized_operations > 0, f"{x}")
 
 
-@rule("CLASSIC-DESC-OK-03", "DescribeGroups", "NONE",
+@rule("CLS-DESC-04", "DescribeGroups", "NONE",
       "A group awaiting its SyncGroups (CompletingRebalance) is described without member metadata or protocol data.")
 async def describe_completing(s: Session) -> None:
     g = s.group()
@@ -724,7 +724,7 @@ async def describe_completing(s: Session) -> None:
     s.check((x.group_state, x.protocol_data, x.members[0].member_metadata) == ("CompletingRebalance", "", b""), f"{x}")
 
 
-@rule("CLASSIC-DESC-OK-04", "DescribeGroups", "NONE",
+@rule("CLS-DESC-05", "DescribeGroups", "NONE",
       "One DescribeGroups request describes several groups, each on its own (known and unknown alike).")
 async def describe_batch(s: Session) -> None:
     g, absent = s.group("g1"), s.group("g2")
@@ -735,7 +735,7 @@ async def describe_batch(s: Session) -> None:
 
 # ============================================================================ ListGroups
 
-@rule("CLASSIC-LIST-OK-01", "ListGroups", "NONE",
+@rule("CLS-LIST-01", "ListGroups", "NONE",
       "ListGroups lists a classic group with its protocol type, state (v4+) and type 'classic' (v5+).")
 async def list_groups(s: Session) -> None:
     g = s.group()
@@ -745,7 +745,7 @@ async def list_groups(s: Session) -> None:
     s.check([(x.protocol_type, x.group_state, x.group_type) for x in mine] == [("connect", "Stable", "classic")], f"{r}")
 
 
-@rule("CLASSIC-LIST-OK-02", "ListGroups", "NONE",
+@rule("CLS-LIST-02", "ListGroups", "NONE",
       "ListGroups v4+ with a states filter lists only groups in those states (compared case-insensitively).")
 async def list_groups_by_state(s: Session) -> None:
     stable, empty = s.group("g1"), s.group("g2")
@@ -758,7 +758,7 @@ async def list_groups_by_state(s: Session) -> None:
     s.check(empty in [x.group_id for x in r2.groups] and stable not in [x.group_id for x in r2.groups], f"{r2}")
 
 
-@rule("CLASSIC-LIST-OK-03", "ListGroups", "NONE",
+@rule("CLS-LIST-03", "ListGroups", "NONE",
       "ListGroups v5 with a types filter lists only groups of those types.")
 async def list_groups_by_type(s: Session) -> None:
     g = s.group()
@@ -769,7 +769,7 @@ async def list_groups_by_type(s: Session) -> None:
     s.check(g in [x.group_id for x in r1.groups] and g not in [x.group_id for x in r2.groups], f"{r1} {r2}")
 
 
-@rule("CLASSIC-LIST-OK-04", "ListGroups", "NONE", "ListGroups v0-3 lists groups with their protocol type (no state, no type).")
+@rule("CLS-LIST-04", "ListGroups", "NONE", "ListGroups v0-3 lists groups with their protocol type (no state, no type).")
 async def list_groups_v3(s: Session) -> None:
     g = s.group()
     await first_member(s, g, await s.client("w1"))
@@ -783,13 +783,13 @@ def _partition_errors(r: object) -> list[int]:
     return [p.error_code for t in r.topics for p in t.partitions]  # type: ignore[attr-defined]
 
 
-probe("CLASSIC-COMMIT-ERR-01", "OffsetCommit", "UNKNOWN_TOPIC_OR_PARTITION",
+probe("CLS-COMMIT-01", "OffsetCommit", "UNKNOWN_TOPIC_OR_PARTITION",
       "An OffsetCommit for a topic that does not exist answers its partitions UNKNOWN_TOPIC_OR_PARTITION.",
       send=lambda c, g, m: c.commit(g, {"no-such-topic": {0: 5, 1: 6}}),
       by="admin", answer=_partition_errors, want=[3, 3])
 
 
-@rule("CLASSIC-COMMIT-ERR-02", "OffsetCommit", "UNKNOWN_TOPIC_OR_PARTITION",
+@rule("CLS-COMMIT-02", "OffsetCommit", "UNKNOWN_TOPIC_OR_PARTITION",
       "An OffsetCommit for a partition beyond the topic's partitions answers it UNKNOWN_TOPIC_OR_PARTITION; the others are committed.")
 async def commit_unknown_partition(s: Session) -> None:
     r = await (await s.client("admin")).commit(s.group(), {EVENTS: {2: 5, 3: 5}})
@@ -797,62 +797,62 @@ async def commit_unknown_partition(s: Session) -> None:
     s.check(got == {2: 0, 3: E.UNKNOWN_TOPIC_OR_PARTITION}, f"{r}")
 
 
-probe("CLASSIC-COMMIT-ERR-03", "OffsetCommit", "UNKNOWN_TOPIC_ID",
+probe("CLS-COMMIT-03", "OffsetCommit", "UNKNOWN_TOPIC_ID",
       "An OffsetCommit v10 naming a topic id that does not exist answers its partitions UNKNOWN_TOPIC_ID.", source="kip-848",
       send=lambda c, g, m: c.commit(g, {"x": {0: 5}}, version=10, topic_ids={"x": uuid.UUID(int=42)}),
       by="admin", answer=_partition_errors, want=[E.UNKNOWN_TOPIC_ID])
 
 
-probe("CLASSIC-COMMIT-ERR-04", "OffsetCommit", "GROUP_ID_NOT_FOUND",
+probe("CLS-COMMIT-04", "OffsetCommit", "GROUP_ID_NOT_FOUND",
       "An OffsetCommit v9+ with a generation to a group that does not exist is refused with GROUP_ID_NOT_FOUND.",
       send=lambda c, g, m: c.commit(g, {EVENTS: {0: 5}}, member_id="w1-x", generation=1),
       answer=_partition_errors, want=[E.GROUP_ID_NOT_FOUND])
 
 
-probe("CLASSIC-COMMIT-ERR-05", "OffsetCommit", "ILLEGAL_GENERATION",
+probe("CLS-COMMIT-05", "OffsetCommit", "ILLEGAL_GENERATION",
       "An OffsetCommit v0-8 with a generation to a group that does not exist is refused with ILLEGAL_GENERATION.",
       send=lambda c, g, m: c.commit(g, {EVENTS: {0: 5}}, member_id="w1-x", generation=1, version=8),
       answer=_partition_errors, want=[E.ILLEGAL_GENERATION])
 
 
-probe("CLASSIC-COMMIT-ERR-06", "OffsetCommit", "UNKNOWN_MEMBER_ID",
+probe("CLS-COMMIT-06", "OffsetCommit", "UNKNOWN_MEMBER_ID",
       "An OffsetCommit from a member the group does not know is refused with UNKNOWN_MEMBER_ID.",
       send=lambda c, g, m: c.commit(g, {EVENTS: {0: 5}}, member_id="w2-not-a-member", generation=1),
       setup="member", by="w2", answer=_partition_errors, want=[E.UNKNOWN_MEMBER_ID])
 
 
-probe("CLASSIC-COMMIT-ERR-07", "OffsetCommit", "ILLEGAL_GENERATION",
+probe("CLS-COMMIT-07", "OffsetCommit", "ILLEGAL_GENERATION",
       "An OffsetCommit with a generation other than the group's is refused with ILLEGAL_GENERATION.",
       send=lambda c, g, m: c.commit(g, {EVENTS: {0: 5}}, member_id=m, generation=7),
       setup="member", answer=_partition_errors, want=[E.ILLEGAL_GENERATION])
 
 
-probe("CLASSIC-COMMIT-ERR-08", "OffsetCommit", "REBALANCE_IN_PROGRESS",
+probe("CLS-COMMIT-08", "OffsetCommit", "REBALANCE_IN_PROGRESS",
       "An OffsetCommit while the group awaits its SyncGroups (CompletingRebalance) is refused with REBALANCE_IN_PROGRESS.",
       send=lambda c, g, m: c.commit(g, {EVENTS: {0: 5}}, member_id=m, generation=1),
       setup="joined", answer=_partition_errors, want=[E.REBALANCE_IN_PROGRESS])
 
 
-probe("CLASSIC-COMMIT-ERR-09", "OffsetCommit", "UNKNOWN_MEMBER_ID",
+probe("CLS-COMMIT-09", "OffsetCommit", "UNKNOWN_MEMBER_ID",
       "A commit without member or generation (an admin's) to a group that has members is refused with UNKNOWN_MEMBER_ID.",
       send=lambda c, g, m: c.commit(g, {EVENTS: {0: 5}}),
       setup="member", by="admin", answer=_partition_errors, want=[E.UNKNOWN_MEMBER_ID])
 
 
-probe("CLASSIC-COMMIT-ERR-10", "OffsetCommit", "OFFSET_METADATA_TOO_LARGE",
+probe("CLS-COMMIT-10", "OffsetCommit", "OFFSET_METADATA_TOO_LARGE",
       "A committed offset whose metadata exceeds offset.metadata.max.bytes is refused with OFFSET_METADATA_TOO_LARGE.",
       send=lambda c, g, m: c.commit(g, {EVENTS: {0: 5}}, metadata="m" * 4097),
       by="admin", answer=_partition_errors, want=[E.OFFSET_METADATA_TOO_LARGE])
 
 
-probe("CLASSIC-COMMIT-ERR-11", "OffsetCommit", "FENCED_INSTANCE_ID",
+probe("CLS-COMMIT-11", "OffsetCommit", "FENCED_INSTANCE_ID",
       "An OffsetCommit naming a static member's group.instance.id with another member id is refused with FENCED_INSTANCE_ID.", source="kip-345",
       send=lambda c, g, m: c.commit(g, {EVENTS: {0: 5}}, member_id="inst-1-impostor",
                                          generation=1, instance="inst-1"),
       setup="static", by="w2", answer=_partition_errors, want=[E.FENCED_INSTANCE_ID])
 
 
-@rule("CLASSIC-COMMIT-OK-01", "OffsetCommit", "NONE",
+@rule("CLS-COMMIT-12", "OffsetCommit", "NONE",
       "A commit without member or generation to a group that does not exist creates it (Empty) and stores the offsets.")
 async def commit_simple(s: Session) -> None:
     g = s.group()
@@ -864,7 +864,7 @@ async def commit_simple(s: Session) -> None:
     s.check((await admin.describe(g)).groups[0].group_state == "Empty", "an Empty group")
 
 
-@rule("CLASSIC-COMMIT-OK-02", "OffsetCommit", "NONE",
+@rule("CLS-COMMIT-13", "OffsetCommit", "NONE",
       "A member of a Stable group commits with its generation; the offset, leader epoch and metadata are stored.")
 async def commit_member(s: Session) -> None:
     g = s.group()
@@ -876,7 +876,7 @@ async def commit_member(s: Session) -> None:
     s.check((p.committed_offset, p.committed_leader_epoch, p.metadata) == (42, 3, "note"), f"{p}")
 
 
-@rule("CLASSIC-COMMIT-OK-03", "OffsetCommit", "NONE",
+@rule("CLS-COMMIT-14", "OffsetCommit", "NONE",
       "OffsetCommit v10 and OffsetFetch v10 name topics by id.", source="kip-848")
 async def commit_by_topic_id(s: Session) -> None:
     g = s.group()
@@ -889,7 +889,7 @@ async def commit_by_topic_id(s: Session) -> None:
 
 # ============================================================================ OffsetFetch
 
-@rule("CLASSIC-FETCH-OK-01", "OffsetFetch", "NONE", "OffsetFetch returns the committed offsets of the partitions asked for.")
+@rule("CLS-FETCH-02", "OffsetFetch", "NONE", "OffsetFetch returns the committed offsets of the partitions asked for.")
 async def fetch_committed(s: Session) -> None:
     g = s.group()
     admin = await s.client("admin")
@@ -898,7 +898,7 @@ async def fetch_committed(s: Session) -> None:
     s.check([p.committed_offset for p in f.topics[0].partitions] == [5, 7] and f.error_code == 0, f"{f}")
 
 
-@rule("CLASSIC-FETCH-OK-02", "OffsetFetch", "NONE",
+@rule("CLS-FETCH-03", "OffsetFetch", "NONE",
       "A partition without a committed offset is answered offset -1, leader epoch -1 and empty metadata.")
 async def fetch_uncommitted(s: Session) -> None:
     g = s.group()
@@ -908,14 +908,14 @@ async def fetch_uncommitted(s: Session) -> None:
     s.check((p.committed_offset, p.committed_leader_epoch, p.metadata, p.error_code) == (-1, -1, "", 0), f"{p}")
 
 
-@rule("CLASSIC-FETCH-OK-03", "OffsetFetch", "NONE",
+@rule("CLS-FETCH-04", "OffsetFetch", "NONE",
       "OffsetFetch for a group that does not exist answers without error, every partition at offset -1.")
 async def fetch_unknown_group(s: Session) -> None:
     f = await (await s.client("admin")).fetch_offsets(s.group(), {EVENTS: [0]})
     s.check(f.error_code == 0 and f.topics[0].partitions[0].committed_offset == -1, f"{f}")
 
 
-@rule("CLASSIC-FETCH-OK-04", "OffsetFetch", "NONE", "OffsetFetch with null topics returns every committed offset of the group.")
+@rule("CLS-FETCH-05", "OffsetFetch", "NONE", "OffsetFetch with null topics returns every committed offset of the group.")
 async def fetch_all_topics(s: Session) -> None:
     g = s.group()
     admin = await s.client("admin")
@@ -925,7 +925,7 @@ async def fetch_all_topics(s: Session) -> None:
     s.check(got == [(EVENTS, 0, 5), (EVENTS, 1, 6)], f"{f}")
 
 
-@rule("CLASSIC-FETCH-OK-05", "OffsetFetch", "NONE",
+@rule("CLS-FETCH-06", "OffsetFetch", "NONE",
       "OffsetFetch v8+ fetches the offsets of several groups in one request, each answered on its own.", source="kip-709")
 async def fetch_batched(s: Session) -> None:
     g1, g2 = s.group("g1"), s.group("g2")
@@ -937,7 +937,7 @@ async def fetch_batched(s: Session) -> None:
     s.check(got == [(g1, 5), (g2, 8)], f"{f}")
 
 
-probe("CLASSIC-FETCH-ERR-01", "OffsetFetch", "UNKNOWN_TOPIC_ID",
+probe("CLS-FETCH-01", "OffsetFetch", "UNKNOWN_TOPIC_ID",
       "OffsetFetch v10 naming a topic id that does not exist answers its partitions UNKNOWN_TOPIC_ID.", source="kip-848",
       send=lambda c, g, m: c.fetch_offsets(g, {"x": [0, 1]}, version=10, topic_ids={"x": uuid.UUID(int=42)}),
       by="admin", answer=lambda r: [p.error_code for p in r.groups[0].topics[0].partitions],
@@ -946,9 +946,9 @@ probe("CLASSIC-FETCH-ERR-01", "OffsetFetch", "UNKNOWN_TOPIC_ID",
 
 # ============================================================================ documented scenarios
 
-@rule("CLASSIC-SCN-01", "JoinGroup", "NONE",
+@rule("CLS-JOIN-31", "JoinGroup", "NONE",
       "Two Connect workers form a group: both join within the initial delay with Connect's metadata, the first is the leader and gets both workers' metadata, the follower's SyncGroup waits for the leader's, both get their assignments.",
-      source="spec-002", settings=DELAY, also=("CLASSIC-JOIN-OK-04", "CLASSIC-SYNC-OK-01"))
+      source="spec-002", settings=DELAY, also=("CLS-JOIN-26", "CLS-SYNC-05"))
 async def scenario_two_workers(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("worker-1"), await s.client("worker-2")
@@ -962,7 +962,7 @@ async def scenario_two_workers(s: Session) -> None:
     s.check((await s.result(follower)).assignment == b"conn-a-task-0", "the follower's share")
 
 
-@rule("CLASSIC-SCN-02", "JoinGroup", "NONE",
+@rule("CLS-JOIN-32", "JoinGroup", "NONE",
       "A worker joins a Stable group: every member learns of the rebalance from its heartbeat, rejoins, and a generation of three follows.",
       source="kip-415")
 async def scenario_worker_joins(s: Session) -> None:
@@ -978,9 +978,9 @@ async def scenario_worker_joins(s: Session) -> None:
     s.check({j.generation_id for j in (j1, j2, j3)} == {3} and j1.leader == m1 and len(j1.members) == 3, f"{j1}")
 
 
-@rule("CLASSIC-SCN-03", "LeaveGroup", "NONE",
+@rule("CLS-LEAVE-01.2", "LeaveGroup", "NONE",
       "A worker leaves a group of three: the remaining two rejoin and form the next generation.", source="kip-415",
-      also=("CLASSIC-LEAVE-OK-01",))
+      also=("CLS-LEAVE-01",))
 async def scenario_worker_leaves(s: Session) -> None:
     g = s.group()
     w1, w2, w3 = await s.client("w1"), await s.client("w2"), await s.client("w3")
@@ -999,7 +999,7 @@ async def scenario_worker_leaves(s: Session) -> None:
     s.check(j1.generation_id == 4 and sorted(m.member_id for m in j1.members) == sorted([m1, m2]), f"{j1}")
 
 
-@rule("CLASSIC-SCN-04", "JoinGroup", "NONE",
+@rule("CLS-JOIN-33", "JoinGroup", "NONE",
       "A worker bounces (restarts without leaving): its new incarnation joins with a new id, the old id never rejoins and is dropped when the join phase times out.",
       source="kip-415")
 async def scenario_worker_bounces(s: Session) -> None:
@@ -1017,7 +1017,7 @@ async def scenario_worker_bounces(s: Session) -> None:
     s.check(j1.generation_id == 3 and sorted(m.member_id for m in j1.members) == sorted([m1, m2b]), f"{j1}")
 
 
-@rule("CLASSIC-SCN-05", "LeaveGroup", "NONE",
+@rule("CLS-LEAD-04", "LeaveGroup", "NONE",
       "The leader leaves: the remaining worker rejoins and leads the next generation.", source="kip-415")
 async def scenario_leader_leaves(s: Session) -> None:
     g = s.group()
@@ -1029,7 +1029,7 @@ async def scenario_leader_leaves(s: Session) -> None:
     s.check((j.generation_id, j.leader, len(j.members)) == (3, m2, 1), f"{j}")
 
 
-@rule("CLASSIC-SCN-06", "JoinGroup", "NONE",
+@rule("CLS-VOTE-04", "JoinGroup", "NONE",
       "A rolling upgrade of the protocol: the group keeps the old protocol until every member supports the new one, then switches on the next rebalance.",
       source="spec-002")
 async def scenario_rolling_upgrade(s: Session) -> None:
@@ -1052,7 +1052,7 @@ async def scenario_rolling_upgrade(s: Session) -> None:
     s.check((j1.generation_id, j1.protocol_name, j2.protocol_name) == (4, "sessioned", "sessioned"), f"{j1}")
 
 
-@rule("CLASSIC-SCN-07", "JoinGroup", "NONE",
+@rule("CLS-VOTE-03", "JoinGroup", "NONE",
       "A worker that only speaks the eager protocol ('default') makes the whole group use it.",
       source="kip-415", settings=DELAY)
 async def scenario_eager_worker(s: Session) -> None:
