@@ -35,9 +35,11 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from fakebroker.client import KafkaConnection
 from fakebroker.protocol import default_registry
 from fakebroker.realkafka import KafkaSettings, RealKafka, start_real_kafka
+
+sys.path.insert(0, str(Path(__file__).parent))
+from load_client import LoadConnection  # noqa: E402 - bench/ is not a package
 
 REG = default_registry()
 JOIN, SYNC, HB = REG["JoinGroupRequest"], REG["SyncGroupRequest"], REG["HeartbeatRequest"]
@@ -106,7 +108,7 @@ def join_req(member_id: str, group: str, metadata: bytes = b"m" * 64) -> object:
                     protocols=[JOIN.cls.JoinGroupRequestProtocol(name="default", metadata=metadata)])
 
 
-async def rebalance(conns: list[KafkaConnection], ids: list[str], group: str,
+async def rebalance(conns: list[LoadConnection], ids: list[str], group: str,
                     metadata: bytes = b"m" * 64) -> tuple[int, bool]:
     """Every member (re)joins with its id, then syncs; the leader sends the assignment.
     Returns the generation and whether every member got it without error.
@@ -116,10 +118,10 @@ async def rebalance(conns: list[KafkaConnection], ids: list[str], group: str,
     a real broker's request threads do not keep the order the joins were sent in."""
     joined = await asyncio.gather(*(c.submit(join_req(m, group, metadata), 9)
                                     for c, m in zip(conns, ids)))
-    if any(j.response.error_code for j in joined):
+    if any(j.error_code for j in joined):
         return -1, False
-    gen = joined[0].response.generation_id
-    leader = joined[0].response.leader
+    gen = joined[0].generation_id
+    leader = joined[0].leader
     assign = SYNC.cls.SyncGroupRequestAssignment
     syncs = []
     for c, m in zip(conns, ids):
@@ -128,11 +130,11 @@ async def rebalance(conns: list[KafkaConnection], ids: list[str], group: str,
                                      protocol_type="connect", protocol_name="default",
                                      assignments=plan), 5))
     answers = await asyncio.gather(*syncs)
-    same = len({j.response.generation_id for j in joined}) == 1
-    return gen, same and all(a.response.error_code == 0 for a in answers)
+    same = len({j.generation_id for j in joined}) == 1
+    return gen, same and all(a.error_code == 0 for a in answers)
 
 
-async def form_group(conns: list[KafkaConnection], group: str,
+async def form_group(conns: list[LoadConnection], group: str,
                      pid: int | None) -> tuple[list[str], int, float, float, float]:
     """Members get ids (v9: MEMBER_ID_REQUIRED) and form the group (untimed: it includes the
     initial rebalance delay), then one full rebalance of all N members is timed: every
@@ -140,7 +142,7 @@ async def form_group(conns: list[KafkaConnection], group: str,
     rebalance) and syncs. Returns the ids, the generation, and the timed rebalance's wall
     time and server and client CPU time (ms)."""
     first = await asyncio.gather(*(c.submit(join_req("", group), 9) for c in conns))
-    ids = [ex.response.member_id for ex in first]
+    ids = [ex.member_id for ex in first]
     gen, ok = await rebalance(conns, ids, group)
     if not ok:
         raise RuntimeError("the group did not form in one generation")
@@ -152,30 +154,21 @@ async def form_group(conns: list[KafkaConnection], group: str,
     return ids, gen, (t1 - t0) * 1000, (s1 - s0) * 1000, (c1 - c0) * 1000
 
 
-async def heartbeat_for(conns: list[KafkaConnection], ids: list[str], gen: int, group: str,
+async def heartbeat_for(conns: list[LoadConnection], ids: list[str], gen: int, group: str,
                         seconds: float) -> int:
+    # Each connection sends its next heartbeat from its read callback (no task per request);
+    # at least one each: on a loaded machine a round of N can outlast the phase.
     stop = time.perf_counter() + seconds
-    count = 0
-
-    async def member(c: KafkaConnection, m: str) -> None:
-        nonlocal count
-        req = HB.new(group_id=group, generation_id=gen, member_id=m)
-        while True:  # at least one each: on a loaded machine a round of N can outlast the phase
-            ex = await c.submit(req, 4)
-            assert ex.response.error_code == 0, ex.response.error_code
-            count += 1
-            if time.perf_counter() >= stop:
-                return
-
-    await asyncio.gather(*(member(c, m) for c, m in zip(conns, ids)))
-    return count
+    counts = await asyncio.gather(*(c.heartbeats(HB.new(group_id=group, generation_id=gen, member_id=m), 4, stop)
+                                    for c, m in zip(conns, ids)))
+    return sum(counts)
 
 
 async def one_run(broker: str, bootstrap: str, pid: int | None, n: int, seconds: float, run: int) -> Result:
     group = f"bench-{n}-{run}"
-    conns: list[KafkaConnection] = []
+    conns: list[LoadConnection] = []
     for start in range(0, n, CONNECT_BATCH):  # a burst of N connects overflows accept backlogs
-        conns += await asyncio.gather(*(KafkaConnection.open(bootstrap, timeout_s=120)
+        conns += await asyncio.gather(*(LoadConnection.open(REG, bootstrap, timeout_s=120)
                                         for _ in range(min(CONNECT_BATCH, n - start))))
     try:
         # One bound for the whole run instead of a timer per request (the load generator's
