@@ -692,25 +692,31 @@ class FakeBroker:
                     return None
                 conn.close_after_reply = verdict.close
                 return self._encode(conn, req, verdict.answer, [])
-        call = Call(self.registry, conn.id, req.api_key, req.version, req.correlation_id,
-                    req.header.client_id, req.body, self.clock.now_ms(), peer=conn.peer)  # type: ignore[attr-defined]
-        received = req.body.to_json() if self.recorders else None  # before a hook edits it
         notes: list[str] = []
-        action = self._decide(call, notes)
-        if len(self.hooks):
-            prepared = None  # a hook may have edited the request
-        self._record_request(conn, frame, req, received, notes)
-        outcome, body = await self._perform(call, action, conn)
-        if outcome == "continue":
-            req.body = call.request
-            routed = await self.route(conn, req, prepared)
-            if routed is None:
-                return None  # the route closed the connection and said why
-            if routed is NO_REPLY:
-                return b""
-            body = routed
-        elif outcome != "respond":
-            return self._no_reply(conn, outcome, notes)
+        if not len(self.hooks):  # the common case: no Call to build, no action to carry out
+            self._record_request(conn, frame, req, None, notes)
+            body = await self.route(conn, req, prepared)
+            if body is None or body is NO_REPLY:
+                return None if body is None else b""  # (None: the route closed the connection)
+            if not len(self.hooks):
+                return self._encode(conn, req, body, notes)
+            call = self._call(conn, req)  # a hook came while the request waited
+        else:
+            call = self._call(conn, req)
+            received = req.body.to_json() if self.recorders else None  # before a hook edits it
+            action = self._decide(call, notes)
+            self._record_request(conn, frame, req, received, notes)
+            outcome, body = await self._perform(call, action, conn)
+            if outcome == "continue":
+                req.body = call.request
+                routed = await self.route(conn, req, None)  # (a hook may have edited it)
+                if routed is None:
+                    return None  # the route closed the connection and said why
+                if routed is NO_REPLY:
+                    return b""
+                body = routed
+            elif outcome != "respond":
+                return self._no_reply(conn, outcome, notes)
         assert body is not None
         call.side, call.response, call.now_ms = "response", body, self.clock.now_ms()
         action = self._decide(call, notes)
@@ -721,6 +727,11 @@ class FakeBroker:
             body = replaced if outcome == "respond" else call.response
         assert body is not None
         return self._encode(conn, req, body, notes)
+
+    def _call(self, conn: Connection, req: Request) -> Call:
+        """The request as hooks see it."""
+        return Call(self.registry, conn.id, req.api_key, req.version, req.correlation_id,
+                    req.header.client_id, req.body, self.clock.now_ms(), peer=conn.peer)  # type: ignore[attr-defined]
 
     def _advertised(self, api_key: int, version: int) -> bool:
         assert self.ctx is not None
