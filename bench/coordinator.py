@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import collections
 import json
 import os
 import resource
@@ -33,6 +34,7 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
+from typing import Any
 from pathlib import Path
 
 from fakebroker.protocol import default_registry
@@ -110,29 +112,48 @@ def join_req(member_id: str, group: str, metadata: bytes = b"m" * 64) -> object:
 
 
 async def rebalance(conns: list[LoadConnection], ids: list[str], group: str,
-                    metadata: bytes = b"m" * 64) -> tuple[int, bool]:
-    """Every member (re)joins with its id, then syncs; the leader sends the assignment.
-    Returns the generation and whether every member got it without error.
+                    metadata: bytes = b"m" * 64) -> tuple[int, str | None]:
+    """Every member (re)joins with its id and, once its join is answered, syncs (as a real
+    member does: no member waits for the others' joins); the leader sends the assignment,
+    one entry per member its JoinGroup answer lists. Returns the generation and None when
+    every member got it without error, or what went wrong.
 
     A rejoin into a Stable group must carry changed metadata: a follower rejoining with
     unchanged metadata is answered at once with the current generation (Kafka's rule), and
     a real broker's request threads do not keep the order the joins were sent in."""
-    joined = await asyncio.gather(*(c.submit(join_req(m, group, metadata), 9)
-                                    for c, m in zip(conns, ids)))
-    if any(j.error_code for j in joined):
-        return -1, False
-    gen = joined[0].generation_id
-    leader = joined[0].leader
+    loop = asyncio.get_running_loop()
     assign = SYNC.cls.SyncGroupRequestAssignment
-    syncs = []
-    for c, m in zip(conns, ids):
-        plan = [assign(member_id=x, assignment=b"a" * 32) for x in ids] if m == leader else []
-        syncs.append(c.submit(SYNC.new(group_id=group, generation_id=gen, member_id=m,
+
+    def member(c: LoadConnection, m: str) -> asyncio.Future[tuple[Any, Any]]:
+        done: asyncio.Future[tuple[Any, Any]] = loop.create_future()
+
+        def joined(f: asyncio.Future[Any]) -> None:
+            if f.exception() is not None:  # (the connection was lost)
+                done.set_exception(f.exception())  # type: ignore[arg-type]
+                return
+            j = f.result()
+            if j.error_code:
+                done.set_result((j, None))
+                return
+            plan = ([assign(member_id=x.member_id, assignment=b"a" * 32) for x in j.members]
+                    if j.leader == m else [])
+            sync = c.submit(SYNC.new(group_id=group, generation_id=j.generation_id, member_id=m,
                                      protocol_type="connect", protocol_name="default",
-                                     assignments=plan), 5))
-    answers = await asyncio.gather(*syncs)
-    same = len({j.generation_id for j in joined}) == 1
-    return gen, same and all(a.error_code == 0 for a in answers)
+                                     assignments=plan), 5)
+            sync.add_done_callback(lambda s: done.set_exception(s.exception())  # type: ignore[arg-type]
+                                   if s.exception() is not None else done.set_result((j, s.result())))
+
+        c.submit(join_req(m, group, metadata), 9).add_done_callback(joined)
+        return done
+
+    answers = await asyncio.gather(*(member(c, m) for c, m in zip(conns, ids)))
+    joins = collections.Counter(j.error_code for j, _ in answers)
+    syncs = collections.Counter(s.error_code for _, s in answers if s is not None)
+    gens = {j.generation_id for j, _ in answers}
+    if set(joins) != {0} or set(syncs) != {0} or len(gens) != 1:
+        return -1, (f"join error codes {dict(joins)}, sync error codes {dict(syncs)}, "
+                    f"generations {sorted(gens)[:5]}")
+    return gens.pop(), None
 
 
 async def form_group(conns: list[LoadConnection], group: str,
@@ -145,16 +166,17 @@ async def form_group(conns: list[LoadConnection], group: str,
     first = await asyncio.gather(*(c.submit(join_req("", group), 9) for c in conns))
     ids = [ex.member_id for ex in first]
     for _ in range(FORM_TRIES):  # a real broker may complete a generation before every
-        gen, ok = await rebalance(conns, ids, group)  # member's join is in (10000 members)
-        if ok:
+        gen, failed = await rebalance(conns, ids, group)  # member's join is in (10000 members)
+        if failed is None:
             break
+        print(f"forming the group: {failed}; again", file=sys.stderr)
     else:
         raise RuntimeError(f"the group did not form in one generation in {FORM_TRIES} tries")
     s0, c0, t0 = proc_cpu_s(pid), time.process_time(), time.perf_counter()
-    gen, ok = await rebalance(conns, ids, group, b"n" * 64)
+    gen, failed = await rebalance(conns, ids, group, b"n" * 64)
     s1, c1, t1 = proc_cpu_s(pid), time.process_time(), time.perf_counter()
-    if not ok:
-        raise RuntimeError("the timed rebalance did not complete cleanly")
+    if failed is not None:
+        raise RuntimeError(f"the timed rebalance did not complete cleanly: {failed}")
     return ids, gen, (t1 - t0) * 1000, (s1 - s0) * 1000, (c1 - c0) * 1000
 
 
