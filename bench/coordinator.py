@@ -52,6 +52,10 @@ PROFILED = str(Path(__file__).with_name("profiled.py"))
 
 INITIAL_DELAY_MS = 3000  # Kafka's default: gathers the first wave of joins into one generation
 MIN_SESSION_MS = 1000
+# Kafka writes a classic group's state as one record: ~170 bytes a member here, over the
+# default 1 MB message.max.bytes from ~6000 members (every SyncGroup then fails with
+# UNKNOWN_SERVER_ERROR, Kafka's answer to RECORD_TOO_LARGE).
+GROUP_RECORD_MAX = 16 * 1024 * 1024
 FORM_TRIES = 5  # untimed rebalances to bring all N members into one generation
 CONNECT_BATCH = 100  # connections opened at a time (asyncio's listen backlog is 100)
 
@@ -100,7 +104,8 @@ def start_real(heap_mb: int) -> tuple[RealKafka, int | None]:
     """Apache Kafka with the fake's group settings; its pid when it is a local process
     (a container's CPU and memory are not read: those columns are then NaN)."""
     kafka = start_real_kafka(KafkaSettings(initial_rebalance_delay_ms=INITIAL_DELAY_MS,
-                                           min_session_timeout_ms=MIN_SESSION_MS, heap_mb=heap_mb))
+                                           min_session_timeout_ms=MIN_SESSION_MS, heap_mb=heap_mb,
+                                           properties={"message.max.bytes": GROUP_RECORD_MAX}))
     proc = getattr(kafka, "proc", None)
     return kafka, (proc.pid if proc is not None else None)
 
