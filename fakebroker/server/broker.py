@@ -1,5 +1,11 @@
 """The asyncio shell: accepts connections, frames bytes, and feeds the sans-IO cores.
 
+Connections are served by an ``asyncio.Protocol`` (``_Link``): bytes read are split into
+frames in the read callback, and each request runs at once, outside any task, until it
+answers or waits (a parked JoinGroup, a hook, the clock); only one that waits goes on in a
+task. Reading pauses while enough is read ahead, and serving pauses while the client does
+not read its answers (the transport's write buffer is full).
+
 Each connection is served strictly in order, one request at a time, as Kafka's network
 layer does (it mutes a channel until the response to its request is sent). A client may
 pipeline requests; they are read ahead a little and answered in order, also while a
@@ -23,11 +29,12 @@ through hooks, recorders and ``FakeBroker``'s constructor.
 from __future__ import annotations
 
 import asyncio
+import collections
 import concurrent.futures
 import contextlib
 import itertools
 import logging
-from collections.abc import Sequence
+from collections.abc import Coroutine, Generator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -57,6 +64,7 @@ from .throttle import Throttled
 
 log = logging.getLogger("fakebroker")
 RecordingT = TypeVar("RecordingT", bound=Recording)
+T = TypeVar("T")
 _FRAME_SIZE = 4
 _READ_AHEAD = 16  # frames read ahead of the one being served (pipelining)
 # After a coordinator tick raised: retry on the broker's clock, not at once (a tick that
@@ -68,7 +76,7 @@ TICK_RETRY_MS = 1000
 class Connection:
     id: int
     peer: str
-    writer: asyncio.StreamWriter
+    transport: asyncio.Transport
     requests: int = 0
     # Who ends it and why, for the transcript's close event.
     closed_by: str = "client"
@@ -79,7 +87,16 @@ class Connection:
     closed: bool = False  # closed and recorded as such: nothing more is sent or recorded
     in_flight: int = 0  # frames read and not yet answered: an idle timeout does not apply
     buffered: int = 0  # bytes of frames read ahead and not yet served
-    room: asyncio.Event = field(default_factory=asyncio.Event)  # set when buffered drops
+    # Reading: bytes of a frame not yet complete, the size of the frame being read (None:
+    # its size prefix is not in yet), frames read ahead (None: the input has ended).
+    inbox: bytearray = field(default_factory=bytearray)
+    need: int | None = None
+    frames: collections.deque[bytes | None] = field(default_factory=collections.deque)
+    input_ended: bool = False
+    reading_paused: bool = False  # read ahead enough: the transport does not read
+    writing_paused: bool = False  # the client does not read its answers: serve no more
+    exchange: asyncio.Future[bytes | None] | None = None  # the request waiting, in a task
+    ended: bool = False  # forgotten by the broker
     sasl: SaslGate | None = None  # the listener's SASL: this connection's authentication
     close_after_reply: str | None = None  # answer, then close (a refused SASL exchange)
     broker: FakeBroker | None = field(default=None, repr=False)
@@ -97,17 +114,74 @@ class Connection:
         assert self.broker is not None
         self.closed_by = "broker"
         self.broker._close(self, reason)
-    # The idle watch (connections.max.idle.ms): when the pump's current read began (loop
-    # time; None while it is not reading), whether that read is of a frame's body, and the
-    # connection's one timer, re-armed only when it fires (so a read costs no timer).
+    # The idle watch (connections.max.idle.ms): when the current read began (loop time:
+    # the last frame or size prefix completed; None while reading is paused or no timeout
+    # is set), whether that read is of a frame's body, and the connection's one timer.
     read_since: float | None = None
     read_partial: bool = False
     idle_timer: asyncio.TimerHandle | None = None
-    idle_expired: bool = False
 
 
-class _Idle(Exception):
-    """A connection stayed idle (or half-sent a frame) past the idle timeout."""
+class _Link(asyncio.Protocol):
+    """One client connection's transport events, handed to the broker. (A protocol, not
+    asyncio streams: no reader task, queue or futures per request.)"""
+
+    def __init__(self, broker: FakeBroker) -> None:
+        self.broker = broker
+        self.conn: Connection | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.conn = self.broker._accept(transport)  # type: ignore[arg-type]
+
+    def data_received(self, data: bytes) -> None:
+        if self.conn is not None:
+            self.broker._received(self.conn, data)
+
+    def eof_received(self) -> bool:
+        if self.conn is not None:
+            self.broker._peer_left(self.conn)
+            # Keep the sending side open to answer what was read (TLS cannot half-close).
+            return self.conn.transport.get_extra_info("sslcontext") is None
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        if self.conn is not None:
+            self.broker._peer_left(self.conn, exc)
+
+    def pause_writing(self) -> None:
+        if self.conn is not None:
+            self.conn.writing_paused = True
+
+    def resume_writing(self) -> None:
+        if self.conn is not None:
+            self.conn.writing_paused = False
+            self.broker._serve_next(self.conn)
+
+
+class _Rest:
+    """The rest of a coroutine that ran outside a task up to its first wait (on
+    ``awaited``), as an awaitable: a task awaiting it goes on where the coroutine stopped,
+    passing results and exceptions (cancellation) through."""
+
+    def __init__(self, coro: Coroutine[Any, Any, Any], awaited: Any) -> None:
+        self.coro, self.awaited = coro, awaited
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        coro, awaited = self.coro, self.awaited
+        while True:
+            try:
+                try:
+                    sent = yield awaited
+                except BaseException as e:  # noqa: BLE001 - handed to the coroutine
+                    awaited = coro.throw(e)
+                else:
+                    awaited = coro.send(sent)
+            except StopIteration as done:
+                return done.value
+
+
+async def _finish(coro: Coroutine[Any, Any, T], awaited: Any) -> T:
+    return await _Rest(coro, awaited)  # type: ignore[no-any-return]
 
 
 @dataclass
@@ -185,7 +259,7 @@ class FakeBroker:
         self._request_ids = itertools.count(1)
         self._pending: dict[int, _Pending] = {}
         self._connections: dict[int, Connection] = {}
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks: set[asyncio.Future[Any]] = set()  # exchanges that wait
         self._wake = asyncio.Event()
         self._timer_task: asyncio.Task[None] | None = None
         self._loop_handler: Any = None
@@ -227,8 +301,9 @@ class FakeBroker:
             await self.proxy.start()  # the upstream's versions, before we advertise ours
         # Bind first; the context (and so the advertised port) exists before any accept.
         tls = self.config.tls.server_context() if self.config.tls is not None else None
-        self._server = await asyncio.start_server(self._serve, self.config.host, self.config.port,
-                                                  ssl=tls, start_serving=False)
+        self._server = await asyncio.get_running_loop().create_server(
+            lambda: _Link(self), self.config.host, self.config.port, ssl=tls,
+            start_serving=False)
         bound, port = self._server.sockets[0].getsockname()[:2]
         host = self.config.advertised_host or bound
         self.ctx = BrokerContext(self.registry, self.config, self.clock, host, port,
@@ -257,12 +332,13 @@ class FakeBroker:
         for conn in list(self._connections.values()):
             if not conn.closed:
                 conn.closed_by, conn.close_reason = "broker", "broker stopped"
-            conn.writer.close()
         for task in list(self._tasks) + ([self._timer_task] if self._timer_task else []):
             task.cancel()
         for task in list(self._tasks) + ([self._timer_task] if self._timer_task else []):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        for conn in list(self._connections.values()):
+            self._end(conn)
         if self._server is not None:
             with contextlib.suppress(Exception):
                 await self._server.wait_closed()
@@ -350,88 +426,198 @@ class FakeBroker:
         else:
             loop.default_exception_handler(context)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        assert task is not None
-        self._tasks.add(task)
-        peer = writer.get_extra_info("peername")
+    def _accept(self, transport: asyncio.Transport) -> Connection | None:
+        """A new connection (``_Link.connection_made``): its state, or None if refused."""
+        peer = transport.get_extra_info("peername")
         if len(self._connections) >= self.config.max_connections:
             self.refused_connections(f"closing the one from {peer}")
-            writer.close()
-            self._tasks.discard(task)
-            return
-        conn = Connection(next(self._conn_ids), f"{peer[0]}:{peer[1]}" if peer else "?", writer,
-                          broker=self)
+            transport.close()
+            return None
+        conn = Connection(next(self._conn_ids), f"{peer[0]}:{peer[1]}" if peer else "?",
+                          transport, broker=self)
         if self.config.sasl is not None:
             conn.sasl = SaslGate(self.config.sasl, self.registry)
         self._connections[conn.id] = conn
         log.debug("connection %d from %s", conn.id, conn.peer)
-        frames: asyncio.Queue[bytes | None] = asyncio.Queue(_READ_AHEAD)
-        pump = asyncio.ensure_future(self._pump(reader, conn, frames))
-        try:
-            while True:
-                frame = await frames.get()
-                if frame is None or conn.closed:
-                    break
-                conn.buffered -= len(frame)
-                conn.room.set()
-                self._busy += 1
-                try:
-                    out = await self._exchange(conn, frame)
-                finally:
-                    self._busy -= 1
-                    conn.in_flight -= 1
-                if conn.closed:
-                    break  # the client left while this request waited
-                if out is None:
-                    conn.closed_by = "broker"
-                    break
-                if out:  # empty: a hook dropped the reply
-                    writer.write(out)
-                    await writer.drain()
-                if conn.close_after_reply is not None:
-                    conn.closed_by, conn.close_reason = "broker", conn.close_after_reply
-                    break
-        except (ConnectionError, asyncio.IncompleteReadError) as e:
-            conn.close_reason = conn.close_reason or f"connection error: {e}"
-        except asyncio.CancelledError:
-            conn.closed_by, conn.close_reason = "broker", conn.close_reason or "broker stopped"
-        except Exception:  # noqa: BLE001 - a bug must cost one connection, never the server
-            log.exception("connection %d: internal error; closing it", conn.id)
-            conn.closed_by, conn.close_reason = "broker", "internal error"
-        finally:
-            pump.cancel()
-            if conn.idle_timer is not None:
-                conn.idle_timer.cancel()
-            if self.proxy is not None:
-                self.proxy.drop(conn)
-            self._connections.pop(conn.id, None)
-            self._tasks.discard(task)
-            self._close(conn)
-            log.debug("connection %d closed", conn.id)
+        limit = self.config.idle_timeout_ms
+        if limit is not None:
+            loop = asyncio.get_running_loop()
+            conn.read_since = loop.time()
+            conn.idle_timer = loop.call_at(conn.read_since + limit / 1000, self._idle_check,
+                                           conn, limit / 1000)
+        return conn
 
-    async def _pump(self, reader: asyncio.StreamReader, conn: Connection,
-                    frames: asyncio.Queue[bytes | None]) -> None:
-        """Read frames ahead of the one being served; notice the client leaving."""
-        try:
-            while True:
-                frame = await self._read_frame(reader, conn)
-                if frame is None:
+    def _received(self, conn: Connection, data: bytes) -> None:
+        """Bytes read (``_Link.data_received``): split them into frames and serve those."""
+        if conn.input_ended or conn.closed:
+            return  # the broker has stopped reading (a refused size, idleness)
+        conn.inbox += data
+        self._split(conn)
+        self._serve_next(conn)
+
+    def _split(self, conn: Connection, bounded: bool = True) -> None:
+        """Move the complete frames of the bytes read into the connection's queue, at most
+        _READ_AHEAD frames and one maximal frame's worth of bytes ahead (``bounded``); then
+        pause or resume reading to match (the rest stays in the socket: TCP pushes back)."""
+        buf, frames, limit = conn.inbox, conn.frames, self.config.max_frame_bytes
+        pos, end = 0, len(buf)
+        while not conn.input_ended and (
+                not bounded or (len(frames) < _READ_AHEAD and conn.buffered < limit)):
+            need = conn.need
+            if need is None:
+                if end - pos < _FRAME_SIZE:
                     break
-                conn.in_flight += 1
-                conn.buffered += len(frame)
-                await frames.put(frame)
-                # Read ahead at most one maximal frame's worth of bytes per connection.
-                while conn.buffered >= self.config.max_frame_bytes and not conn.closed:
-                    conn.room.clear()
-                    await conn.room.wait()
-        except (ConnectionError, asyncio.IncompleteReadError) as e:
-            conn.close_reason = conn.close_reason or f"connection error: {e}"
+                need = int.from_bytes(buf[pos:pos + _FRAME_SIZE], "big", signed=True)
+                pos += _FRAME_SIZE
+                if need < 0 or need > limit:
+                    log.error("connection %d: frame size %d outside [0, %d] (rule "
+                              "frame-too-large); closing", conn.id, need, limit)
+                    conn.closed_by, conn.close_reason = "broker", f"frame size {need} refused"
+                    self._end_input(conn)
+                    return
+                conn.need, conn.read_partial = need, True
+            if end - pos < need:
+                break
+            frames.append(bytes(buf[pos:pos + need]))
+            pos += need
+            conn.need, conn.read_partial = None, False
+            conn.in_flight += 1
+            conn.buffered += need
+        if pos:
+            del buf[:pos]
+            if conn.read_since is not None:  # a frame or its size prefix is complete:
+                conn.read_since = asyncio.get_running_loop().time()  # the next read begins
+        if conn.input_ended or conn.closed:
+            return
+        full = len(conn.frames) >= _READ_AHEAD or conn.buffered >= limit
+        if full and not conn.reading_paused:
+            conn.reading_paused, conn.read_since = True, None
+            conn.transport.pause_reading()
+        elif not full and conn.reading_paused:
+            conn.reading_paused = False
+            if self.config.idle_timeout_ms is not None:
+                conn.read_since = asyncio.get_running_loop().time()
+            conn.transport.resume_reading()
+
+    def _peer_left(self, conn: Connection, error: Exception | None = None) -> None:
+        """The client closed its side or the connection broke (``_Link``)."""
+        if conn.ended:
+            return
+        if error is not None:
+            conn.close_reason = conn.close_reason or f"connection error: {error}"
+        if conn.input_ended:
+            return
+        self._split(conn, bounded=False)  # what was read before the end is served
+        if conn.input_ended:
+            return
+        if conn.need is not None:
+            log.error("connection %d: frame of %d byte(s) cut after %d; closing",
+                      conn.id, conn.need, len(conn.inbox))
+        elif conn.inbox:
+            log.error("connection %d: truncated size prefix (%d byte(s)); closing",
+                      conn.id, len(conn.inbox))
         if conn.closed_by == "client":
             conn.peer_gone = True
             if conn.waiting:
                 self._close(conn, "closed by the client while its request waited")
-        await frames.put(None)
+        self._end_input(conn)
+        self._serve_next(conn)
+
+    def _end_input(self, conn: Connection) -> None:
+        """Read nothing more: the frames read so far are served, then the connection ends."""
+        if conn.input_ended:
+            return
+        conn.input_ended, conn.read_since = True, None
+        conn.inbox.clear()
+        conn.frames.append(None)
+
+    def _serve_next(self, conn: Connection) -> None:
+        """Serve the connection's frames in order, one at a time: each exchange runs at once
+        (most finish without waiting: no task, no loop turn), one that waits goes on in a
+        task, which serves the next frames when it ends. Also ends a closed connection."""
+        while conn.exchange is None:
+            if conn.closed:
+                self._end(conn)
+                return
+            if conn.writing_paused or not conn.frames:
+                return
+            frame = conn.frames.popleft()
+            if frame is None:
+                self._end(conn)
+                return
+            conn.buffered -= len(frame)
+            if conn.reading_paused:
+                self._split(conn)  # (a refused size queues the end: served in turn)
+            self._busy += 1
+            coro = self._exchange(conn, frame)
+            if len(self.hooks) or self.proxy is not None:
+                # Hooks' and the proxy's code runs in a task, as any asyncio code expects.
+                self._wait_for(conn, asyncio.ensure_future(coro))
+                return
+            try:
+                awaited = coro.send(None)
+            except StopIteration as done:
+                self._answered(conn, done.value)
+            except Exception:  # noqa: BLE001 - a bug must cost one connection, never the server
+                self._answered(conn, error=True)
+            else:
+                self._wait_for(conn, asyncio.ensure_future(_finish(coro, awaited)))
+
+    def _wait_for(self, conn: Connection, task: asyncio.Future[bytes | None]) -> None:
+        conn.exchange = task
+        self._tasks.add(task)
+        task.add_done_callback(lambda t: self._exchanged(conn, t))
+
+    def _exchanged(self, conn: Connection, task: asyncio.Future[bytes | None]) -> None:
+        self._tasks.discard(task)
+        conn.exchange = None
+        if task.cancelled():
+            self._busy -= 1
+            conn.in_flight -= 1
+            conn.closed_by, conn.close_reason = "broker", conn.close_reason or "broker stopped"
+            self._end(conn)
+            return
+        if task.exception() is not None:
+            try:
+                task.result()
+            except Exception:  # noqa: BLE001 - logged with its traceback below
+                self._answered(conn, error=True)
+        else:
+            self._answered(conn, task.result())
+        self._serve_next(conn)
+
+    def _answered(self, conn: Connection, out: bytes | None = None, error: bool = False) -> None:
+        """Send an exchange's answer (``out``: see ``_exchange``) or close the connection."""
+        self._busy -= 1
+        conn.in_flight -= 1
+        if error:
+            log.exception("connection %d: internal error; closing it", conn.id)
+            conn.closed_by, conn.close_reason = "broker", "internal error"
+        elif conn.closed:
+            pass  # the client left while this request waited
+        elif out is None:
+            conn.closed_by = "broker"
+        else:
+            if out:  # empty: a hook dropped the reply
+                conn.transport.write(out)
+            if conn.close_after_reply is None:
+                return
+            conn.closed_by, conn.close_reason = "broker", conn.close_after_reply
+        self._end(conn)
+
+    def _end(self, conn: Connection) -> None:
+        """The connection is over: close and record it, forget it."""
+        if conn.ended:
+            return
+        conn.ended = True
+        if conn.idle_timer is not None:
+            conn.idle_timer.cancel()
+            conn.idle_timer = None
+        if self.proxy is not None:
+            self.proxy.drop(conn)
+        self._connections.pop(conn.id, None)
+        self._close(conn)
+        log.debug("connection %d closed", conn.id)
 
     def _close(self, conn: Connection, reason: str | None = None) -> None:
         """Close the connection and record it, once."""
@@ -439,85 +625,39 @@ class FakeBroker:
             return
         conn.closed = True
         conn.close_reason = conn.close_reason or reason
-        conn.writer.close()
+        conn.transport.close()
         for rec in list(self.recorders):
             rec.close(conn.id, conn.closed_by, self.clock.now_ms(), conn.close_reason,
                       conn.close_notes)
 
-    async def _read_idle(self, reader: asyncio.StreamReader, n: int, conn: Connection,
-                         partial: bool) -> bytes:
-        """``readexactly(n)``, bounded by the idle timeout while nothing of this connection
-        is in progress (a parked request is not idleness) or while a frame is half read.
-        Runs in the connection's pump task, which ``_idle_check`` cancels on expiry."""
-        limit = self.config.idle_timeout_ms
-        if limit is None:
-            return await reader.readexactly(n)
-        task = asyncio.current_task()
-        assert task is not None
-        loop = asyncio.get_running_loop()
-        conn.read_since, conn.read_partial = loop.time(), partial
-        if conn.idle_timer is None:
-            conn.idle_timer = loop.call_at(conn.read_since + limit / 1000, self._idle_check,
-                                           conn, task, limit / 1000)
-        try:
-            return await reader.readexactly(n)
-        except asyncio.CancelledError:
-            if not conn.idle_expired or task.uncancel():
-                raise  # cancelled from outside (the broker stopping), not by the idle check
-            what = "a partly sent frame" if partial else "nothing"
-            conn.closed_by = "broker"
-            conn.close_reason = f"idle: {what} for {limit} ms (connections.max.idle.ms)"
-            log.info("connection %d: %s; closing", conn.id, conn.close_reason)
-            raise _Idle from None
-        finally:
-            conn.read_since = None
-
-    def _idle_check(self, conn: Connection, pump: asyncio.Task[None], limit_s: float) -> None:
-        """The idle timer: a read that has waited ``limit_s`` ends the connection unless a
-        request of it is in progress (then look again ``limit_s`` later); otherwise fire
-        again when the current (or next) read can have waited that long."""
-        if pump.done():
-            conn.idle_timer = None  # the connection has ended
+    def _idle_check(self, conn: Connection, limit_s: float) -> None:
+        """The idle timer (connections.max.idle.ms): a read that has waited ``limit_s``
+        (for a frame, or for the rest of a half-sent one) ends the connection unless a
+        request of it is in progress (a parked request is not idleness; then look again
+        ``limit_s`` later); otherwise fire again when the current (or next) read can have
+        waited that long. Re-armed only when it fires, so a read costs no timer."""
+        conn.idle_timer = None
+        if conn.input_ended or conn.closed:
             return
-        loop = pump.get_loop()
+        loop = asyncio.get_running_loop()
         now = loop.time()
         since = conn.read_since
         if since is None:
             at = now + limit_s  # not reading: the next read starts later than now
         elif now - since >= limit_s - 0.001:  # (timers may fire a clock tick early)
             if conn.read_partial or not conn.in_flight:
-                conn.idle_expired, conn.idle_timer = True, None
-                pump.cancel()
+                what = "a partly sent frame" if conn.read_partial else "nothing"
+                conn.closed_by = "broker"
+                conn.close_reason = (f"idle: {what} for {self.config.idle_timeout_ms} ms "
+                                     "(connections.max.idle.ms)")
+                log.info("connection %d: %s; closing", conn.id, conn.close_reason)
+                self._end_input(conn)
+                self._serve_next(conn)
                 return
             at = now + limit_s
         else:
             at = since + limit_s
-        conn.idle_timer = loop.call_at(at, self._idle_check, conn, pump, limit_s)
-
-    async def _read_frame(self, reader: asyncio.StreamReader, conn: Connection) -> bytes | None:
-        try:
-            head = await self._read_idle(reader, _FRAME_SIZE, conn, partial=False)
-        except _Idle:
-            return None
-        except asyncio.IncompleteReadError as e:
-            if e.partial:
-                log.error("connection %d: truncated size prefix (%d byte(s)); closing",
-                          conn.id, len(e.partial))
-            return None
-        size = int.from_bytes(head, "big", signed=True)
-        if size < 0 or size > self.config.max_frame_bytes:
-            log.error("connection %d: frame size %d outside [0, %d] (rule frame-too-large); "
-                      "closing", conn.id, size, self.config.max_frame_bytes)
-            conn.closed_by, conn.close_reason = "broker", f"frame size {size} refused"
-            return None
-        try:
-            return await self._read_idle(reader, size, conn, partial=True)
-        except _Idle:
-            return None
-        except asyncio.IncompleteReadError as e:
-            log.error("connection %d: frame of %d byte(s) cut after %d; closing",
-                      conn.id, size, len(e.partial))
-            return None
+        conn.idle_timer = loop.call_at(at, self._idle_check, conn, limit_s)
 
     async def _exchange(self, conn: Connection, frame: bytes) -> bytes | None:
         """The request pipeline: decode, request hooks, route, response hooks, encode. One
@@ -552,25 +692,31 @@ class FakeBroker:
                     return None
                 conn.close_after_reply = verdict.close
                 return self._encode(conn, req, verdict.answer, [])
-        call = Call(self.registry, conn.id, req.api_key, req.version, req.correlation_id,
-                    req.header.client_id, req.body, self.clock.now_ms(), peer=conn.peer)  # type: ignore[attr-defined]
-        received = req.body.to_json() if self.recorders else None  # before a hook edits it
         notes: list[str] = []
-        action = self._decide(call, notes)
-        if len(self.hooks):
-            prepared = None  # a hook may have edited the request
-        self._record_request(conn, frame, req, received, notes)
-        outcome, body = await self._perform(call, action, conn)
-        if outcome == "continue":
-            req.body = call.request
-            routed = await self.route(conn, req, prepared)
-            if routed is None:
-                return None  # the route closed the connection and said why
-            if routed is NO_REPLY:
-                return b""
-            body = routed
-        elif outcome != "respond":
-            return self._no_reply(conn, outcome, notes)
+        if not len(self.hooks):  # the common case: no Call to build, no action to carry out
+            self._record_request(conn, frame, req, None, notes)
+            body = await self.route(conn, req, prepared)
+            if body is None or body is NO_REPLY:
+                return None if body is None else b""  # (None: the route closed the connection)
+            if not len(self.hooks):
+                return self._encode(conn, req, body, notes)
+            call = self._call(conn, req)  # a hook came while the request waited
+        else:
+            call = self._call(conn, req)
+            received = req.body.to_json() if self.recorders else None  # before a hook edits it
+            action = self._decide(call, notes)
+            self._record_request(conn, frame, req, received, notes)
+            outcome, body = await self._perform(call, action, conn)
+            if outcome == "continue":
+                req.body = call.request
+                routed = await self.route(conn, req, None)  # (a hook may have edited it)
+                if routed is None:
+                    return None  # the route closed the connection and said why
+                if routed is NO_REPLY:
+                    return b""
+                body = routed
+            elif outcome != "respond":
+                return self._no_reply(conn, outcome, notes)
         assert body is not None
         call.side, call.response, call.now_ms = "response", body, self.clock.now_ms()
         action = self._decide(call, notes)
@@ -581,6 +727,11 @@ class FakeBroker:
             body = replaced if outcome == "respond" else call.response
         assert body is not None
         return self._encode(conn, req, body, notes)
+
+    def _call(self, conn: Connection, req: Request) -> Call:
+        """The request as hooks see it."""
+        return Call(self.registry, conn.id, req.api_key, req.version, req.correlation_id,
+                    req.header.client_id, req.body, self.clock.now_ms(), peer=conn.peer)  # type: ignore[attr-defined]
 
     def _advertised(self, api_key: int, version: int) -> bool:
         assert self.ctx is not None

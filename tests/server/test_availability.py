@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 import struct
 import time
 from pathlib import Path
@@ -18,6 +19,7 @@ from fakebroker.protocol import default_registry
 from fakebroker.intercept.hooks import Drop
 from fakebroker.script.recorder import Recorder
 from fakebroker.protocol.error_codes import ErrorCode
+from fakebroker.protocol.framing import encode_request
 from fakebroker.server.broker import FakeBroker
 from fakebroker.server.clock import VirtualClock
 from fakebroker.server.config import DEFAULT_MAX_FRAME_BYTES, BrokerConfig
@@ -204,4 +206,39 @@ def test_advertised_host_is_what_metadata_and_find_coordinator_report() -> None:
                 assert [(x.host, x.port) for x in md.brokers] == [("broker.example", int(port))]
                 fc = (await c.send(REG["FindCoordinatorRequest"].new(key="g"), 3)).response
                 assert (fc.host, fc.port) == ("broker.example", int(port))
+    asyncio.run(go())
+
+
+def test_a_client_that_does_not_read_its_answers_stops_being_served() -> None:
+    """Back-pressure on the sending side: a client pipelining requests without reading the
+    answers gets no more served once the broker's write buffer is full (the rest waits,
+    read ahead or in the socket); when it reads, every answer comes, in order."""
+    async def go() -> None:
+        async with FakeBroker(BrokerConfig(), clock=VirtualClock()) as b:
+            host, port = b.bootstrap.rsplit(":", 1)
+            sock = socket.socket()
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)  # no autotuning
+            sock.connect((host, int(port)))
+            sock.setblocking(False)
+            reader, writer = await asyncio.open_connection(sock=sock, limit=4096)
+            req = REG["ApiVersionsRequest"].new(client_software_name="x", client_software_version="1")
+            count = 20000  # ~9 MB of answers: more than the kernel's socket buffers hold
+            for cid in range(count):
+                writer.write(encode_request(REG, req, 3, cid, "c", size_prefix=True))
+            for _ in range(2000):  # until the broker stops serving (or this bound runs out)
+                await asyncio.sleep(0.005)
+                (conn,) = b._connections.values()
+                if conn.writing_paused and not writer.transport.get_write_buffer_size():
+                    break
+            assert conn.writing_paused
+            served = conn.requests
+            await asyncio.sleep(0.2)
+            assert conn.requests == served < count  # nothing served while it does not read
+            high = conn.transport.get_write_buffer_limits()[1]
+            assert conn.transport.get_write_buffer_size() <= high + 1024  # + one answer
+            for cid in range(count):
+                size = int.from_bytes(await asyncio.wait_for(reader.readexactly(4), 10), "big")
+                body = await reader.readexactly(size)
+                assert struct.unpack(">i", body[:4])[0] == cid
+            writer.close()
     asyncio.run(go())
