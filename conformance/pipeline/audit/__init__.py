@@ -5,7 +5,7 @@ run as Spark window expressions (``spark_check``); the ones that follow a group'
 (ownership carried from generation to generation) run in Python (``check``) over the
 group's JoinGroup, SyncGroup and draft heartbeat rows only. ``audit_group`` runs every
 ``check`` in plain Python: the single-process baseline, and the oracle the tests hold the
-Spark side to. Shuffles: one by (source, group id) for the windows, one for the rounds."""
+Spark side to. Shuffles: one by (source, group id) for all the windows, one for the rounds."""
 
 from __future__ import annotations
 
@@ -53,8 +53,8 @@ def audit(exchanges_df: DataFrame) -> DataFrame:
     groups = exchanges_df.where(F.col("group_id").isNotNull())
     rounds = in_groups(groups.where(F.col("api").isin(*ROUND_APIS)).select(*ROUND_COLUMNS),
                        ["source", "group_id"], "ref", _audit_rounds, VIOLATION)
-    rows = windows.prepared(groups)
-    out = rounds
+    step, columns = windows.prepared(groups), []
     for m in ROW_CHECKS:
-        out = out.unionByName(m.spark_check(rows))
-    return out
+        step, column = m.spark_check(step)
+        columns.append(column)
+    return rounds.unionByName(windows.found(step, columns))
