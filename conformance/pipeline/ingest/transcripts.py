@@ -264,6 +264,7 @@ def ingest(spark: SparkSession, files: dict[str, str]) -> DataFrame:
                              (j["api_key"] == F.col("api_key")) & (kind == F.col("kind"))
                              & (j["body"] == F.col("_body")), "left").drop("api_key", "kind", "_body")
     else:
+        bad_bodies.unpersist()
         parsed = parsed.withColumn("refused", F.lit(None).cast("string"))
     good = F.col("_ok") & F.col("refused").isNull()
     body = F.from_json(j["body"], BODY)
