@@ -14,7 +14,9 @@ apply the same rules: Spark ingests into a fresh warehouse and audits it (``inge
 (connection, correlation id), takes the fields with ``decode.exchange_fields`` (Connect's
 embedded bytes through the codec) and runs ``audit.audit_group``. Memory: peak RSS of the
 JVM (driver and, in local mode, the executors) and of the JVM with its Python workers,
-sampled from /proc; the baseline's is the peak of this process. Figures are medians.
+sampled from /proc; the baseline's is the peak of this process. CPU seconds of each side
+(Spark: JVM, workers and driver), which a shared machine's load does not inflate the way
+it does wall time. Figures are medians.
 """
 
 from __future__ import annotations
@@ -138,34 +140,53 @@ def baseline(folder: Path) -> tuple[int, int]:
     return total, found
 
 
-class PeakRss:
-    """Peak resident memory of this process's children (the JVM, and the Python workers it
-    forks), sampled every 0.2 s from /proc: the JVM alone and JVM + workers."""
+class Usage:
+    """Peak resident memory and CPU seconds of this process's children (the JVM, and the
+    Python workers it forks), sampled every 0.2 s from /proc: the JVM alone and JVM +
+    workers. CPU is what a run costs whatever the machine's load (wall time on a shared
+    machine is not): each child's last sample, plus this process's own CPU."""
 
     def __init__(self) -> None:
         self.jvm_mb = self.total_mb = 0.0
+        self._cpu: dict[int, float] = {}
+        self._start: dict[int, float] = {}
+        self._own = 0.0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> "PeakRss":
+    def __enter__(self) -> "Usage":
+        self._start = {pid: cpu for pid, _, _, cpu in _descendants(os.getpid())}
+        self._own = time.process_time()
         self._thread.start()
         return self
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        self._sample()
+        self._own = time.process_time() - self._own
+
+    @property
+    def cpu_s(self) -> float:
+        """Children's CPU during the block (a child alive before it counts from then on)."""
+        return self._own + sum(c - self._start.get(pid, 0.0) for pid, c in self._cpu.items())
+
+    def _sample(self) -> None:
+        jvm = total = 0.0
+        for pid, name, rss, cpu in _descendants(os.getpid()):
+            total += rss
+            self._cpu[pid] = cpu
+            if name == "java":
+                jvm += rss
+        self.jvm_mb, self.total_mb = max(self.jvm_mb, jvm), max(self.total_mb, total)
 
     def _run(self) -> None:
         while not self._stop.wait(0.2):
-            jvm = total = 0.0
-            for pid, name, rss in _descendants(os.getpid()):
-                total += rss
-                if name == "java":
-                    jvm += rss
-            self.jvm_mb, self.total_mb = max(self.jvm_mb, jvm), max(self.total_mb, total)
+            self._sample()
 
 
-def _descendants(root: int) -> list[tuple[int, str, float]]:
+def _descendants(root: int) -> list[tuple[int, str, float, float]]:
+    """(pid, name, RSS MB, CPU seconds) of every process below ``root``."""
     parents: dict[int, list[int]] = defaultdict(list)
     for d in os.listdir("/proc"):
         if d.isdigit():
@@ -174,15 +195,18 @@ def _descendants(root: int) -> list[tuple[int, str, float]]:
                     parents[int(f.read().rsplit(")", 1)[1].split()[1])].append(int(d))
             except OSError:
                 pass
-    out, todo = [], list(parents[root])
+    out, todo, tick = [], list(parents[root]), os.sysconf("SC_CLK_TCK")
     while todo:
         pid = todo.pop()
         todo += parents[pid]
         try:
             with open(f"/proc/{pid}/status") as f:
                 fields = dict(line.split(":", 1) for line in f if ":" in line)
-            out.append((pid, fields["Name"].strip(), int(fields.get("VmRSS", "0 kB").split()[0]) / 1024))
-        except (OSError, KeyError, ValueError):
+            with open(f"/proc/{pid}/stat") as f:
+                stat = f.read().rsplit(")", 1)[1].split()
+            out.append((pid, fields["Name"].strip(), int(fields.get("VmRSS", "0 kB").split()[0]) / 1024,
+                        (int(stat[11]) + int(stat[12])) / tick))
+        except (OSError, KeyError, ValueError, IndexError):
             pass
     return out
 
@@ -252,7 +276,7 @@ def main() -> int:
             if name == "baseline" and args.skip_baseline:
                 continue
             times, counts, stages = [], (0, 0), []
-            with PeakRss() as rss:
+            with Usage() as use:
                 for _ in range(args.repeats):
                     t = time.perf_counter()
                     if name == "spark":
@@ -262,16 +286,22 @@ def main() -> int:
                         counts = baseline(folder)
                     times.append(time.perf_counter() - t)
             med = statistics.median(times)
+            cpu = use.cpu_s / len(times)
             row[name] = {"median_s": round(med, 2), "runs_s": [round(x, 2) for x in times],
                          "exchanges_per_s": round(counts[0] / med), "exchanges": counts[0],
-                         "violations": counts[1], "us_per_exchange": round(med / max(counts[0], 1) * 1e6, 1)}
+                         "violations": counts[1], "us_per_exchange": round(med / max(counts[0], 1) * 1e6, 1),
+                         "cpu_s": round(cpu, 1), "cpu_us_per_exchange": round(cpu / max(counts[0], 1) * 1e6, 1)}
             if name == "spark":
-                row[name].update(stages=stages, jvm_peak_rss_mb=round(rss.jvm_mb),
-                                 jvm_and_workers_peak_rss_mb=round(rss.total_mb))
+                row[name].update(stages=stages, jvm_peak_rss_mb=round(use.jvm_mb),
+                                 jvm_and_workers_peak_rss_mb=round(use.total_mb))
             print(f"{n} exchanges, {name}: median {med:.1f}s ({counts[0] / med:,.0f}/s), "
-                  f"{counts[1]} violation(s)", file=sys.stderr, flush=True)
+                  f"CPU {cpu:.1f}s, {counts[1]} violation(s), load {os.getloadavg()[0]:.1f}",
+                  file=sys.stderr, flush=True)
         if "spark" in row and "baseline" in row:
             row["speedup"] = round(row["baseline"]["median_s"] / row["spark"]["median_s"], 2)
+            # what the ratio would be with both cores free: the baseline runs on one, Spark on
+            # both (its CPU seconds over 2), so load from other work cancels out
+            row["cpu_speedup_2_cores"] = round(row["baseline"]["cpu_s"] / (row["spark"]["cpu_s"] / 2), 2)
         # the baseline and the driver share this process: its peak is the baseline's memory
         row["python_process_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
         results.append(row)

@@ -165,6 +165,17 @@ def _plan_units(data: str | None) -> dict[str, Any]:
     return {"assigned": a["assigned"], "revoked": a["revoked"]}
 
 
+def body_problem(reg: Registry, kind: str, api_key: int, body: Any) -> str | None:
+    """Why the strict codec refuses a request or response body in JSON form (the spec's
+    field names and types), or None when it reads it."""
+    try:
+        mt = reg.request(api_key) if kind == "request" else reg.response(api_key)
+        mt.cls.from_json(body, "body")
+    except (KeyError, ValueError) as e:
+        return f"{kind} body: {e.args[0] if e.args else e}"
+    return None
+
+
 def _decode_request(reg: Registry, f: Frame) -> tuple[int, int, int, str | None, dict[str, Any]]:
     if f.raw is not None:
         try:
@@ -175,11 +186,9 @@ def _decode_request(reg: Registry, f: Frame) -> tuple[int, int, int, str | None,
     if f.body is None or f.api_key is None or f.version is None or f.correlation_id is None:
         raise Reject(f.ref, "request has neither raw bytes nor a body with api_key, version "
                             "and correlation_id")
-    try:
-        mt = reg.request(f.api_key)
-        mt.cls.from_json(f.body, "body")  # the spec's names and types, checked
-    except (KeyError, ValueError) as e:
-        raise Reject(f.ref, f"request body: {e.args[0] if e.args else e}") from None
+    problem = body_problem(reg, "request", f.api_key, f.body)
+    if problem:
+        raise Reject(f.ref, problem)
     return f.api_key, f.version, f.correlation_id, f.client_id, f.body
 
 
@@ -191,10 +200,9 @@ def _decode_response(reg: Registry, f: Frame, api_key: int, version: int) -> dic
             raise Reject(f.ref, f"response to {reg.api_name(api_key)} v{version}: {e}") from None
     if f.body is None:
         raise Reject(f.ref, "response has neither raw bytes nor a body")
-    try:
-        reg.response(api_key).cls.from_json(f.body, "body")
-    except (KeyError, ValueError) as e:
-        raise Reject(f.ref, f"response body: {e.args[0] if e.args else e}") from None
+    problem = body_problem(reg, "response", api_key, f.body)
+    if problem:
+        raise Reject(f.ref, problem)
     return f.body
 
 

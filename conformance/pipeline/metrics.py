@@ -10,17 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from .audit.group import Ex, exchanges, records, rounds
+from .audit.group import Ex, exchanges, rounds
 from .ingest.frames import in_groups
 from .tables import ROUND
 
 PER_GROUP = StructType([f for f in ROUND.fields if f.name != "span_ms"])  # span: joined after
-COLUMNS = PER_GROUP.fieldNames()
 
 
 def _by_member(units: dict[str, set[str]]) -> list[dict[str, Any]]:
@@ -85,11 +83,10 @@ def draft_rounds(exs: list[Ex]) -> list[dict[str, Any]]:
     return out
 
 
-def _group(pdf: pd.DataFrame) -> pd.DataFrame:
-    exs = exchanges(records(pdf))
-    rows = [{**r, "source": exs[0].source, "group_id": exs[0].group_id}
+def _group(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    exs = exchanges(records)
+    return [{**r, "source": exs[0].source, "group_id": exs[0].group_id}
             for r in classic_rounds(exs) + draft_rounds(exs)]
-    return pd.DataFrame(rows, columns=COLUMNS) if rows else pd.DataFrame(columns=COLUMNS)
 
 
 def rounds_table(ex: DataFrame) -> DataFrame:

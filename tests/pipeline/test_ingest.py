@@ -4,6 +4,7 @@ becomes rejects naming where; re-ingesting adds nothing; the goldens audit clean
 
 from __future__ import annotations
 
+import json
 import random
 from dataclasses import replace
 from pathlib import Path
@@ -59,6 +60,21 @@ def _coalesced(ex):
     return out
 
 
+def _mistyped(s: Script, path: Path) -> dict[int, str]:
+    """The script with three bodies the strict codec refuses though Spark's reader would take
+    them (a string for an integer, an unknown field): file line -> the start of its reject."""
+    lines = json.loads(json.dumps(s.lines))
+    hb = [i for i, line in enumerate(lines) if line.get("api") == "Heartbeat"]
+    lines[hb[0]]["body"]["GenerationId"] = "2"
+    lines[hb[3]]["body"]["ErrorCode"] = "0"
+    lines[hb[4]]["body"]["Colour"] = "red"
+    path.write_text("".join(json.dumps(line) + "\n" for line in lines), encoding="utf-8")
+    orphan = "response with correlation id"
+    return {hb[0] + 1: "request body: body.GenerationId: expected an integer", hb[1] + 1: orphan,
+            hb[3] + 1: "response body: body.ErrorCode: expected an integer",
+            hb[4] + 1: "request body: body.Colour: no field of that name", hb[5] + 1: orphan}
+
+
 @pytest.fixture(scope="module")
 def corpus(spark, tmp_path_factory):
     from conformance.pipeline.ingest import ingest
@@ -77,6 +93,7 @@ def corpus(spark, tmp_path_factory):
     lines = tx.read_text().splitlines(keepends=True)
     (d / "bad.jsonl").write_text(lines[0] + lines[1] + "{not json\n" + '["a list"]\n' + lines[2]
                                  + lines[3][:40] + "\n", encoding="utf-8")
+    _mistyped(incremental(), d / "mistyped.jsonl")
     wh = Warehouse(spark, d / "wh")
     first = ingest(wh, resolve([str(d)]))
     again = ingest(wh, resolve([str(d)]))
@@ -113,6 +130,24 @@ def test_bad_input_becomes_rejects_naming_where(corpus):
     # the good lines of the bad file still count: its first exchange (lines 2 and 5)
     assert len(_rows(wh, "bad.jsonl")) == 1
     assert first.rejects == len(rej)
+
+
+def test_bodies_the_codec_refuses_become_rejects(corpus):
+    """Spark's reader would read "2" into an integer column as null and ignore an unknown
+    field; the strict codec refuses both, so each such line is a reject naming its line and
+    the codec's reason. A refused request's answer then answers nothing; a request whose
+    answer was refused stays, unanswered."""
+    from conformance.pipeline.tables import REJECT
+    d, wh, _, _ = corpus
+    expected = _mistyped(incremental(), d.parent / "mistyped-again.jsonl")
+    got = {r.ref: r.reason for r in wh.read("rejects", REJECT).where("source like '%/mistyped.jsonl'").collect()}
+    assert sorted(got) == sorted(expected)
+    for line, reason in expected.items():
+        assert got[line].startswith(reason), (line, got[line])
+    rows = _rows(wh, "mistyped.jsonl")
+    assert len(rows) == len(_rows(wh, "traffic.jsonl")) - 2
+    unanswered = [r for r in rows if r[0] == "Heartbeat" and r[6] is None]
+    assert len(unanswered) == 1
 
 
 def test_reingest_adds_nothing(corpus):

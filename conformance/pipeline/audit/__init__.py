@@ -5,14 +5,13 @@ run as Spark window expressions (``spark_check``); the ones that follow a group'
 (ownership carried from generation to generation) run in Python (``check``) over the
 group's JoinGroup, SyncGroup and draft heartbeat rows only. ``audit_group`` runs every
 ``check`` in plain Python: the single-process baseline, and the oracle the tests hold the
-Spark side to. Shuffles: one by (source, group id) for the windows, one for the rounds."""
+Spark side to. Shuffles: one by (source, group id) for all the windows, one for the rounds."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Any
 
-import pandas as pd
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -20,7 +19,7 @@ from ..ingest.frames import in_groups
 from ..tables import VIOLATION
 from . import (assignor_selection, double_ownership, draft_revocation, generations_monotonic,
                revoke_before_reassign, scheduled_delay, session_timeout, stale_generation, windows)
-from .group import Group, exchanges, records
+from .group import Group, exchanges
 
 ROW_CHECKS = (stale_generation, session_timeout)
 ROUND_CHECKS = (double_ownership, generations_monotonic, revoke_before_reassign, scheduled_delay,
@@ -34,7 +33,6 @@ ROUND_COLUMNS = ("source", "source_kind", "group_id", "ref", "resp_ref", "req_ti
                  "resp_generation", "resp_member_id", "leader", "protocol_name", "assignment_version",
                  "assigned", "revoked", "scheduled_delay_ms", "owned", "member_epoch",
                  "resp_member_epoch", "assignors")
-COLUMNS = VIOLATION.fieldNames()
 
 
 def audit_group(records: list[dict[str, Any]], checks: Any = None) -> list[dict[str, Any]]:
@@ -43,9 +41,8 @@ def audit_group(records: list[dict[str, Any]], checks: Any = None) -> list[dict[
     return [v for check in (checks or CHECKS.values()) for v in check(g)]
 
 
-def _audit_rounds(pdf: pd.DataFrame) -> pd.DataFrame:
-    found = audit_group(records(pdf), [m.check for m in ROUND_CHECKS])
-    return pd.DataFrame(found, columns=COLUMNS) if found else pd.DataFrame(columns=COLUMNS)
+def _audit_rounds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return audit_group(rows, [m.check for m in ROUND_CHECKS])
 
 
 def audit(exchanges_df: DataFrame) -> DataFrame:
@@ -53,8 +50,8 @@ def audit(exchanges_df: DataFrame) -> DataFrame:
     groups = exchanges_df.where(F.col("group_id").isNotNull())
     rounds = in_groups(groups.where(F.col("api").isin(*ROUND_APIS)).select(*ROUND_COLUMNS),
                        ["source", "group_id"], "ref", _audit_rounds, VIOLATION)
-    rows = windows.prepared(groups)
-    out = rounds
+    step, columns = windows.prepared(groups), []
     for m in ROW_CHECKS:
-        out = out.unionByName(m.spark_check(rows))
-    return out
+        step, column = m.spark_check(step)
+        columns.append(column)
+    return rounds.unionByName(windows.found(step, columns))

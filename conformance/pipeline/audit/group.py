@@ -12,11 +12,6 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from ..tables import EXCHANGE
-
-# Whole-number columns: Arrow hands them to pandas as floats when a value is missing.
-INTS = frozenset(f.name for f in EXCHANGE.fields if f.dataType.typeName() in ("integer", "long"))
-
 
 @dataclass
 class Ex:
@@ -64,12 +59,6 @@ def _clean(v: Any) -> Any:
     if isinstance(v, np.generic):
         return v.item()
     return v
-
-
-def records(pdf: pd.DataFrame) -> list[dict[str, Any]]:
-    """A pandas batch's rows as dicts, whole numbers as ints (3, not 3.0) and gaps as None."""
-    floats = {c: "Int64" for c in pdf.columns if c in INTS and pdf[c].dtype.kind == "f"}
-    return (pdf.astype(floats) if floats else pdf).to_dict("records")
 
 
 def exchanges(records: Iterable[dict[str, Any]]) -> list[Ex]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from . import windows as W
@@ -44,21 +44,22 @@ def check(g: Group) -> Iterator[dict[str, Any]]:
             active[m] = max([active.get(m, 0.0), *stamps])
 
 
-def spark_check(ex: DataFrame) -> DataFrame:
+def spark_check(ex: DataFrame) -> tuple[DataFrame, Column]:
     """The same rule over ``windows.prepared`` exchanges, as window expressions: per member,
-    the latest JoinGroup's timeout (-1 after a LeaveGroup) and the last time it was heard."""
+    the latest JoinGroup's timeout (-1 after a LeaveGroup) and the last time it was heard;
+    ``ex`` with those columns, and each row's violation (``windows.violation``)."""
     api = F.col("api")
     marker = (F.when((api == "JoinGroup") & (F.col("error_code") == 0) & (F.col("session_timeout_ms") != 0),
                      F.col("session_timeout_ms"))
               .when(api == "LeaveGroup", F.lit(-1)))
     w = W.before("m")
-    step = (ex.where(F.col("m").isNotNull() & (F.col("m") != ""))
-            .withColumn("_t", F.last(marker, ignorenulls=True).over(w))
+    step = (ex.withColumn("_t", F.last(marker, ignorenulls=True).over(w))
             .withColumn("_active", F.max(F.greatest("req_ms", "resp_ms")).over(w)))
     t = F.col("_t")
     slack = F.when(F.col("req_vtime_ms").isNotNull(), F.lit(0.0)).otherwise(
         F.greatest(F.lit(REAL_SLACK_MS), REAL_SLACK_RATIO * t))
     gap = F.col("req_ms") - F.col("_active")
-    bad = step.where(api.isin(*CHECKED) & (t > 0) & (F.col("error_code") == 0) & (gap > t + slack))
-    return W.violations(bad, NAME, F.col("generation"), F.array("m"), F.format_string(
+    bad = (F.col("m").isNotNull() & (F.col("m") != "") & api.isin(*CHECKED) & (t > 0)
+           & (F.col("error_code") == 0) & (gap > t + slack))
+    return step, W.violation(bad, NAME, F.col("generation"), F.array("m"), F.format_string(
         "%s from %s accepted after %.0f ms of silence, past its %d ms session timeout", "api", "m", gap, t))

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from . import windows as W
@@ -34,8 +34,9 @@ def check(g: Group) -> Iterator[dict[str, Any]]:
                             "ILLEGAL_GENERATION (22)", generation=e.generation, members=(e.member_id,))
 
 
-def spark_check(ex: DataFrame) -> DataFrame:
-    """The same rule over ``windows.prepared`` exchanges, as window expressions."""
+def spark_check(ex: DataFrame) -> tuple[DataFrame, Column]:
+    """The same rule over ``windows.prepared`` exchanges, as window expressions: ``ex`` with
+    the window columns it reads, and each row's violation (``windows.violation``)."""
     joins = F.when(W.joined(), F.col("resp_generation"))
     step = ex.withColumn("_prev", F.max(joins).over(W.before()))
     raised = W.joined() & (F.col("_prev").isNull() | (F.col("resp_generation") > F.col("_prev")))
@@ -43,9 +44,9 @@ def spark_check(ex: DataFrame) -> DataFrame:
             .withColumn("_since", F.max(F.when(F.col("_raised"), F.col("at"))).over(W.before()))
             .withColumn("_member", F.max(W.joined().cast("int")).over(W.before("m"))))
     current = F.col("_prev")  # the highest generation answered before this row
-    bad = step.where(F.col("api").isin(*CHECKED) & current.isNotNull() & F.col("generation").isNotNull()
-                     & (F.col("generation") >= 0) & (F.col("generation") < current)
-                     & (F.col("_member") == 1) & (F.col("error_code") == 0) & (F.col("ref") > F.col("_since")))
-    return W.violations(bad, NAME, F.col("generation"), F.array("member_id"), F.format_string(
+    bad = (F.col("api").isin(*CHECKED) & current.isNotNull() & F.col("generation").isNotNull()
+           & (F.col("generation") >= 0) & (F.col("generation") < current)
+           & (F.col("_member") == 1) & (F.col("error_code") == 0) & (F.col("ref") > F.col("_since")))
+    return step, W.violation(bad, NAME, F.col("generation"), F.array("member_id"), F.format_string(
         "%s with generation %d accepted (error 0) while the group is at generation %d; expected "
         "ILLEGAL_GENERATION (22)", "api", "generation", current))

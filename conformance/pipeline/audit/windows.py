@@ -1,7 +1,8 @@
 """What the invariants checked by Spark's own window functions share: the wire order of a
 group's exchanges, each row's member, and the violation row. Both windows partition by
 (source, group id) first, so the member window reuses the group shuffle (a sort, no new
-exchange of data)."""
+exchange of data), and every check adds its window columns to one frame: one shuffle and
+two sorts for all of them, not one each."""
 
 from __future__ import annotations
 
@@ -36,12 +37,19 @@ def joined() -> Column:
     return (F.col("api") == "JoinGroup") & (F.col("error_code") == 0) & F.col("resp_generation").isNotNull()
 
 
-def violations(df: DataFrame, invariant: str, generation: Column, members: Column,
-               detail: Column) -> DataFrame:
-    """Violation rows (``decode``/``group.violation``'s shape) of the rows in ``df``."""
-    return df.select(
+def violation(bad: Column, invariant: str, generation: Column, members: Column,
+              detail: Column) -> Column:
+    """The violation row (``group.violation``'s shape, as a struct) of a row where ``bad``
+    holds, else null: every check's column is computed in one pass over the windows."""
+    return F.when(bad, F.struct(
         F.lit(invariant).alias("invariant"), "source", "source_kind", F.col("at").alias("ref"),
         F.when(F.col("source_kind") == "pcap", "frame").otherwise("line").alias("ref_kind"),
         "group_id", generation.cast("int").alias("generation"),
         F.array_sort(F.filter(members, lambda x: x.isNotNull() & (x != ""))).alias("members"),
-        F.lit(None).cast("string").alias("unit"), detail.alias("detail")).select(*VIOLATION.fieldNames())
+        F.lit(None).cast("string").alias("unit"), detail.alias("detail")))
+
+
+def found(step: DataFrame, columns: list[Column]) -> DataFrame:
+    """The violation rows of ``columns`` (``violation`` each) over ``step``, one scan."""
+    return (step.select(F.explode(F.filter(F.array(*columns), lambda v: v.isNotNull())).alias("v"))
+            .select("v.*").select(*VIOLATION.fieldNames()))

@@ -1,15 +1,20 @@
 """What transcript and pcap ingest share: the decode step's row shape (pandas rows from the
-executors, Spark rows from expressions) and a grouped pandas step that costs one Python
+executors, Spark rows from expressions) and a grouped Python step that costs one Python
 call per Arrow batch."""
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
 
 from ..tables import DECODED
 
@@ -37,27 +42,33 @@ def as_decoded(df: DataFrame) -> DataFrame:
 
 
 def in_groups(df: DataFrame, keys: list[str], order: str,
-              fn: Callable[[pd.DataFrame], pd.DataFrame], schema: Any) -> DataFrame:
-    """``fn`` over every group of ``df`` by ``keys``, like groupBy().applyInPandas but with one
-    pandas call per Arrow batch rather than per group (a call per connection or group costs
-    more than the work on its few rows): one shuffle puts each group in one partition,
-    sorted; a group cut by a batch boundary is carried into the next batch, never split."""
+              fn: Callable[[list[dict[str, Any]]], list[dict[str, Any]]], schema: StructType) -> DataFrame:
+    """``fn`` over the rows (plain dicts) of every group of ``df`` by ``keys``, like
+    groupBy().applyInPandas but with one Python call per Arrow batch rather than per group
+    (a call per group costs more than the work on its few rows), and rows straight from
+    Arrow (``to_pylist``: ints, lists and None, no pandas or numpy objects to convert back):
+    one shuffle puts each group in one partition, sorted; a group cut by a batch boundary
+    is carried into the next batch, never split."""
+    arrow_schema = to_arrow_schema(schema)
 
-    def run(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
-        carry: pd.DataFrame | None = None
-        for pdf in batches:
-            if carry is not None and len(carry):
-                pdf = pd.concat([carry, pdf], ignore_index=True)
-            if pdf.empty:
+    def batch(rows: list[dict[str, Any]]) -> pa.RecordBatch:
+        return pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
+
+    def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        key = operator.itemgetter(*keys)
+        carry: list[dict[str, Any]] = []
+        for b in batches:
+            rows = carry + b.to_pylist()
+            if not rows:
                 continue
-            tail = pd.Series(True, index=pdf.index)
-            for k in keys:
-                tail &= pdf[k] == pdf[k].iloc[-1]
-            carry = pdf[tail]
-            if (~tail).any():
-                yield pd.concat([fn(g) for _, g in pdf[~tail].groupby(keys, sort=False)],
-                                ignore_index=True)
-        if carry is not None and len(carry):
-            yield fn(carry)
+            cut, last = len(rows), key(rows[-1])
+            while cut and key(rows[cut - 1]) == last:
+                cut -= 1
+            carry = rows[cut:]
+            out = [r for _, g in itertools.groupby(rows[:cut], key) for r in fn(list(g))]
+            if out:
+                yield batch(out)
+        if carry:
+            yield batch(fn(carry))
 
-    return df.repartition(*keys).sortWithinPartitions(*keys, order).mapInPandas(run, schema)
+    return df.repartition(*keys).sortWithinPartitions(*keys, order).mapInArrow(run, schema)

@@ -1,23 +1,29 @@
-"""Transcripts (.jsonl) into exchanges and rejects, in Spark's own engine end to end: the
-JSON reader parses each line against the schema derived from
-``schemas/transcript.schema.json`` (bodies typed by ``tables.BODY``), a window pairs each
-connection's requests and responses, and column expressions pick the fields. Python runs
-only for Connect's embedded bytes (JoinGroup metadata, SyncGroup assignments), which no
-Spark expression can decode: an Arrow UDF over the codec, called with null (and returning
-at once) for every other exchange.
+"""Transcripts (.jsonl) into exchanges and rejects, in Spark's own engine: the JSON reader
+parses each line against the schema derived from ``schemas/transcript.schema.json`` (a body
+kept as its JSON text, then typed by ``tables.BODY``), column expressions take each line's
+own half of the exchange's fields, a window pairs each connection's requests and responses,
+and Python runs only where no Spark expression can: Connect's embedded bytes (JoinGroup and
+SyncGroup only, an Arrow UDF with cached decoders) and the strict codec's check of every
+body, run once per distinct body (``refused``), not once per line.
 
-Shuffles: one, by (source, connection, correlation id), for the pairing; line numbers come
-from a small count per file split, not from a sort of the corpus."""
+Shuffles: one, by (file, connection, correlation id), of the narrow per-line fields (a file
+number, not its path); the codec check's distinct bodies are shuffled after a map-side
+de-duplication. Line numbers come from a small count per file split, not a sort."""
 
 from __future__ import annotations
 
 import json
+import urllib.parse
+from collections.abc import Iterator
 from typing import Any
 
+import numpy as np
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import to_arrow_type
 
-from ..decode import CONNECT_HB, JOIN, LEAVE, SYNC, embedded_fields, registry
+from ..decode import CONNECT_HB, JOIN, LEAVE, SYNC, body_problem, embedded_fields, registry
 from ..tables import BODY, EMBEDDED, transcript_line_schema
 from .frames import as_decoded
 
@@ -53,34 +59,78 @@ def line_problem(text: str | None) -> str:
     return f"{kind}: api_key {obj['api_key']} is no API of the codec's registry"
 
 
-def _source() -> Column:
-    return F.url_decode(F.regexp_replace(F.col("_metadata.file_path"), "^file:(//)?", ""))
+def _source_of(file_path: str) -> str:
+    """A path as the user named it, from Spark's ``_metadata.file_path`` URI."""
+    return urllib.parse.unquote(file_path[len("file:"):].removeprefix("//") if file_path.startswith("file:")
+                                else file_path)
 
 
-def lines(spark: SparkSession, files: dict[str, str]) -> DataFrame:
-    """(source, source_hash, line, value, j): every line of the files, parsed. ``files``
-    maps path to content hash. A line's number is its index within its file split plus the
-    lines of the file's earlier splits (counted in a first, cheap pass: text only)."""
-    names = spark.createDataFrame(list(files.items()), "source string, source_hash string")
-    where = [_source().alias("source"), F.col("_metadata.file_block_start").alias("_block"),
+def _parsed(spark: SparkSession, files: dict[str, str]) -> DataFrame:
+    """(_path, _block, _pos, value, j): every line of the files parsed once, its body kept
+    as JSON text. Parsed in a projection that is not deterministic (the row position), so
+    no filter is pushed below it to parse a line once per field read."""
+    return spark.read.text(list(files)).select(
+        F.col("_metadata.file_path").alias("_path"), F.col("_metadata.file_block_start").alias("_block"),
+        F.monotonically_increasing_id().alias("_pos"), "value",
+        F.from_json("value", transcript_line_schema()).alias("j"))
+
+
+def lines(spark: SparkSession, files: dict[str, str]) -> tuple[DataFrame, DataFrame]:
+    """(lines, names): every line as (fid, line, value, j), ``fid`` a small file number and
+    ``names`` its (fid, source, source_hash). A line's number is its index within its file
+    split plus the lines of the file's earlier splits (counted first in a cheap text pass)."""
+    where = [F.col("_metadata.file_path").alias("_path"), F.col("_metadata.file_block_start").alias("_block"),
              F.monotonically_increasing_id().alias("_pos")]
-    splits = spark.read.text(list(files)).select(*where).groupBy("source", "_block").agg(
-        F.count("*").alias("n"), F.min("_pos").alias("first"))
+    splits = spark.read.text(list(files)).select(*where).groupBy("_path", "_block").agg(
+        F.count("*").alias("n"), F.min("_pos").alias("first")).collect()
+    fids = {p: i for i, p in enumerate(sorted(files))}
     base, before, last = [], 0, None
-    for r in sorted(splits.collect(), key=lambda r: (r.source, r._block)):
-        before = 0 if r.source != last else before
-        base.append((r.source, r._block, before - r.first + 1))
-        before, last = before + r.n, r.source
-    offsets = spark.createDataFrame(base, "source string, _block long, _base long")
-    schema = transcript_line_schema()
-    schema = schema.__class__([f if f.name != "body" else f.__class__("body", BODY, True) for f in schema])
-    # Parsed in the projection that numbers the lines: that projection is not deterministic,
-    # so no filter is pushed below it and each line is parsed once, not once per field read.
-    raw = spark.read.text(list(files)).select(*where, "value", F.from_json("value", schema).alias("j"))
-    return (raw.join(F.broadcast(offsets), ["source", "_block"])
-            .select("source", (F.col("_pos") + F.col("_base")).alias("line"), "value", "j")
-            .join(F.broadcast(names), "source"))
+    for r in sorted(splits, key=lambda r: (r._path, r._block)):
+        before = 0 if r._path != last else before
+        base.append((r._path, r._block, fids[_source_of(r._path)], before - r.first + 1))
+        before, last = before + r.n, r._path
+    offsets = spark.createDataFrame(base, "_path string, _block long, fid int, _base long")
+    names = spark.createDataFrame([(i, p, files[p]) for p, i in fids.items()],
+                                  "fid int, source string, source_hash string")
+    out = (_parsed(spark, files).join(F.broadcast(offsets), ["_path", "_block"])
+           .select("fid", (F.col("_pos") + F.col("_base")).alias("line"), "value", "j"))
+    return out, names
 
+
+# ---------------------------------------------------------------- the strict codec's check
+
+def _refusal(reg: Any, kind: str, api_key: int, text: str) -> str | None:
+    try:
+        return body_problem(reg, kind, api_key, json.loads(text))
+    except ValueError as e:
+        return f"{kind} body: invalid JSON: {e}"
+
+
+def _refusals(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    reg = registry()
+    for b in batches:
+        keys, kinds, bodies = (b.column(i).to_pylist() for i in range(3))
+        bad = [(k, kind, text, why) for k, kind, text in zip(keys, kinds, bodies)
+               if (why := _refusal(reg, kind, k, text))]
+        yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(
+            zip(*bad) if bad else ([], [], [], []), (pa.int64(), pa.string(), pa.string(), pa.string()))],
+            names=["api_key", "kind", "body", "refused"])
+
+
+def refused(spark: SparkSession, files: dict[str, str]) -> DataFrame:
+    """(api_key, kind, body, refused): the distinct request and response bodies the strict
+    codec refuses, and why. A connection repeats its bodies (every heartbeat of a member in
+    a generation is the same text), so the codec runs on each distinct body once: a map-side
+    de-duplication, then a Python call per Arrow batch of distinct bodies."""
+    j = F.col("j")
+    return (spark.read.text(list(files)).select(F.from_json("value", transcript_line_schema()).alias("j"))
+            .where(j["kind"].isin("request", "response") & j["api_key"].isin(*sorted(registry().requests))
+                   & j["body"].startswith("{"))
+            .select(j["api_key"].alias("api_key"), j["kind"].alias("kind"), j["body"].alias("body"))
+            .distinct().mapInArrow(_refusals, "api_key long, kind string, body string, refused string"))
+
+
+# ---------------------------------------------------------------- each line's half of the exchange
 
 def _draft_units(c: Column) -> Column:
     """The draft's ConnectorsAndTasks as Connect's unit names, sorted (``decode.unit_names``)."""
@@ -91,87 +141,97 @@ def _draft_units(c: Column) -> Column:
     return F.when(c.isNull(), F.lit(None)).otherwise(names)
 
 
-def _embedded(args: Any) -> dict[str, Any] | None:
-    """Connect's embedded bytes of one JoinGroup or SyncGroup (None for anything else)."""
-    if args is None:
-        return None
-    a = args.asDict(recursive=True)
-    req = {"ProtocolType": a["ptype"], "Protocols": a["protocols"], "Assignments": a["plans"]}
-    return embedded_fields(a["api"], req, {"Members": a["members"], "Assignment": a["assignment"],
-                                            "ErrorCode": a["error"]}) or None
-
-
 def _api_names() -> Column:
     reg = registry()
     return F.create_map(*[x for k in sorted(reg.requests) for x in (F.lit(k), F.lit(reg.api_name(k)))])
 
 
-def _embedded_input(q: Column, p: Column, api: Column) -> Column:
-    """What ``_embedded`` reads: set for JoinGroup and SyncGroup only."""
-    return F.when((api == JOIN) | (api == SYNC), F.struct(
-        api.alias("api"), q["ProtocolType"].alias("ptype"), q["Protocols"].alias("protocols"),
-        q["Assignments"].alias("plans"), p["Members"].alias("members"),
-        p["Assignment"].alias("assignment"), p["ErrorCode"].alias("error")))
-
-
-def _exchange_columns(q: Column, p: Column, api: Column, emb: Column) -> list[Column]:
-    """The exchange table's decoded columns from the request body ``q``, the response body
-    ``p``, the API name and ``emb``, Connect's embedded bytes decoded (the rules of
-    ``decode.exchange_fields``)."""
+def _request_half(q: Column, api: Column) -> Column:
+    """The exchange's fields a request line carries (the rules of ``decode.exchange_fields``),
+    with what the embedded decoder reads (JoinGroup and SyncGroup only)."""
     join, sync, leave, hb = (api == JOIN), (api == SYNC), (api == LEAVE), (api == CONNECT_HB)
-    draft_assignment = F.from_json(p["Assignment"], "Error int, ConnectorsAndTasks struct<Connectors: "
-                                   "array<string>, Tasks: array<struct<ConnectorId: string, TaskId: int>>>")
     leave_member = F.coalesce(F.nullif(q["MemberId"], F.lit("")), q["Members"][0]["MemberId"])
-    return [
+    return F.struct(
         q["GroupId"].alias("group_id"),
         F.when(leave, leave_member).otherwise(q["MemberId"]).alias("member_id"),
-        q["GenerationId"].alias("generation"), p["ErrorCode"].alias("error_code"),
-        q["ProtocolType"].alias("protocol_type"),
-        F.when(join, p["ProtocolName"]).otherwise(q["ProtocolName"]).alias("protocol_name"),
+        q["GenerationId"].alias("generation"), q["ProtocolType"].alias("protocol_type"),
+        q["ProtocolName"].alias("protocol_name"),
         F.when(join, F.transform(F.coalesce(q["Protocols"], F.array()), lambda x: x["Name"]))
         .when(hb, F.transform(F.coalesce(q["ClientAssignors"], F.array()), lambda x: x["Name"]))
         .alias("protocols"),
         F.when(join, q["SessionTimeoutMs"]).alias("session_timeout_ms"),
         F.when(join | hb, q["RebalanceTimeoutMs"]).alias("rebalance_timeout_ms"),
-        F.when(join, p["GenerationId"]).alias("resp_generation"),
-        F.when(join, p["MemberId"]).alias("resp_member_id"),
-        F.when(join, p["Leader"]).otherwise(emb["leader"]).alias("leader"),
         F.when(hb, q["MemberEpoch"]).alias("member_epoch"),
-        F.when(hb, p["MemberEpoch"]).alias("resp_member_epoch"),
-        emb["meta_version"].alias("meta_version"),
-        F.when(hb, _draft_units(q["ConnectorsAndTasks"])).otherwise(emb["owned"]).alias("owned"),
-        emb["members"].alias("members"), emb["plan"].alias("plan"),
-        emb["assignment_version"].alias("assignment_version"),
-        F.when(hb, draft_assignment["Error"]).otherwise(emb["assignment_error"]).alias("assignment_error"),
-        F.when(hb, _draft_units(draft_assignment["ConnectorsAndTasks"])).otherwise(emb["assigned"])
-        .alias("assigned"),
-        emb["revoked"].alias("revoked"), emb["scheduled_delay_ms"].alias("scheduled_delay_ms"),
-        emb["embedded_error"].alias("embedded_error"),
+        F.when(hb, _draft_units(q["ConnectorsAndTasks"])).alias("draft_owned"),
         F.when(hb, F.transform(F.coalesce(q["ClientAssignors"], F.array()), lambda a: F.struct(
             a["Name"].alias("name"), a["MinimumVersion"].alias("min_version"),
             a["MaximumVersion"].alias("max_version")))).alias("assignors"),
-    ]
+        F.when(join | sync, F.struct(q["ProtocolType"].alias("ptype"), q["Protocols"].alias("protocols"),
+                                     q["Assignments"].alias("plans"))).alias("emb"))
 
 
-def _pairs(frames: DataFrame) -> tuple[DataFrame, DataFrame]:
-    """(exchanges, unanswered responses) of request/response lines. Kafka answers a
-    connection's requests in order, so the n-th response with a correlation id answers the
-    n-th request with it: one shuffle by (source, conn, correlation id), then a sort."""
-    key = ["source", "conn", "correlation_id"]
+def _response_half(p: Column, api: Column) -> Column:
+    join, sync, hb = (api == JOIN), (api == SYNC), (api == CONNECT_HB)
+    draft = F.from_json(p["Assignment"], "Error int, ConnectorsAndTasks struct<Connectors: "
+                        "array<string>, Tasks: array<struct<ConnectorId: string, TaskId: int>>>")
+    return F.struct(
+        p["ErrorCode"].alias("error_code"),
+        F.when(join, p["ProtocolName"]).alias("protocol_name"),
+        F.when(join, p["GenerationId"]).alias("resp_generation"),
+        F.when(join, p["MemberId"]).alias("resp_member_id"),
+        F.when(join, p["Leader"]).alias("leader"),
+        F.when(hb, p["MemberEpoch"]).alias("resp_member_epoch"),
+        F.when(hb, draft["Error"]).alias("draft_error"),
+        F.when(hb, _draft_units(draft["ConnectorsAndTasks"])).alias("draft_assigned"),
+        F.when(join | sync, F.struct(p["Members"].alias("members"), p["Assignment"].alias("assignment"),
+                                     p["ErrorCode"].alias("error"))).alias("emb"))
+
+
+# ---------------------------------------------------------------- Connect's embedded bytes
+
+_EMBEDDED_ARROW = to_arrow_type(EMBEDDED)
+
+
+def _embedded(a: dict[str, Any]) -> dict[str, Any] | None:
+    """Connect's embedded bytes of one JoinGroup or SyncGroup."""
+    q, p = a["q"] or {}, a["p"] or {}
+    req = {"ProtocolType": q.get("ptype"), "Protocols": q.get("protocols"), "Assignments": q.get("plans")}
+    return embedded_fields(a["api"], req, {"Members": p.get("members"), "Assignment": p.get("assignment"),
+                                           "ErrorCode": p.get("error")}) or None
+
+
+def _embedded_batch(arg: pa.Array) -> pa.Array:
+    """One Python call per Arrow batch; only the rows that carry embedded bytes (JoinGroup
+    and SyncGroup) become Python objects, the rest stay null."""
+    out: list[dict[str, Any] | None] = [None] * len(arg)
+    valid = arg.is_valid()
+    for i, a in zip(np.flatnonzero(valid.to_numpy(zero_copy_only=False)), arg.filter(valid).to_pylist()):
+        out[i] = _embedded(a)
+    return pa.array(out, type=_EMBEDDED_ARROW)
+
+
+# ---------------------------------------------------------------- pairing
+
+def _pairs(frames: DataFrame) -> DataFrame:
+    """Every request with its answer (``r``, null when unanswered), and every response that
+    answers no request (``orphan``). Kafka answers a connection's requests in order, so the
+    n-th response with a correlation id answers the n-th request with it: one shuffle by
+    (file, conn, correlation id) of the narrow halves, two sorts within it."""
+    key = ["fid", "conn", "correlation_id"]
     is_req = F.col("kind") == "request"
     by_line = Window.partitionBy(*key).orderBy("line")
     n = F.when(is_req, F.count_if(is_req).over(by_line)).otherwise(F.count_if(~is_req).over(by_line))
     by_n = Window.partitionBy(*key).orderBy("n", "kind")  # "request" sorts before "response"
-    side = F.struct("kind", "n", "line", "time", "vtime_ms", "body")
-    ev = (frames.withColumn("n", n)
-          .withColumn("next", F.lead(side).over(by_n)).withColumn("prev", F.lag(side).over(by_n)))
+    nxt = F.lead(F.struct("kind", "n", "line", "time", "vtime_ms", "p")).over(by_n)
+    prev = F.lag(F.struct("kind", "n", "line")).over(by_n)
     answers = lambda a, b: (a["kind"] == "request") & (b["kind"] == "response") & (a["n"] == b["n"]) \
         & (a["line"] < b["line"])  # noqa: E731
     me = F.struct("kind", "n", "line")
-    resp = F.when(answers(me, F.col("next")), F.col("next"))
-    reqs = ev.where(is_req).select("*", resp.alias("r"))
-    orphans = ev.where(~is_req & ~F.coalesce(answers(F.col("prev"), me), F.lit(False)))
-    return reqs, orphans
+    ev = frames.withColumn("n", n).select("*", nxt.alias("_next"), prev.alias("_prev"))
+    orphan = ~is_req & ~F.coalesce(answers(F.col("_prev"), me), F.lit(False))
+    return (ev.where(is_req | orphan)
+            .select("*", F.when(is_req & answers(me, F.col("_next")), F.col("_next")).alias("r"),
+                    orphan.alias("orphan")))
 
 
 def title(path: str) -> str | None:
@@ -187,37 +247,66 @@ def title(path: str) -> str | None:
 
 def ingest(spark: SparkSession, files: dict[str, str]) -> DataFrame:
     """Exchanges and rejects (``reject`` set) of the transcripts, in the decode step's shape."""
-    parsed = lines(spark, files)
-    api = _api_names()[F.col("j.api_key")]
-    kind = F.col("j.kind")
-    ok = (kind == "header") | ((kind == "close") & F.col("j.conn").isNotNull()) | (
-        kind.isin("request", "response") & F.col("j.conn").isNotNull()
-                               & F.col("j.api_key").isNotNull() & F.col("j.version").isNotNull()
-                               & F.col("j.correlation_id").isNotNull() & F.col("j.body").isNotNull()
-                               & api.isNotNull())
+    bad_bodies = refused(spark, files).cache()
+    any_refused = bad_bodies.count() > 0
+    parsed, names = lines(spark, files)
+    j = F.col("j")
+    api_of = _api_names()
+    kind = j["kind"]
+    ok = (kind == "header") | ((kind == "close") & j["conn"].isNotNull()) | (
+        kind.isin("request", "response") & j["conn"].isNotNull()
+        & j["api_key"].isNotNull() & j["version"].isNotNull() & j["correlation_id"].isNotNull()
+        & j["body"].startswith("{") & api_of[j["api_key"]].isNotNull())
     problem = F.udf(lambda text: line_problem(text), "string")  # noqa: PLW0108; rejected lines only
-    # Parsed once: good lines go on to pairing, bad ones become rejects in the same pass.
-    good = F.coalesce(ok, F.lit(False))
+    parsed = parsed.withColumn("_ok", F.coalesce(ok, F.lit(False)))
+    if any_refused:  # the body's text is the key: the few refused ones, broadcast
+        parsed = parsed.join(F.broadcast(bad_bodies.withColumnRenamed("body", "_body")),
+                             (j["api_key"] == F.col("api_key")) & (kind == F.col("kind"))
+                             & (j["body"] == F.col("_body")), "left").drop("api_key", "kind", "_body")
+    else:
+        bad_bodies.unpersist()
+        parsed = parsed.withColumn("refused", F.lit(None).cast("string"))
+    good = F.col("_ok") & F.col("refused").isNull()
+    body = F.from_json(j["body"], BODY)
+    api = api_of[j["api_key"]]
     frames = parsed.where(good & kind.isin("request", "response")).select(
-        "source", "source_hash", "line", "j.kind", F.col("j.conn").alias("conn"), "j.correlation_id",
-        "j.api_key", "j.version", "j.client_id", "j.time", "j.vtime_ms", "j.body")
-    bad = parsed.where(~good).select("source", "source_hash", F.col("line").alias("ref"),
-                                     problem("value").alias("reject"))
-    reqs, orphans = _pairs(frames)
-    q, p = F.col("body"), F.col("r.body")
-    api = _api_names()[F.col("api_key")]
-    # One UDF call per row, in a column of its own (its fields are read many times below).
-    embedded = F.udf(lambda a: _embedded(a), EMBEDDED, useArrow=True)  # noqa: PLW0108 (hints would make it a pandas UDF)
-    exchanges = reqs.withColumn("_emb", embedded(_embedded_input(q, p, api))).select(
-        "source", "source_hash", "conn", F.col("line").alias("ref"), F.col("r.line").alias("resp_ref"),
+        "fid", "line", kind.alias("kind"), j["conn"].alias("conn"), j["correlation_id"].alias("correlation_id"),
+        j["api_key"].alias("api_key"), j["version"].alias("version"), j["client_id"].alias("client_id"),
+        j["time"].alias("time"), j["vtime_ms"].alias("vtime_ms"),
+        F.when(kind == "request", _request_half(body, api)).alias("q"),
+        F.when(kind == "response", _response_half(body, api)).alias("p"))
+    bad = parsed.where(~good).select("fid", F.col("line").alias("ref"),
+                                     F.when(F.col("_ok"), F.col("refused")).otherwise(problem("value"))
+                                     .alias("reject"))
+    pairs = _pairs(frames)
+    q, p = F.col("q"), F.col("r.p")
+    api = api_of[F.col("api_key")]
+    join, hb = api == JOIN, api == CONNECT_HB
+    embedded = F.arrow_udf(_embedded_batch, EMBEDDED)
+    emb_in = F.when(q["emb"].isNotNull(), F.struct(api.alias("api"), q["emb"].alias("q"), p["emb"].alias("p")))
+    exchanges = pairs.withColumn("_emb", embedded(emb_in)).select(
+        "fid", "conn", F.col("line").alias("ref"),
+        F.col("r.line").alias("resp_ref"),
         F.col("time").alias("req_time"), F.col("r.time").alias("resp_time"),
         F.col("vtime_ms").alias("req_vtime_ms"), F.col("r.vtime_ms").alias("resp_vtime_ms"),
         "api_key", api.alias("api"), "version", "correlation_id", "client_id",
-        *_exchange_columns(q, p, api, F.col("_emb")))
-    orphan_rejects = orphans.select(
-        "source", "source_hash", F.col("line").alias("ref"),
-        F.concat(F.lit("response with correlation id "), F.col("correlation_id").cast("string"),
-                 F.lit(" answers no open request")).alias("reject"))
-    return as_decoded(exchanges.unionByName(bad, allowMissingColumns=True)
-                      .unionByName(orphan_rejects, allowMissingColumns=True)
-                      .withColumn("source_kind", F.lit("transcript")))
+        *[q[c].alias(c) for c in ("group_id", "member_id", "generation", "protocol_type")],
+        p["error_code"].alias("error_code"),
+        F.when(join, p["protocol_name"]).otherwise(q["protocol_name"]).alias("protocol_name"),
+        *[q[c].alias(c) for c in ("protocols", "session_timeout_ms", "rebalance_timeout_ms")],
+        *[p[c].alias(c) for c in ("resp_generation", "resp_member_id")],
+        F.when(join, p["leader"]).otherwise(F.col("_emb.leader")).alias("leader"),
+        q["member_epoch"].alias("member_epoch"), p["resp_member_epoch"].alias("resp_member_epoch"),
+        F.col("_emb.meta_version").alias("meta_version"),
+        F.when(hb, q["draft_owned"]).otherwise(F.col("_emb.owned")).alias("owned"),
+        F.col("_emb.members").alias("members"), F.col("_emb.plan").alias("plan"),
+        F.col("_emb.assignment_version").alias("assignment_version"),
+        F.when(hb, p["draft_error"]).otherwise(F.col("_emb.assignment_error")).alias("assignment_error"),
+        F.when(hb, p["draft_assigned"]).otherwise(F.col("_emb.assigned")).alias("assigned"),
+        F.col("_emb.revoked").alias("revoked"), F.col("_emb.scheduled_delay_ms").alias("scheduled_delay_ms"),
+        F.col("_emb.embedded_error").alias("embedded_error"), q["assignors"].alias("assignors"),
+        F.when(F.col("orphan"), F.concat(
+            F.lit("response with correlation id "), F.col("correlation_id").cast("string"),
+            F.lit(" answers no open request"))).alias("reject"))
+    out = exchanges.unionByName(bad, allowMissingColumns=True).join(F.broadcast(names), "fid").drop("fid")
+    return as_decoded(out.withColumn("source_kind", F.lit("transcript")))
