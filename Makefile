@@ -5,7 +5,7 @@ setup:
 	bash .ci/setup.sh
 
 # Run the whole test suite (two workers on a 2-core machine; tests of one xdist_group,
-# such as the real Connect worker's certification runs, stay on one worker).
+# such as the Spark pipeline's, stay on one worker).
 test: setup
 	.venv/bin/python -m pytest -n auto --dist loadgroup
 

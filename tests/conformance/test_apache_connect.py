@@ -43,8 +43,10 @@ DIVERGENCES: dict[str, str] = {
 }
 
 
+# No xdist_group: under `--dist loadgroup` the three runs spread over the suite's workers
+# instead of queueing on one (a run is mostly a real worker's waits, and each starts its own
+# Kafka and fake broker, so two side by side share nothing).
 @pytest.mark.realkafka
-@pytest.mark.xdist_group("apache-connect")  # one after another: each run starts its own JVMs
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_the_real_connect_worker_is_certified(protocol: str, tmp_path: Path) -> None:
     target_file = ROOT / "fixtures" / "targets" / f"apache-connect-{protocol}.toml"
@@ -80,7 +82,6 @@ def test_the_real_connect_worker_is_certified(protocol: str, tmp_path: Path) -> 
 
 
 @pytest.mark.realkafka
-@pytest.mark.xdist_group("apache-connect")
 def test_a_worker_that_cannot_start_is_broken_with_its_log(tmp_path: Path) -> None:
     """The worker's command fails at once (an unknown connect.protocol): every case is BROKEN,
     quickly, saying why with the worker's own output; nothing is left running."""
