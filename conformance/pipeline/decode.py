@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -252,7 +251,3 @@ def _row(reg: Registry, req: Frame, resp: Frame | None, key: int, version: int, 
            "client_id": client}
     row.update(exchange_fields(api, body, resp_body))
     return row
-
-
-def body_json(text: str | None) -> dict[str, Any] | None:
-    return json.loads(text) if text else None
