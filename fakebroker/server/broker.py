@@ -45,7 +45,7 @@ from ..coordinator.reconcile.records import RecordStore
 from ..coordinator.topics import FixedTopics
 from ..protocol import DecodeError, EncodeError, Registry, Struct, default_registry
 from ..protocol.error_codes import ErrorCode
-from ..protocol.framing import Request, encode_response
+from ..protocol.framing import Request, decode_request, encode_response
 from ..intercept.hooks import (Action, Call, Close, Continue, Defer, Delay, Drop, ErrorResponse,
                                Hold, Hooks, Respond)
 from ..intercept.recording import Recording
@@ -54,7 +54,7 @@ from .apis import api_versions
 from .apis.context import BrokerContext
 from .clock import Clock, RealClock, VirtualClock
 from .config import BrokerConfig
-from .offload import decode
+from .offload import OFFLOAD_DECODE_BYTES, decode
 from .proxy import NO_REPLY, NoReply, Proxy
 from .acl import ANONYMOUS
 from .authorize import PASS, Authorizer
@@ -75,8 +75,9 @@ TICK_RETRY_MS = 1000
 @dataclass
 class Connection:
     id: int
-    peer: str
+    peer: str  # HOST:PORT
     transport: asyncio.Transport
+    host: str = "?"  # the peer's address, as the coordinator reports it
     requests: int = 0
     # Who ends it and why, for the transcript's close event.
     closed_by: str = "client"
@@ -184,13 +185,6 @@ async def _finish(coro: Coroutine[Any, Any, T], awaited: Any) -> T:
     return await _Rest(coro, awaited)  # type: ignore[no-any-return]
 
 
-@dataclass
-class _Pending:
-    future: asyncio.Future[Struct]
-    version: int
-    api_key: int
-
-
 class WriteBehind:
     """The coordinator's store in front of one whose writes are acknowledged later
     (``submit(records) -> concurrent.futures.Future``, e.g. ``KafkaGroupLog``): ``append``
@@ -257,7 +251,8 @@ class FakeBroker:
         self._server: asyncio.base_events.Server | None = None
         self._conn_ids = itertools.count(1)
         self._request_ids = itertools.count(1)
-        self._pending: dict[int, _Pending] = {}
+        # Coordinator requests waiting for their reply (parked, or held by the group log).
+        self._pending: dict[int, asyncio.Future[Struct]] = {}
         self._connections: dict[int, Connection] = {}
         self._tasks: set[asyncio.Future[Any]] = set()  # exchanges that wait
         self._wake = asyncio.Event()
@@ -434,7 +429,7 @@ class FakeBroker:
             transport.close()
             return None
         conn = Connection(next(self._conn_ids), f"{peer[0]}:{peer[1]}" if peer else "?",
-                          transport, broker=self)
+                          transport, host=str(peer[0]) if peer else "?", broker=self)
         if self.config.sasl is not None:
             conn.sasl = SaslGate(self.config.sasl, self.registry)
         self._connections[conn.id] = conn
@@ -668,9 +663,11 @@ class FakeBroker:
             conn.requests += 1
             return await self.proxy.forward_raw(conn, frame)  # no spec: bytes both ways
         try:
-            # A big frame is decoded, and its coordinator view built, off the loop.
-            req, prepared = await decode(self.registry, frame, lambda r: self.coordinator.prepare(
-                r.api_key, r.version, r.body))
+            if len(frame) < OFFLOAD_DECODE_BYTES:  # (most: no coroutine to await)
+                req, prepared = decode_request(self.registry, frame), None
+            else:  # a big frame is decoded, and its coordinator view built, off the loop
+                req, prepared = await decode(self.registry, frame, lambda r: self.coordinator.prepare(
+                    r.api_key, r.version, r.body))
         except DecodeError as e:
             self._record_request(conn, frame, error=str(e))
             return self._refuse(conn, e)
@@ -891,14 +888,15 @@ class FakeBroker:
                     result = await result
             return result
         rid = next(self._request_ids)
-        fut: asyncio.Future[Struct] = asyncio.get_running_loop().create_future()
-        self._pending[rid] = _Pending(fut, req.version, req.api_key)
         client_id = req.header.client_id or ""  # type: ignore[attr-defined]
-        rctx = RequestContext(rid, req.api_key, req.version, client_id, conn.peer.rsplit(":", 1)[0])
-        self._deliver(self.coordinator.handle(rctx, req.body, self.clock.now_ms(), prepared))
+        rctx = RequestContext(rid, req.api_key, req.version, client_id, conn.host)
+        body = self._deliver(self.coordinator.handle(rctx, req.body, self.clock.now_ms(), prepared),
+                             rid)
+        if body is not None:  # answered at once: no future, nothing to wait for (most requests)
+            return body
+        fut: asyncio.Future[Struct] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = fut  # (before any reply can come: those come from the loop)
         try:
-            if fut.done():  # answered at once: nothing to wait for (most requests)
-                return fut.result()
             with self._waiting(fut.done, conn):
                 return await fut
         finally:
@@ -906,12 +904,15 @@ class FakeBroker:
 
     # ------------------------------------------------------------------ coordinator glue
 
-    def _deliver(self, replies: list[Reply]) -> None:
+    def _deliver(self, replies: list[Reply], own: int | None = None) -> Struct | None:
         """Answer ``replies`` now or, while writes to the connect store are unacknowledged,
-        once the last of them is (answers keep their order: they queue on that write)."""
+        once the last of them is (answers keep their order: they queue on that write).
+        Returns the reply to request ``own`` (the one being handled) if it is answered
+        now, for its caller to use directly; None if it waits."""
         unacked = self._writes.unacknowledged() if self._writes is not None else None
+        body = None
         if unacked is None:
-            self._answer(replies)
+            body = self._answer(replies, own=own)
         elif replies:
             loop = asyncio.get_running_loop()
 
@@ -923,20 +924,29 @@ class FakeBroker:
         for event in self.coordinator.drain_events():
             log.info("%s", event)
         self._wake.set()  # deadlines may have moved
+        return body
 
-    def _answer(self, replies: list[Reply], error: BaseException | None = None) -> None:
+    def _answer(self, replies: list[Reply], error: BaseException | None = None,
+                own: int | None = None) -> Struct | None:
         """Resolve the waiting requests; a failed store write fails them (their connections
-        close: the state they would report is not durable)."""
+        close: the state they would report is not durable). The reply to request ``own``,
+        which has no future (its handler is still running), is returned instead."""
         if error is not None:
             log.error("connect store write failed: %s; closing %d waiting connection(s)",
                       error, len(replies))
+        body = None
+        pending = self._pending
         for reply in replies:
-            pending = self._pending.get(reply.request_id)
-            if pending is not None and not pending.future.done():
+            if reply.request_id == own:
+                body = reply.body
+                continue
+            fut = pending.get(reply.request_id)
+            if fut is not None and not fut.done():
                 if error is None:
-                    pending.future.set_result(reply.body)
+                    fut.set_result(reply.body)
                 else:
-                    pending.future.set_exception(error)
+                    fut.set_exception(error)
+        return body
 
     async def _timers(self) -> None:
         """Fire the coordinator's deadlines on the broker's clock. This task never ends
