@@ -2,9 +2,10 @@
 
 Connections are served by an ``asyncio.Protocol`` (``_Link``): bytes read are split into
 frames in the read callback, and each request runs at once, outside any task, until it
-answers or waits (a parked JoinGroup, a hook, the clock); only one that waits goes on in a
-task. Reading pauses while enough is read ahead, and serving pauses while the client does
-not read its answers (the transport's write buffer is full).
+answers or waits (a parked JoinGroup, the clock); one that waits goes on in the callback of
+what it waits on (``_Parked``), without a task. Hooks and the proxy run in a task.
+Reading pauses while enough is read ahead, and serving pauses while the client does not
+read its answers (the transport's write buffer is full).
 
 Each connection is served strictly in order, one request at a time, as Kafka's network
 layer does (it mutes a channel until the response to its request is sent). A client may
@@ -96,7 +97,7 @@ class Connection:
     input_ended: bool = False
     reading_paused: bool = False  # read ahead enough: the transport does not read
     writing_paused: bool = False  # the client does not read its answers: serve no more
-    exchange: asyncio.Future[bytes | None] | None = None  # the request waiting, in a task
+    exchange: asyncio.Future[Any] | None = None  # the request waiting (a task or a _Parked's)
     ended: bool = False  # forgotten by the broker
     sasl: SaslGate | None = None  # the listener's SASL: this connection's authentication
     close_after_reply: str | None = None  # answer, then close (a refused SASL exchange)
@@ -159,30 +160,65 @@ class _Link(asyncio.Protocol):
             self.broker._serve_next(self.conn)
 
 
-class _Rest:
-    """The rest of a coroutine that ran outside a task up to its first wait (on
-    ``awaited``), as an awaitable: a task awaiting it goes on where the coroutine stopped,
-    passing results and exceptions (cancellation) through."""
+class _Parked:
+    """An exchange that ran outside a task up to a wait, going on without one: its
+    coroutine is resumed in the callback of the future it waits on (a Task would add two
+    loop turns, its own creation and two wrappers to every parked JoinGroup and SyncGroup;
+    a rebalance parks about one request per member). ``done`` stands for the exchange in
+    ``Connection.exchange`` and the broker's tasks: ``stop`` cancels it, which closes the
+    coroutine (its ``finally`` blocks run) and ends the connection, as for a task."""
 
-    def __init__(self, coro: Coroutine[Any, Any, Any], awaited: Any) -> None:
-        self.coro, self.awaited = coro, awaited
+    __slots__ = ("broker", "conn", "coro", "done")
 
-    def __await__(self) -> Generator[Any, Any, Any]:
-        coro, awaited = self.coro, self.awaited
-        while True:
-            try:
-                try:
-                    sent = yield awaited
-                except BaseException as e:  # noqa: BLE001 - handed to the coroutine
-                    awaited = coro.throw(e)
-                else:
-                    awaited = coro.send(sent)
-            except StopIteration as done:
-                return done.value
+    def __init__(self, broker: FakeBroker, conn: Connection,
+                 coro: Coroutine[Any, Any, bytes | None]) -> None:
+        self.broker, self.conn, self.coro = broker, conn, coro
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.done.add_done_callback(self._cancelled)
+        conn.exchange = self.done
+        broker._tasks.add(self.done)
 
+    def wait(self, awaited: Any) -> None:
+        """Resume when ``awaited`` (what the coroutine yielded, as to a Task) is done."""
+        if asyncio.isfuture(awaited):
+            awaited._asyncio_future_blocking = False  # (what a Task does with what it gets)
+            awaited.add_done_callback(self._step)
+        elif awaited is None:  # a bare yield (sleep(0)): go on at the next loop turn
+            asyncio.get_running_loop().call_soon(self._step, None)
+        else:
+            asyncio.get_running_loop().call_soon(
+                self._step, None, RuntimeError(f"an exchange yielded {awaited!r}, not a future"))
 
-async def _finish(coro: Coroutine[Any, Any, T], awaited: Any) -> T:
-    return await _Rest(coro, awaited)  # type: ignore[no-any-return]
+    def _step(self, _future: Any, error: BaseException | None = None) -> None:
+        if self.done.done():
+            return  # cancelled meanwhile: the coroutine is closed
+        broker, conn = self.broker, self.conn
+        try:
+            awaited = self.coro.send(None) if error is None else self.coro.throw(error)
+        except StopIteration as stop:
+            self._over()
+            broker._answered(conn, stop.value)
+        except Exception:  # noqa: BLE001 - a bug must cost one connection, never the server
+            self._over()
+            broker._answered(conn, error=True)
+        else:
+            self.wait(awaited)
+            return
+        broker._serve_next(conn)
+
+    def _over(self) -> None:
+        self.done.remove_done_callback(self._cancelled)
+        self.done.set_result(None)
+        self.broker._tasks.discard(self.done)
+        self.conn.exchange = None
+
+    def _cancelled(self, done: asyncio.Future[None]) -> None:
+        """``stop`` cancelled the exchange."""
+        broker, conn = self.broker, self.conn
+        broker._tasks.discard(done)
+        conn.exchange = None
+        self.coro.close()
+        broker._abandoned(conn)
 
 
 class WriteBehind:
@@ -205,6 +241,32 @@ class WriteBehind:
         """The last write, while it is not acknowledged yet."""
         last = self._last
         return None if last is None or last.done() else last
+
+
+class _Waiting:
+    """``FakeBroker._waiting``'s context manager (a class: every parked request enters one)."""
+
+    __slots__ = ("broker", "ready", "conn", "token")
+
+    def __init__(self, broker: FakeBroker, ready: Any, conn: Connection | None) -> None:
+        self.broker, self.ready, self.conn = broker, ready, conn
+
+    def __enter__(self) -> None:
+        broker, conn = self.broker, self.conn
+        self.token = next(broker._wait_ids)
+        broker._waits[self.token] = self.ready
+        broker._busy -= 1
+        if conn is not None:
+            conn.waiting += 1
+            if conn.peer_gone:
+                broker._close(conn, "closed by the client while its request waited")
+
+    def __exit__(self, *exc: object) -> None:
+        broker, conn = self.broker, self.conn
+        broker._busy += 1
+        del broker._waits[self.token]
+        if conn is not None:
+            conn.waiting -= 1
 
 
 @dataclass
@@ -388,24 +450,11 @@ class FakeBroker:
         deadlines = getattr(self.clock, "deadlines", None)
         return not (deadlines is not None and any(d <= now for d in deadlines()))
 
-    @contextlib.contextmanager
-    def _waiting(self, ready: Any, conn: Connection | None = None) -> Any:
-        """Mark the current exchange (of ``conn``) as waiting until ``ready()`` says it may
-        go on. A client that has left by now is closed at once (Kafka's channel close)."""
-        token = next(self._wait_ids)
-        self._waits[token] = ready
-        self._busy -= 1
-        if conn is not None:
-            conn.waiting += 1
-            if conn.peer_gone:
-                self._close(conn, "closed by the client while its request waited")
-        try:
-            yield
-        finally:
-            self._busy += 1
-            del self._waits[token]
-            if conn is not None:
-                conn.waiting -= 1
+    def _waiting(self, ready: Any, conn: Connection | None = None) -> _Waiting:
+        """Context manager: the current exchange (of ``conn``) waits until ``ready()`` says
+        it may go on. A client that has left by now is closed at once (Kafka's channel
+        close)."""
+        return _Waiting(self, ready, conn)
 
     # ------------------------------------------------------------------ connections
 
@@ -528,8 +577,9 @@ class FakeBroker:
 
     def _serve_next(self, conn: Connection) -> None:
         """Serve the connection's frames in order, one at a time: each exchange runs at once
-        (most finish without waiting: no task, no loop turn), one that waits goes on in a
-        task, which serves the next frames when it ends. Also ends a closed connection."""
+        (most finish without waiting: no task, no loop turn); one that waits goes on when
+        what it waits on is done (``_Parked``), and serves the next frames when it ends.
+        Also ends a closed connection."""
         while conn.exchange is None:
             if conn.closed:
                 self._end(conn)
@@ -556,7 +606,7 @@ class FakeBroker:
             except Exception:  # noqa: BLE001 - a bug must cost one connection, never the server
                 self._answered(conn, error=True)
             else:
-                self._wait_for(conn, asyncio.ensure_future(_finish(coro, awaited)))
+                _Parked(self, conn, coro).wait(awaited)
 
     def _wait_for(self, conn: Connection, task: asyncio.Future[bytes | None]) -> None:
         conn.exchange = task
@@ -567,10 +617,7 @@ class FakeBroker:
         self._tasks.discard(task)
         conn.exchange = None
         if task.cancelled():
-            self._busy -= 1
-            conn.in_flight -= 1
-            conn.closed_by, conn.close_reason = "broker", conn.close_reason or "broker stopped"
-            self._end(conn)
+            self._abandoned(conn)
             return
         if task.exception() is not None:
             try:
@@ -580,6 +627,13 @@ class FakeBroker:
         else:
             self._answered(conn, task.result())
         self._serve_next(conn)
+
+    def _abandoned(self, conn: Connection) -> None:
+        """The exchange in progress was cancelled (``stop``): the connection ends."""
+        self._busy -= 1
+        conn.in_flight -= 1
+        conn.closed_by, conn.close_reason = "broker", conn.close_reason or "broker stopped"
+        self._end(conn)
 
     def _answered(self, conn: Connection, out: bytes | None = None, error: bool = False) -> None:
         """Send an exchange's answer (``out``: see ``_exchange``) or close the connection."""
