@@ -35,7 +35,7 @@ import concurrent.futures
 import contextlib
 import itertools
 import logging
-from collections.abc import Coroutine, Generator, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -65,7 +65,6 @@ from .throttle import Throttled
 
 log = logging.getLogger("fakebroker")
 RecordingT = TypeVar("RecordingT", bound=Recording)
-T = TypeVar("T")
 _FRAME_SIZE = 4
 _READ_AHEAD = 16  # frames read ahead of the one being served (pipelining)
 # After a coordinator tick raised: retry on the broker's clock, not at once (a tick that
@@ -198,6 +197,10 @@ class _Parked:
         except StopIteration as stop:
             self._over()
             broker._answered(conn, stop.value)
+        except asyncio.CancelledError:  # what it waited on was cancelled: as a cancelled task
+            self._over()
+            broker._abandoned(conn)
+            return
         except Exception:  # noqa: BLE001 - a bug must cost one connection, never the server
             self._over()
             broker._answered(conn, error=True)

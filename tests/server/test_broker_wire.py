@@ -174,6 +174,34 @@ def test_stop_ends_a_connection_whose_join_is_parked() -> None:
     run(go())
 
 
+def test_a_cancelled_wait_ends_only_its_connection() -> None:
+    """What a parked request waits on being cancelled ends that connection, as a cancelled
+    task did; the broker goes on serving the others."""
+    async def go() -> None:
+        b = FakeBroker(BrokerConfig(), CoordinatorConfig(initial_rebalance_delay_ms=3000),
+                       VirtualClock())
+        await b.start()
+        try:
+            async with await KafkaConnection.open(b.bootstrap) as c, \
+                    await KafkaConnection.open(b.bootstrap) as other:
+                member = (await c.send(join(), 9)).response.member_id
+                parked = c.submit(join(member), 9)
+                for _ in range(100):
+                    if b._pending:
+                        break
+                    await asyncio.sleep(0.01)
+                (waited_on,) = b._pending.values()
+                waited_on.cancel()
+                with pytest.raises(ClientError):
+                    await c.wait(parked)
+                ex = await other.send(REG["ApiVersionsRequest"].new(), 3)
+                assert ex.response.error_code == 0
+                assert (b._busy, b._pending, b._waits, len(b._connections)) == (0, {}, {}, 1)
+        finally:
+            await b.stop()
+    run(go())
+
+
 def test_metadata_find_coordinator_list_offsets_fetch() -> None:
     async def go(broker: FakeBroker) -> None:
         host, port = broker.bootstrap.rsplit(":", 1)
