@@ -39,6 +39,7 @@ from pathlib import Path
 
 from fakebroker.protocol import default_registry
 from fakebroker.realkafka import KafkaSettings, RealKafka, start_real_kafka
+from fakebroker.server import event_loop
 
 sys.path.insert(0, str(Path(__file__).parent))
 from load_client import LoadConnection  # noqa: E402 - bench/ is not a package
@@ -86,15 +87,16 @@ def proc_rss(pid: int | None) -> float:
     return int(open(f"/proc/{pid}/statm").read().split()[1]) * PAGE
 
 
-def start_server(profile: str | None = None) -> tuple[subprocess.Popen[str], str]:
-    """`fakebroker serve` in its own process; under cProfile counting CPU time (stats
-    written to ``profile`` when it stops on SIGTERM) if asked."""
+def start_server(profile: str | None = None,
+                 loop: str = event_loop.DEFAULT_LOOP) -> tuple[subprocess.Popen[str], str]:
+    """`fakebroker serve` in its own process on event loop ``loop``; under cProfile counting
+    CPU time (stats written to ``profile`` when it stops on SIGTERM) if asked."""
     cmd = [PROFILED, profile] if profile else ["-m", "fakebroker.cli"]
     proc = subprocess.Popen(
         [sys.executable, *cmd, "serve", "--port", "0", "--log-level", "WARNING",
          "--initial-rebalance-delay-ms", str(INITIAL_DELAY_MS),
          "--min-session-timeout-ms", str(MIN_SESSION_MS), "--max-group-size", "1000000",
-         "--max-connections", "1000000"],
+         "--max-connections", "1000000", "--event-loop", loop],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()
@@ -250,6 +252,8 @@ def main() -> None:
     p.add_argument("--broker", choices=("both", "fake", "real"), default="both",
                    help="which brokers to measure (default both, with fake/real ratios)")
     p.add_argument("--kafka-heap-mb", type=int, default=1024, help="the real broker's JVM heap")
+    p.add_argument("--loop", choices=list(event_loop.LOOPS), default=event_loop.DEFAULT_LOOP,
+                   help="the event loop of the fake broker and of the load generator")
     p.add_argument("--json", action="store_true", help="print results as JSON")
     p.add_argument("--profile-server", metavar="FILE",
                    help="run the fake broker under cProfile and write its stats to FILE "
@@ -264,7 +268,7 @@ def main() -> None:
     rows = []
     try:
         if a.broker in ("both", "fake"):
-            fake_proc, bootstrap = start_server(a.profile_server)
+            fake_proc, bootstrap = start_server(a.profile_server, a.loop)
             brokers.append(("fake", bootstrap, fake_proc.pid))
             print(f"fake broker at {bootstrap} (pid {fake_proc.pid})", file=sys.stderr)
         if a.broker in ("both", "real"):
@@ -274,7 +278,8 @@ def main() -> None:
                   file=sys.stderr)
         for n in sizes:
             for name, bootstrap, pid in brokers:
-                runs = [asyncio.run(one_run(name, bootstrap, pid, n, a.seconds, r)) for r in range(a.repeats)]
+                runs = [event_loop.run(one_run(name, bootstrap, pid, n, a.seconds, r), a.loop)
+                        for r in range(a.repeats)]
                 med = Result(name, n, *(statistics.median(getattr(r, f) for r in runs) for f in FIELDS))
                 rows.append(med)
                 print(f"{name} N={n}: done ({a.repeats} runs): {asdict(med)}", file=sys.stderr, flush=True)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from .errors import DecodeError, EncodeError
 from .messages import Struct
-from .registry import Registry
+from .registry import MessageType, Registry
 
 API_VERSIONS_KEY = 18
 CONTROLLED_SHUTDOWN_KEY = 7
@@ -74,32 +74,55 @@ def peek_request_key(frame: bytes) -> tuple[int, int]:
     return key, version
 
 
+def _layout(registry: Registry, kind: str, key: int, version: int) -> tuple[int, MessageType, MessageType] | None:
+    """A frame's header version, header type and body type for a ``kind`` ("request" or
+    "response") of an API key and version with a spec (None otherwise), looked up once
+    per registry: this is on every request's path, and specs are only ever added."""
+    layout = registry.frame_layouts.get((kind, key, version))
+    if layout is None:
+        body_type = (registry.requests if kind == "request" else registry.responses).get(key)
+        if body_type is None or not body_type.supports(version):
+            return None
+        if kind == "request":
+            layout = (request_header_version(registry, key, version), registry["RequestHeader"], body_type)
+        else:
+            layout = (response_header_version(registry, key, version), registry["ResponseHeader"], body_type)
+        registry.frame_layouts[(kind, key, version)] = layout
+    return layout
+
+
 def decode_request(registry: Registry, frame: bytes | bytearray | memoryview, *, base: int = 0) -> Request:
     """Decode a request frame (without its size prefix). Requests describe themselves."""
     buf = bytes(frame)
     key, version = peek_request_key(buf)
+    layout = _layout(registry, "request", key, version)
+    if layout is not None:
+        hv, header_type, body_type = layout
+        try:
+            header, pos = header_type.decode_from(buf, 0, hv)
+        except DecodeError as e:
+            raise e.shift(base) from None
+        try:
+            body = body_type.decode(buf[pos:], version, base=base + pos)
+        except DecodeError as e:
+            e.header = header
+            raise
+        return Request(header, body, hv)
+    # An unknown API key or an unsupported version: the error names which (the header of
+    # an unsupported version is read as v1, to give the answer its correlation id).
     if key not in registry.requests:
         raise DecodeError("RequestHeader.RequestApiKey", base, "unknown-api-key",
                           f"API key {key} has no spec loaded")
-    hv = request_header_version(registry, key, version) if registry.request(key).supports(version) else 1
-    header_type = registry["RequestHeader"]
     try:
-        header, pos = header_type.decode_from(buf, 0, hv)
+        header, pos = registry["RequestHeader"].decode_from(buf, 0, 1)
     except DecodeError as e:
         raise e.shift(base) from None
     body_type = registry.request(key)
-    if not body_type.supports(version):
-        err = DecodeError(f"{body_type.name}", base + pos, "unsupported-version",
-                          f"version {version} is outside {body_type.name}'s valid versions "
-                          f"{body_type.spec.valid_versions}")
-        err.header = header
-        raise err
-    try:
-        body = body_type.decode(buf[pos:], version, base=base + pos)
-    except DecodeError as e:
-        e.header = header
-        raise
-    return Request(header, body, hv)
+    err = DecodeError(f"{body_type.name}", base + pos, "unsupported-version",
+                      f"version {version} is outside {body_type.name}'s valid versions "
+                      f"{body_type.spec.valid_versions}")
+    err.header = header
+    raise err
 
 
 def encode_request(registry: Registry, body: Struct, version: int, correlation_id: int,
@@ -141,8 +164,9 @@ def encode_response(registry: Registry, body: Struct, version: int, correlation_
         raise EncodeError(body_type.name, "wrong-type", "not a response")
     key = body_type.api_key
     assert key is not None
-    hv = response_header_version(registry, key, version)
-    header_type = registry["ResponseHeader"]
+    # (For a version with no spec, the body's encoder refuses it, naming the version.)
+    hv, header_type, _ = (_layout(registry, "response", key, version)
+                          or (0, registry["ResponseHeader"], body_type))
     w = bytearray(4) if size_prefix else bytearray()
     header_type.encode_into(header_type.new(correlation_id=correlation_id), hv, w)
     body_type.encode_into(body, version, w)

@@ -147,6 +147,9 @@ class Registry:
         self.types: dict[str, MessageType] = {}
         self.requests: dict[int, MessageType] = {}
         self.responses: dict[int, MessageType] = {}
+        # framing.py's per (kind, API key, version) header version and types (entries never
+        # change: specs are only ever added, and an API key never changes hands).
+        self.frame_layouts: dict[tuple[str, int, int], tuple[int, MessageType, MessageType]] = {}
         for spec in specs:
             self.add(spec)
 

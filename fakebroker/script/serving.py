@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from ..protocol import Registry
+from ..server import event_loop
 from ..server.broker import FakeBroker
 from ..server.serve_cli import build_broker, stop_on_signals, write_ready_file
 from .recorder import Recorder
@@ -81,8 +82,8 @@ def run(args: argparse.Namespace, registry: Registry) -> int:
         log.info("recording to %s", path)
     try:
         if script is not None:
-            return asyncio.run(_play(broker, script, registry, args))
-        asyncio.run(_serve(broker, args.ready_file))
+            return event_loop.run(_play(broker, script, registry, args), args.event_loop)
+        event_loop.run(_serve(broker, args.ready_file), args.event_loop)
     except OSError as e:
         return _fail(f"cannot listen on {args.host}:{args.port}: {e.strerror or e}", 1)
     return EXIT_OK

@@ -2,9 +2,10 @@
 
 Connections are served by an ``asyncio.Protocol`` (``_Link``): bytes read are split into
 frames in the read callback, and each request runs at once, outside any task, until it
-answers or waits (a parked JoinGroup, a hook, the clock); only one that waits goes on in a
-task. Reading pauses while enough is read ahead, and serving pauses while the client does
-not read its answers (the transport's write buffer is full).
+answers or waits (a parked JoinGroup, the clock); one that waits goes on in the callback of
+what it waits on (``_Parked``), without a task. Hooks and the proxy run in a task.
+Reading pauses while enough is read ahead, and serving pauses while the client does not
+read its answers (the transport's write buffer is full).
 
 Each connection is served strictly in order, one request at a time, as Kafka's network
 layer does (it mutes a channel until the response to its request is sent). A client may
@@ -34,7 +35,7 @@ import concurrent.futures
 import contextlib
 import itertools
 import logging
-from collections.abc import Coroutine, Generator, Sequence
+from collections.abc import Coroutine, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -45,7 +46,7 @@ from ..coordinator.reconcile.records import RecordStore
 from ..coordinator.topics import FixedTopics
 from ..protocol import DecodeError, EncodeError, Registry, Struct, default_registry
 from ..protocol.error_codes import ErrorCode
-from ..protocol.framing import Request, encode_response
+from ..protocol.framing import Request, decode_request, encode_response
 from ..intercept.hooks import (Action, Call, Close, Continue, Defer, Delay, Drop, ErrorResponse,
                                Hold, Hooks, Respond)
 from ..intercept.recording import Recording
@@ -54,7 +55,7 @@ from .apis import api_versions
 from .apis.context import BrokerContext
 from .clock import Clock, RealClock, VirtualClock
 from .config import BrokerConfig
-from .offload import decode
+from .offload import OFFLOAD_DECODE_BYTES, decode
 from .proxy import NO_REPLY, NoReply, Proxy
 from .acl import ANONYMOUS
 from .authorize import PASS, Authorizer
@@ -64,7 +65,6 @@ from .throttle import Throttled
 
 log = logging.getLogger("fakebroker")
 RecordingT = TypeVar("RecordingT", bound=Recording)
-T = TypeVar("T")
 _FRAME_SIZE = 4
 _READ_AHEAD = 16  # frames read ahead of the one being served (pipelining)
 # After a coordinator tick raised: retry on the broker's clock, not at once (a tick that
@@ -75,8 +75,9 @@ TICK_RETRY_MS = 1000
 @dataclass
 class Connection:
     id: int
-    peer: str
+    peer: str  # HOST:PORT
     transport: asyncio.Transport
+    host: str = "?"  # the peer's address, as the coordinator reports it
     requests: int = 0
     # Who ends it and why, for the transcript's close event.
     closed_by: str = "client"
@@ -95,7 +96,7 @@ class Connection:
     input_ended: bool = False
     reading_paused: bool = False  # read ahead enough: the transport does not read
     writing_paused: bool = False  # the client does not read its answers: serve no more
-    exchange: asyncio.Future[bytes | None] | None = None  # the request waiting, in a task
+    exchange: asyncio.Future[Any] | None = None  # the request waiting (a task or a _Parked's)
     ended: bool = False  # forgotten by the broker
     sasl: SaslGate | None = None  # the listener's SASL: this connection's authentication
     close_after_reply: str | None = None  # answer, then close (a refused SASL exchange)
@@ -158,37 +159,69 @@ class _Link(asyncio.Protocol):
             self.broker._serve_next(self.conn)
 
 
-class _Rest:
-    """The rest of a coroutine that ran outside a task up to its first wait (on
-    ``awaited``), as an awaitable: a task awaiting it goes on where the coroutine stopped,
-    passing results and exceptions (cancellation) through."""
+class _Parked:
+    """An exchange that ran outside a task up to a wait, going on without one: its
+    coroutine is resumed in the callback of the future it waits on (a Task would add two
+    loop turns, its own creation and two wrappers to every parked JoinGroup and SyncGroup;
+    a rebalance parks about one request per member). ``done`` stands for the exchange in
+    ``Connection.exchange`` and the broker's tasks: ``stop`` cancels it, which closes the
+    coroutine (its ``finally`` blocks run) and ends the connection, as for a task."""
 
-    def __init__(self, coro: Coroutine[Any, Any, Any], awaited: Any) -> None:
-        self.coro, self.awaited = coro, awaited
+    __slots__ = ("broker", "conn", "coro", "done")
 
-    def __await__(self) -> Generator[Any, Any, Any]:
-        coro, awaited = self.coro, self.awaited
-        while True:
-            try:
-                try:
-                    sent = yield awaited
-                except BaseException as e:  # noqa: BLE001 - handed to the coroutine
-                    awaited = coro.throw(e)
-                else:
-                    awaited = coro.send(sent)
-            except StopIteration as done:
-                return done.value
+    def __init__(self, broker: FakeBroker, conn: Connection,
+                 coro: Coroutine[Any, Any, bytes | None]) -> None:
+        self.broker, self.conn, self.coro = broker, conn, coro
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self.done.add_done_callback(self._cancelled)
+        conn.exchange = self.done
+        broker._tasks.add(self.done)
 
+    def wait(self, awaited: Any) -> None:
+        """Resume when ``awaited`` (what the coroutine yielded, as to a Task) is done."""
+        if asyncio.isfuture(awaited):
+            awaited._asyncio_future_blocking = False  # (what a Task does with what it gets)
+            awaited.add_done_callback(self._step)
+        elif awaited is None:  # a bare yield (sleep(0)): go on at the next loop turn
+            asyncio.get_running_loop().call_soon(self._step, None)
+        else:
+            asyncio.get_running_loop().call_soon(
+                self._step, None, RuntimeError(f"an exchange yielded {awaited!r}, not a future"))
 
-async def _finish(coro: Coroutine[Any, Any, T], awaited: Any) -> T:
-    return await _Rest(coro, awaited)  # type: ignore[no-any-return]
+    def _step(self, _future: Any, error: BaseException | None = None) -> None:
+        if self.done.done():
+            return  # cancelled meanwhile: the coroutine is closed
+        broker, conn = self.broker, self.conn
+        try:
+            awaited = self.coro.send(None) if error is None else self.coro.throw(error)
+        except StopIteration as stop:
+            self._over()
+            broker._answered(conn, stop.value)
+        except asyncio.CancelledError:  # what it waited on was cancelled: as a cancelled task
+            self._over()
+            broker._abandoned(conn)
+            return
+        except Exception:  # noqa: BLE001 - a bug must cost one connection, never the server
+            self._over()
+            broker._answered(conn, error=True)
+        else:
+            self.wait(awaited)
+            return
+        broker._serve_next(conn)
 
+    def _over(self) -> None:
+        self.done.remove_done_callback(self._cancelled)
+        self.done.set_result(None)
+        self.broker._tasks.discard(self.done)
+        self.conn.exchange = None
 
-@dataclass
-class _Pending:
-    future: asyncio.Future[Struct]
-    version: int
-    api_key: int
+    def _cancelled(self, done: asyncio.Future[None]) -> None:
+        """``stop`` cancelled the exchange."""
+        broker, conn = self.broker, self.conn
+        broker._tasks.discard(done)
+        conn.exchange = None
+        self.coro.close()
+        broker._abandoned(conn)
 
 
 class WriteBehind:
@@ -211,6 +244,32 @@ class WriteBehind:
         """The last write, while it is not acknowledged yet."""
         last = self._last
         return None if last is None or last.done() else last
+
+
+class _Waiting:
+    """``FakeBroker._waiting``'s context manager (a class: every parked request enters one)."""
+
+    __slots__ = ("broker", "ready", "conn", "token")
+
+    def __init__(self, broker: FakeBroker, ready: Any, conn: Connection | None) -> None:
+        self.broker, self.ready, self.conn = broker, ready, conn
+
+    def __enter__(self) -> None:
+        broker, conn = self.broker, self.conn
+        self.token = next(broker._wait_ids)
+        broker._waits[self.token] = self.ready
+        broker._busy -= 1
+        if conn is not None:
+            conn.waiting += 1
+            if conn.peer_gone:
+                broker._close(conn, "closed by the client while its request waited")
+
+    def __exit__(self, *exc: object) -> None:
+        broker, conn = self.broker, self.conn
+        broker._busy += 1
+        del broker._waits[self.token]
+        if conn is not None:
+            conn.waiting -= 1
 
 
 @dataclass
@@ -257,7 +316,8 @@ class FakeBroker:
         self._server: asyncio.base_events.Server | None = None
         self._conn_ids = itertools.count(1)
         self._request_ids = itertools.count(1)
-        self._pending: dict[int, _Pending] = {}
+        # Coordinator requests waiting for their reply (parked, or held by the group log).
+        self._pending: dict[int, asyncio.Future[Struct]] = {}
         self._connections: dict[int, Connection] = {}
         self._tasks: set[asyncio.Future[Any]] = set()  # exchanges that wait
         self._wake = asyncio.Event()
@@ -393,24 +453,11 @@ class FakeBroker:
         deadlines = getattr(self.clock, "deadlines", None)
         return not (deadlines is not None and any(d <= now for d in deadlines()))
 
-    @contextlib.contextmanager
-    def _waiting(self, ready: Any, conn: Connection | None = None) -> Any:
-        """Mark the current exchange (of ``conn``) as waiting until ``ready()`` says it may
-        go on. A client that has left by now is closed at once (Kafka's channel close)."""
-        token = next(self._wait_ids)
-        self._waits[token] = ready
-        self._busy -= 1
-        if conn is not None:
-            conn.waiting += 1
-            if conn.peer_gone:
-                self._close(conn, "closed by the client while its request waited")
-        try:
-            yield
-        finally:
-            self._busy += 1
-            del self._waits[token]
-            if conn is not None:
-                conn.waiting -= 1
+    def _waiting(self, ready: Any, conn: Connection | None = None) -> _Waiting:
+        """Context manager: the current exchange (of ``conn``) waits until ``ready()`` says
+        it may go on. A client that has left by now is closed at once (Kafka's channel
+        close)."""
+        return _Waiting(self, ready, conn)
 
     # ------------------------------------------------------------------ connections
 
@@ -434,7 +481,7 @@ class FakeBroker:
             transport.close()
             return None
         conn = Connection(next(self._conn_ids), f"{peer[0]}:{peer[1]}" if peer else "?",
-                          transport, broker=self)
+                          transport, host=str(peer[0]) if peer else "?", broker=self)
         if self.config.sasl is not None:
             conn.sasl = SaslGate(self.config.sasl, self.registry)
         self._connections[conn.id] = conn
@@ -533,8 +580,9 @@ class FakeBroker:
 
     def _serve_next(self, conn: Connection) -> None:
         """Serve the connection's frames in order, one at a time: each exchange runs at once
-        (most finish without waiting: no task, no loop turn), one that waits goes on in a
-        task, which serves the next frames when it ends. Also ends a closed connection."""
+        (most finish without waiting: no task, no loop turn); one that waits goes on when
+        what it waits on is done (``_Parked``), and serves the next frames when it ends.
+        Also ends a closed connection."""
         while conn.exchange is None:
             if conn.closed:
                 self._end(conn)
@@ -561,7 +609,7 @@ class FakeBroker:
             except Exception:  # noqa: BLE001 - a bug must cost one connection, never the server
                 self._answered(conn, error=True)
             else:
-                self._wait_for(conn, asyncio.ensure_future(_finish(coro, awaited)))
+                _Parked(self, conn, coro).wait(awaited)
 
     def _wait_for(self, conn: Connection, task: asyncio.Future[bytes | None]) -> None:
         conn.exchange = task
@@ -572,10 +620,7 @@ class FakeBroker:
         self._tasks.discard(task)
         conn.exchange = None
         if task.cancelled():
-            self._busy -= 1
-            conn.in_flight -= 1
-            conn.closed_by, conn.close_reason = "broker", conn.close_reason or "broker stopped"
-            self._end(conn)
+            self._abandoned(conn)
             return
         if task.exception() is not None:
             try:
@@ -585,6 +630,13 @@ class FakeBroker:
         else:
             self._answered(conn, task.result())
         self._serve_next(conn)
+
+    def _abandoned(self, conn: Connection) -> None:
+        """The exchange in progress was cancelled (``stop``): the connection ends."""
+        self._busy -= 1
+        conn.in_flight -= 1
+        conn.closed_by, conn.close_reason = "broker", conn.close_reason or "broker stopped"
+        self._end(conn)
 
     def _answered(self, conn: Connection, out: bytes | None = None, error: bool = False) -> None:
         """Send an exchange's answer (``out``: see ``_exchange``) or close the connection."""
@@ -668,9 +720,11 @@ class FakeBroker:
             conn.requests += 1
             return await self.proxy.forward_raw(conn, frame)  # no spec: bytes both ways
         try:
-            # A big frame is decoded, and its coordinator view built, off the loop.
-            req, prepared = await decode(self.registry, frame, lambda r: self.coordinator.prepare(
-                r.api_key, r.version, r.body))
+            if len(frame) < OFFLOAD_DECODE_BYTES:  # (most: no coroutine to await)
+                req, prepared = decode_request(self.registry, frame), None
+            else:  # a big frame is decoded, and its coordinator view built, off the loop
+                req, prepared = await decode(self.registry, frame, lambda r: self.coordinator.prepare(
+                    r.api_key, r.version, r.body))
         except DecodeError as e:
             self._record_request(conn, frame, error=str(e))
             return self._refuse(conn, e)
@@ -891,14 +945,15 @@ class FakeBroker:
                     result = await result
             return result
         rid = next(self._request_ids)
-        fut: asyncio.Future[Struct] = asyncio.get_running_loop().create_future()
-        self._pending[rid] = _Pending(fut, req.version, req.api_key)
         client_id = req.header.client_id or ""  # type: ignore[attr-defined]
-        rctx = RequestContext(rid, req.api_key, req.version, client_id, conn.peer.rsplit(":", 1)[0])
-        self._deliver(self.coordinator.handle(rctx, req.body, self.clock.now_ms(), prepared))
+        rctx = RequestContext(rid, req.api_key, req.version, client_id, conn.host)
+        body = self._deliver(self.coordinator.handle(rctx, req.body, self.clock.now_ms(), prepared),
+                             rid)
+        if body is not None:  # answered at once: no future, nothing to wait for (most requests)
+            return body
+        fut: asyncio.Future[Struct] = asyncio.get_running_loop().create_future()
+        self._pending[rid] = fut  # (before any reply can come: those come from the loop)
         try:
-            if fut.done():  # answered at once: nothing to wait for (most requests)
-                return fut.result()
             with self._waiting(fut.done, conn):
                 return await fut
         finally:
@@ -906,12 +961,15 @@ class FakeBroker:
 
     # ------------------------------------------------------------------ coordinator glue
 
-    def _deliver(self, replies: list[Reply]) -> None:
+    def _deliver(self, replies: list[Reply], own: int | None = None) -> Struct | None:
         """Answer ``replies`` now or, while writes to the connect store are unacknowledged,
-        once the last of them is (answers keep their order: they queue on that write)."""
+        once the last of them is (answers keep their order: they queue on that write).
+        Returns the reply to request ``own`` (the one being handled) if it is answered
+        now, for its caller to use directly; None if it waits."""
         unacked = self._writes.unacknowledged() if self._writes is not None else None
+        body = None
         if unacked is None:
-            self._answer(replies)
+            body = self._answer(replies, own=own)
         elif replies:
             loop = asyncio.get_running_loop()
 
@@ -923,20 +981,29 @@ class FakeBroker:
         for event in self.coordinator.drain_events():
             log.info("%s", event)
         self._wake.set()  # deadlines may have moved
+        return body
 
-    def _answer(self, replies: list[Reply], error: BaseException | None = None) -> None:
+    def _answer(self, replies: list[Reply], error: BaseException | None = None,
+                own: int | None = None) -> Struct | None:
         """Resolve the waiting requests; a failed store write fails them (their connections
-        close: the state they would report is not durable)."""
+        close: the state they would report is not durable). The reply to request ``own``,
+        which has no future (its handler is still running), is returned instead."""
         if error is not None:
             log.error("connect store write failed: %s; closing %d waiting connection(s)",
                       error, len(replies))
+        body = None
+        pending = self._pending
         for reply in replies:
-            pending = self._pending.get(reply.request_id)
-            if pending is not None and not pending.future.done():
+            if reply.request_id == own:
+                body = reply.body
+                continue
+            fut = pending.get(reply.request_id)
+            if fut is not None and not fut.done():
                 if error is None:
-                    pending.future.set_result(reply.body)
+                    fut.set_result(reply.body)
                 else:
-                    pending.future.set_exception(error)
+                    fut.set_exception(error)
+        return body
 
     async def _timers(self) -> None:
         """Fire the coordinator's deadlines on the broker's clock. This task never ends

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..coordinator.config import CoordinatorConfig
 from ..protocol import Registry
+from . import event_loop
 from .broker import FakeBroker
 from .config import (DEFAULT_IDLE_TIMEOUT_MS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_FRAME_BYTES,
                      MIN_FRAME_BYTES, BrokerConfig, TlsConfig, Topic)
@@ -95,6 +96,9 @@ def add_parser(sub: argparse._SubParsersAction, common: argparse.ArgumentParser)
                           "Kafka answers it. Without SASL every client is User:ANONYMOUS")
     p.add_argument("--log-level", default="INFO",
                    choices=["DEBUG", "INFO", "WARNING", "ERROR"], help="log verbosity")
+    p.add_argument("--event-loop", default=event_loop.DEFAULT_LOOP, choices=list(event_loop.LOOPS),
+                   help="the event loop to serve on: uvloop (libuv, about half the loop's CPU "
+                        "per request) or asyncio's own")
     p.set_defaults(func=cmd_serve)
 
 
@@ -206,7 +210,7 @@ def cmd_serve(args: argparse.Namespace, registry: Registry) -> int:
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, FULL_GC_EVERY)
     try:
-        asyncio.run(_serve(broker, args.ready_file))
+        event_loop.run(_serve(broker, args.ready_file), args.event_loop)
     except UpstreamError as e:
         print(f"fakebroker serve: {e}", file=sys.stderr)
         return 1

@@ -144,6 +144,64 @@ def test_pipelined_requests_answered_in_order_behind_a_parked_join() -> None:
     run(go())
 
 
+def test_stop_ends_a_connection_whose_join_is_parked() -> None:
+    """A parked request waits outside any task; stopping the broker cancels it all the
+    same: its connection closes as stopped by the broker, and nothing is left waiting."""
+    async def go() -> None:
+        b = FakeBroker(BrokerConfig(), CoordinatorConfig(initial_rebalance_delay_ms=3000),
+                       VirtualClock())
+        await b.start()
+        stopped = False
+        try:
+            async with await KafkaConnection.open(b.bootstrap) as c:
+                member = (await c.send(join(), 9)).response.member_id
+                parked = c.submit(join(member), 9)            # waits for the initial delay
+                for _ in range(100):
+                    if b._pending:
+                        break
+                    await asyncio.sleep(0.01)
+                (conn,) = b._connections.values()
+                assert conn.exchange is not None and len(b._pending) == 1
+                await b.stop()
+                stopped = True
+                with pytest.raises(ClientError):
+                    await c.wait(parked)
+            assert (conn.closed, conn.closed_by, conn.close_reason) == (True, "broker", "broker stopped")
+            assert (b._busy, b._pending, b._tasks, b._waits, b._connections) == (0, {}, set(), {}, {})
+        finally:
+            if not stopped:
+                await b.stop()
+    run(go())
+
+
+def test_a_cancelled_wait_ends_only_its_connection() -> None:
+    """What a parked request waits on being cancelled ends that connection, as a cancelled
+    task did; the broker goes on serving the others."""
+    async def go() -> None:
+        b = FakeBroker(BrokerConfig(), CoordinatorConfig(initial_rebalance_delay_ms=3000),
+                       VirtualClock())
+        await b.start()
+        try:
+            async with await KafkaConnection.open(b.bootstrap) as c, \
+                    await KafkaConnection.open(b.bootstrap) as other:
+                member = (await c.send(join(), 9)).response.member_id
+                parked = c.submit(join(member), 9)
+                for _ in range(100):
+                    if b._pending:
+                        break
+                    await asyncio.sleep(0.01)
+                (waited_on,) = b._pending.values()
+                waited_on.cancel()
+                with pytest.raises(ClientError):
+                    await c.wait(parked)
+                ex = await other.send(REG["ApiVersionsRequest"].new(), 3)
+                assert ex.response.error_code == 0
+                assert (b._busy, b._pending, b._waits, len(b._connections)) == (0, {}, {}, 1)
+        finally:
+            await b.stop()
+    run(go())
+
+
 def test_metadata_find_coordinator_list_offsets_fetch() -> None:
     async def go(broker: FakeBroker) -> None:
         host, port = broker.bootstrap.rsplit(":", 1)
