@@ -33,7 +33,7 @@ from .assignors import AssignorError
 from ..errors import Code, InvariantBroken, RuleViolation
 from ..events import (AssignmentComputeRequested, GroupEpochChanged, GroupEvent, MemberEpochChanged,
                       MemberJoined, MemberRemoved, RemovalReason, TargetAssignmentChanged)
-from .member import (AssignmentPayload, ClientAssignor, CurrentAssignment, Member,
+from .member import (NO_PAYLOAD, AssignmentPayload, ClientAssignor, CurrentAssignment, Member,
                      MemberMetadata, MemberState, MemberTarget)
 from .reconciliation import reconcile
 from .records import (CurrentAssignmentRecord, CurrentAssignmentValue, GroupMetadataRecord,
@@ -42,7 +42,7 @@ from .records import (CurrentAssignmentRecord, CurrentAssignmentValue, GroupMeta
                       TargetMemberValue, UnitSetMetadataRecord)
 from .target import Installed, ServerAssigned, TargetPolicy
 from ..timers import Timers
-from .units import U, sorted_units
+from .units import EMPTY, U, frozen, sorted_units
 from .validation import (JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH,
                          require_assigned_members_exist, require_group_not_full,
                          require_install_epoch_usable, require_member_epoch_current,
@@ -385,7 +385,7 @@ class GroupEngine(Generic[U]):
         require_member_known(self._metadata, member_id)
         before = self._current_of(member_id)
         after = replace(before, member_epoch=STATIC_LEAVE_EPOCH,
-                        pending_revocation=frozenset())
+                        pending_revocation=EMPTY)
         records: list[Record] = [CurrentAssignmentRecord(self.group_id, member_id,
                                                          _current_value(after))]
         self._commit(records)
@@ -529,7 +529,7 @@ class GroupEngine(Generic[U]):
                     name, assignment = self.policy.compute(overlay(), self._target, catalog)
                 except AssignorError as err:
                     raise RuleViolation(E.UNKNOWN_SERVER_ERROR, "assignor-succeeds", str(err)) from err
-                new_target = {m: MemberTarget(units) for m, units in assignment.items()}
+                new_target = {m: self._target_of(m, units) for m, units in assignment.items()}
                 records.extend(self._target_records(new_target))
                 records.append(TargetAssignmentMetadataRecord(self.group_id, group_epoch))
                 events.append(TargetAssignmentChanged(self.group_id, now_ms, group_epoch, f"assignor:{name}"))
@@ -722,6 +722,14 @@ class GroupEngine(Generic[U]):
     def _metadata_view(self) -> dict[str, MemberMetadata]:
         return {mid: md for mid, (md, _) in self._metadata.items()}
 
+    def _target_of(self, member_id: str, units: frozenset[U]) -> MemberTarget[U]:
+        """A server assignor's target for a member: its current one when unchanged (most
+        are, and then nothing per member is allocated or compared unit by unit)."""
+        kept = self._target.get(member_id)
+        if kept is not None and kept.units == units and kept.payload == NO_PAYLOAD:
+            return kept
+        return MemberTarget(units)
+
     def _current_of(self, member_id: str) -> CurrentAssignment[U]:
         return self._current.get(member_id, CurrentAssignment())
 
@@ -780,7 +788,7 @@ class GroupEngine(Generic[U]):
                 md = MemberMetadata(instance_id=v.instance_id, client_id=v.client_id,
                                     client_host=v.client_host,
                                     rebalance_timeout_ms=v.rebalance_timeout_ms,
-                                    subscription=frozenset(v.subscription),
+                                    subscription=frozen(v.subscription),
                                     server_assignor=v.server_assignor,
                                     client_assignors=v.client_assignors)
                 self._metadata[record.member_id] = (md, v.group_epoch)
@@ -792,7 +800,7 @@ class GroupEngine(Generic[U]):
             if record.value is None:
                 self._target.pop(record.member_id, None)
             else:
-                self._target[record.member_id] = MemberTarget(frozenset(record.value.units),
+                self._target[record.member_id] = MemberTarget(frozen(record.value.units),
                                                               record.value.payload)
         elif isinstance(record, CurrentAssignmentRecord):
             self._replay_current(record)
@@ -802,15 +810,15 @@ class GroupEngine(Generic[U]):
     def _replay_current(self, record: CurrentAssignmentRecord[U]) -> None:
         mid = record.member_id
         old = self._current.pop(mid, None)
-        held_before = old.held if old is not None else frozenset()
+        held_before = old.held if old is not None else EMPTY
         if record.value is None:
-            held_after: frozenset[U] = frozenset()
+            held_after: frozenset[U] = EMPTY
         else:
             v = record.value
             new: CurrentAssignment[U] = CurrentAssignment(
                 state=v.state, member_epoch=v.member_epoch,
-                previous_member_epoch=v.previous_member_epoch, assigned=frozenset(v.assigned),
-                pending_revocation=frozenset(v.pending_revocation), payload=v.payload)
+                previous_member_epoch=v.previous_member_epoch, assigned=frozen(v.assigned),
+                pending_revocation=frozen(v.pending_revocation), payload=v.payload)
             held_after = new.held
         # Only the units that change hands: the units kept are this member's already.
         for unit in held_before - held_after:
