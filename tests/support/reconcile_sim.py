@@ -83,11 +83,18 @@ def round_robin_installer(units: Iterable[U]) -> InstallFn[U]:
         if not members:
             return {}
         quota, extra = divmod(len(universe), len(members))
-        out: dict[str, set[U]] = {}
+        # A member's target units, while they all stay with it: its set object itself (most
+        # members keep theirs; nothing is copied or sorted for them).
+        out: dict[str, frozenset[U] | set[U]] = {}
         taken: set[U] = set()
         for index, m in enumerate(prepared.members):
             limit = quota + (1 if index < extra else 0)
-            keep = [u for u in sorted_units(m.target.units) if u in valid and u not in taken]
+            units = m.target.units
+            if len(units) <= limit and units <= valid and units.isdisjoint(taken):
+                out[m.member_id] = units
+                taken.update(units)
+                continue
+            keep = [u for u in sorted_units(units) if u in valid and u not in taken]
             out[m.member_id] = set(keep[:limit])
             taken.update(keep[:limit])
         # The free units in order, each to the least-loaded member (ties: smallest id).
@@ -95,11 +102,10 @@ def round_robin_installer(units: Iterable[U]) -> InstallFn[U]:
         heapq.heapify(loads)
         for unit in sorted_units(valid - taken):
             load, mid = loads[0]
-            out[mid].add(unit)
+            out[mid] = {*out[mid], unit}
             heapq.heapreplace(loads, (load + 1, mid))
-        # A member whose target stays is handed the same object again (no copy per member).
-        return {m.member_id: m.target if m.target.payload == NO_PAYLOAD
-                and m.target.units == out[m.member_id] else MemberTarget(frozenset(out[m.member_id]))
+        return {m.member_id: m.target if out[m.member_id] is m.target.units
+                and m.target.payload == NO_PAYLOAD else MemberTarget(frozenset(out[m.member_id]))
                 for m in prepared.members}
 
     return install
