@@ -8,20 +8,25 @@ timed part is everything after the join / leave: the engine's work and the scrip
 members' (small) share. Time is virtual: a round is one heartbeat interval, or N virtual
 ms when that is longer (connect groups' sessions are then lengthened to 3 N ms, so no
 member expires between its own heartbeats). The per-heartbeat column is the figure to
-compare across N (it should stay flat).
+compare across N (it should stay flat). Each run starts after a full collection (the
+setup's garbage is not charged to the run); a row is the median of at least ``--repeats``
+runs and of enough runs to time ``--min-heartbeats`` heartbeats, so that a small group's
+figure is not the median of a few 50 ms runs. ``--no-gc`` times with the collector off.
 
 Groups: consumer groups with the ``uniform`` and ``range`` server-side assignors (units are
 partitions of one topic), and connect groups (units are connectors and tasks; the selected
 worker installs a balanced sticky target computed in the bench, not timed separately).
 
-    python bench/reconcile.py                 # N = 10, 100, 1000; median of 5 repeats
-    python bench/reconcile.py --sizes 1000 10000 --repeats 3
+    python bench/reconcile.py                 # N = 10, 100, 1000
+    python bench/reconcile.py --sizes 1000 10000 --repeats 5
+    python bench/reconcile.py --sizes 1000 10000 --repeats 5 --no-gc
     python bench/reconcile.py --sizes 10 100 --repeats 9 --json
 """
 
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import platform
 import statistics
@@ -132,11 +137,14 @@ class Run:
     virtual_ms: int
 
 
-def measure(driver: Driver[Any], change: str) -> Run:
+def measure(driver: Driver[Any], change: str, collector: bool = True) -> Run:
     n = len(driver.members)
     interval = driver.engine.config.heartbeat_interval_ms
     driver.step_ms = max(1, interval // (n + 1))
     start_beats, start_now = driver.heartbeats, driver.now_ms
+    gc.collect()  # every run starts with the collector in the same state, not the setup's debt
+    if not collector:
+        gc.disable()
     t0 = time.process_time()
     if change == "join":
         new = driver.add(SimMember("m99999", subscription=frozenset({TOPIC})
@@ -149,8 +157,11 @@ def measure(driver: Driver[Any], change: str) -> Run:
         del driver.members[gone]
     rounds = driver.converge(max_rounds=20)
     cpu = (time.process_time() - t0) * 1000
+    gc.enable()
     return Run(cpu, rounds, driver.heartbeats - start_beats, driver.now_ms - start_now)
 
+
+MAX_RUNS = 200
 
 KINDS: dict[str, Callable[[int], Driver[Any]]] = {
     "consumer/uniform": lambda n: consumer_setup(n, "uniform"),
@@ -162,7 +173,12 @@ KINDS: dict[str, Callable[[int], Driver[Any]]] = {
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
-    ap.add_argument("--repeats", type=int, default=5)
+    ap.add_argument("--repeats", type=int, default=5, help="runs per row, at least")
+    ap.add_argument("--min-heartbeats", type=int, default=20_000,
+                    help=f"more runs (up to {MAX_RUNS}) until this many heartbeats are timed: "
+                         "a small group's run is short, and short runs are noisy")
+    ap.add_argument("--no-gc", action="store_true",
+                    help="the garbage collector off while timing (its share, by difference)")
     ap.add_argument("--kinds", nargs="+", default=list(KINDS), choices=list(KINDS))
     ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
     args = ap.parse_args(argv)
@@ -170,24 +186,30 @@ def main(argv: list[str] | None = None) -> int:
     for kind in args.kinds:
         for n in args.sizes:
             for change in ("join", "leave"):
-                runs = [measure(KINDS[kind](n), change) for _ in range(args.repeats)]
+                runs: list[Run] = []
+                while len(runs) < args.repeats or (
+                        sum(r.heartbeats for r in runs) < args.min_heartbeats
+                        and len(runs) < MAX_RUNS):
+                    runs.append(measure(KINDS[kind](n), change, collector=not args.no_gc))
                 rows.append({"kind": kind, "members": n, "units": 10 * n, "change": change,
                              "cpu_ms_median": statistics.median(r.cpu_ms for r in runs),
                              "cpu_ms_all": [round(r.cpu_ms, 3) for r in runs],
-                             "rounds": runs[0].rounds, "heartbeats": runs[0].heartbeats,
+                             "runs": len(runs), "rounds": runs[0].rounds, "heartbeats": runs[0].heartbeats,
                              "virtual_ms": runs[0].virtual_ms})
                 if not args.json:
                     r = rows[-1]
                     print(f"{kind:<17} N={n:<5} {change:<5}  median {r['cpu_ms_median']:9.2f} ms CPU"
                           f" = {1000 * r['cpu_ms_median'] / r['heartbeats']:6.1f} us/heartbeat"
-                          f"  ({r['rounds']} rounds, {r['heartbeats']} heartbeats, "
-                          f"{r['virtual_ms']} virtual ms)", flush=True)
+                          f"  ({r['runs']} runs; {r['rounds']} rounds, {r['heartbeats']} "
+                          f"heartbeats, {r['virtual_ms']} virtual ms)", flush=True)
     if args.json:
         print(json.dumps({"python": platform.python_version(), "machine": platform.machine(),
-                          "repeats": args.repeats, "results": rows}, indent=2))
+                          "repeats": args.repeats, "min_heartbeats": args.min_heartbeats,
+                          "collector": not args.no_gc, "results": rows}, indent=2))
     else:
-        print(f"python {platform.python_version()} on {platform.machine()}, "
-              f"median of {args.repeats} repeats")
+        print(f"python {platform.python_version()} on {platform.machine()}, median of each "
+              f"row's runs (at least {args.repeats}, and {args.min_heartbeats} heartbeats), "
+              f"garbage collector {'off' if args.no_gc else 'on'} while timing")
     return 0
 
 

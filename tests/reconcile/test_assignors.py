@@ -54,6 +54,17 @@ def test_uniform_homogeneous_is_sticky_within_quota() -> None:
     assert out["A"] <= old["A"] and out["B"] <= old["B"]
 
 
+def test_uniform_hands_back_the_set_of_a_member_that_keeps_it() -> None:
+    """A member keeping exactly its units gets its own set object back (no copy per
+    member); one over its quota, or given more, gets a new set."""
+    members = [member("A", ("t1",), tps("T1", 0, 1)), member("B", ("t1",), tps("T1", 2, 3, 4)),
+               member("C", ("t1",), tps("T1", 5))]
+    out = UniformAssignor().assign(spec(members, {"t1": ("T1", 6)}))
+    assert out == {"A": tps("T1", 0, 1), "B": tps("T1", 2, 3), "C": tps("T1", 4, 5)}
+    assert out["A"] is members[0].current
+    assert out["B"] is not members[1].current and out["C"] is not members[2].current
+
+
 def test_uniform_gives_extra_units_to_the_first_members() -> None:
     out = UniformAssignor().assign(spec([member("A", ("t1",)), member("B", ("t1",))],
                                         {"t1": ("T1", 5)}))

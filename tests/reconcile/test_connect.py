@@ -17,6 +17,7 @@ from fakebroker.coordinator.reconcile.connect import (connect_selector, eligible
                                                       require_assignors_compatible,
                                                       require_connect_heartbeat_shape,
                                                       selected_assignor)
+from fakebroker.coordinator.reconcile.validation import require_units_assigned_once
 from fakebroker.protocol import default_registry
 from fakebroker.protocol.error_codes import ErrorCode
 
@@ -137,6 +138,19 @@ def test_prepare_and_install_rules() -> None:
     assert engine.target("W2").units == frozenset()
     # The unit set record holds the union of the installed target.
     assert sorted(u for us in engine.catalog.values() for u in us) == sorted(units(*ALL))
+
+
+def test_a_unit_assigned_twice_is_named_in_order() -> None:
+    """The first repeat in (member id, unit) order names the error, whatever the sets'
+    hash order; a unit listed twice for one member is a repeat too."""
+    b, c, d = (ConnectUnit.of_task("C", t) for t in range(3))
+    with pytest.raises(RuleViolation) as info:
+        require_units_assigned_once({"W2": frozenset({d, c, b}), "W1": frozenset({d, c})})
+    assert info.value.message == "C/1 is assigned to W1 and W2"
+    with pytest.raises(RuleViolation) as info:
+        require_units_assigned_once({"W1": [b, c, b]})
+    assert info.value.message == "C/0 is assigned to W1 and W1"
+    require_units_assigned_once({"W1": [b], "W2": (c, d), "W3": frozenset()})
 
 
 def test_install_for_an_older_epoch_drops_departed_members() -> None:

@@ -15,6 +15,7 @@ from fakebroker.coordinator.reconcile.records import (CurrentAssignmentRecord,
                                                       TargetAssignmentMemberRecord,
                                                       TargetAssignmentMetadataRecord,
                                                       UnitSetMetadataRecord)
+from fakebroker.coordinator.reconcile.units import EMPTY, frozen
 from tests.support.reconcile_sim import Driver, SimMember
 from fakebroker.protocol.error_codes import ErrorCode
 
@@ -283,3 +284,32 @@ def test_replaying_a_unit_held_twice_is_caught() -> None:
     clash = CurrentAssignmentRecord("g", "m9", rec.value)
     with pytest.raises(InvariantBroken):
         GroupEngine.rebuild([*engine.store.log, clash], engine.config, engine.policy)
+
+
+def test_a_new_target_writes_only_the_members_it_changes() -> None:
+    """Seven members with 3 units each; m0 leaves: the uniform assignor keeps every other
+    member's 3 units and deals m0's out: target records for the 3 members that gain one,
+    the others' targets untouched."""
+    engine = _converged_group(7)
+    before = {m: engine.target(m) for m in engine.member_ids()}
+    engine.leave("m0", 10_000)
+    r = engine.heartbeat(hb("m1", engine.group_epoch - 1), 10_001)   # computes the target
+    assert r.error == E.NONE and engine.assignment_epoch == engine.group_epoch
+    grown = {m for m in before if m != "m0" and len(engine.target(m).units) == 4}
+    assert grown == {"m1", "m2", "m3"}   # 21 units over 6 members: the first 3 get one more
+    for m in sorted(set(before) - {"m0"} - grown):
+        assert engine.target(m) is before[m]
+    written = {rec.member_id for rec in r.outcome.records
+               if isinstance(rec, TargetAssignmentMemberRecord)}
+    assert written == grown
+
+
+def test_held_units_and_empty_sets_are_not_copied() -> None:
+    """The held set of a member with nothing pending is its assigned set itself, and an
+    empty set read back from a record is the shared empty set (CPython makes, and its
+    collector tracks, a new one each time)."""
+    engine = _converged_group(3)
+    current = engine.member("m1").current
+    assert current.pending_revocation is EMPTY and current.held is current.assigned
+    assert engine.member("m2").metadata.subscription == FOO
+    assert frozen(()) is EMPTY and frozen(list(tp("F", 0))) == tp("F", 0)

@@ -6,12 +6,14 @@ that heartbeats a group until it is stable. Used by the tests and by bench/recon
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Generic
 
 from fakebroker.coordinator.reconcile.engine import GroupEngine, Heartbeat, HeartbeatResult, PrepareResult
-from fakebroker.coordinator.reconcile.member import ClientAssignor, MemberState, MemberTarget
+from fakebroker.coordinator.reconcile.member import (NO_PAYLOAD, ClientAssignor, MemberState,
+                                                     MemberTarget)
 from fakebroker.coordinator.reconcile.target import Installed
 from fakebroker.coordinator.reconcile.units import U, sorted_units
 from fakebroker.protocol.error_codes import ErrorCode
@@ -74,26 +76,37 @@ def round_robin_installer(units: Iterable[U]) -> InstallFn[U]:
     """A sticky, balanced client-side assignor for tests: members keep what their target
     has (up to the quota), the rest is dealt out to the least-loaded member."""
     universe = sorted_units(units)
+    valid = frozenset(universe)
 
     def install(prepared: PrepareResult[U]) -> Mapping[str, MemberTarget[U]]:
         members = [m.member_id for m in prepared.members]
         if not members:
             return {}
         quota, extra = divmod(len(universe), len(members))
-        valid = set(universe)
-        out: dict[str, set[U]] = {}
-        free: list[U] = []
+        # A member's target units, while they all stay with it: its set object itself (most
+        # members keep theirs; nothing is copied or sorted for them).
+        out: dict[str, frozenset[U] | set[U]] = {}
         taken: set[U] = set()
         for index, m in enumerate(prepared.members):
             limit = quota + (1 if index < extra else 0)
-            keep = [u for u in sorted_units(m.target.units) if u in valid and u not in taken]
+            units = m.target.units
+            if len(units) <= limit and units <= valid and units.isdisjoint(taken):
+                out[m.member_id] = units
+                taken.update(units)
+                continue
+            keep = [u for u in sorted_units(units) if u in valid and u not in taken]
             out[m.member_id] = set(keep[:limit])
             taken.update(keep[:limit])
-        free = [u for u in universe if u not in taken]
-        for unit in free:
-            mid = min(members, key=lambda x: (len(out[x]), x))
-            out[mid].add(unit)
-        return {mid: MemberTarget(frozenset(us)) for mid, us in out.items()}
+        # The free units in order, each to the least-loaded member (ties: smallest id).
+        loads = [(len(out[m]), m) for m in members]
+        heapq.heapify(loads)
+        for unit in sorted_units(valid - taken):
+            load, mid = loads[0]
+            out[mid] = {*out[mid], unit}
+            heapq.heapreplace(loads, (load + 1, mid))
+        return {m.member_id: m.target if out[m.member_id] is m.target.units
+                and m.target.payload == NO_PAYLOAD else MemberTarget(frozenset(out[m.member_id]))
+                for m in prepared.members}
 
     return install
 

@@ -33,7 +33,7 @@ from .assignors import AssignorError
 from ..errors import Code, InvariantBroken, RuleViolation
 from ..events import (AssignmentComputeRequested, GroupEpochChanged, GroupEvent, MemberEpochChanged,
                       MemberJoined, MemberRemoved, RemovalReason, TargetAssignmentChanged)
-from .member import (AssignmentPayload, ClientAssignor, CurrentAssignment, Member,
+from .member import (NO_PAYLOAD, AssignmentPayload, ClientAssignor, CurrentAssignment, Member,
                      MemberMetadata, MemberState, MemberTarget)
 from .reconciliation import reconcile
 from .records import (CurrentAssignmentRecord, CurrentAssignmentValue, GroupMetadataRecord,
@@ -42,7 +42,7 @@ from .records import (CurrentAssignmentRecord, CurrentAssignmentValue, GroupMeta
                       TargetMemberValue, UnitSetMetadataRecord)
 from .target import Installed, ServerAssigned, TargetPolicy
 from ..timers import Timers
-from .units import U, sorted_units
+from .units import EMPTY, U, frozen, sorted_units
 from .validation import (JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH,
                          require_assigned_members_exist, require_group_not_full,
                          require_install_epoch_usable, require_member_epoch_current,
@@ -230,6 +230,9 @@ class GroupEngine(Generic[U]):
         self._metadata_version = 0
         self._selection: tuple[tuple[int, str | None], str | None] | None = None
         self._derived: dict[Callable[..., object], tuple[int, object]] = {}
+        # The last unit set an install grouped, and its catalog: an install usually hands
+        # out the same units again, and grouping 10 N units is its costliest step.
+        self._unit_set: tuple[frozenset[U], tuple[tuple[str, tuple[U, ...]], ...]] | None = None
         self._undo: tuple = ()  # type: ignore[type-arg]  # the last static replacement
 
     # ----------------------------------------------------------------- read access
@@ -382,7 +385,7 @@ class GroupEngine(Generic[U]):
         require_member_known(self._metadata, member_id)
         before = self._current_of(member_id)
         after = replace(before, member_epoch=STATIC_LEAVE_EPOCH,
-                        pending_revocation=frozenset())
+                        pending_revocation=EMPTY)
         records: list[Record] = [CurrentAssignmentRecord(self.group_id, member_id,
                                                          _current_value(after))]
         self._commit(records)
@@ -526,7 +529,7 @@ class GroupEngine(Generic[U]):
                     name, assignment = self.policy.compute(overlay(), self._target, catalog)
                 except AssignorError as err:
                     raise RuleViolation(E.UNKNOWN_SERVER_ERROR, "assignor-succeeds", str(err)) from err
-                new_target = {m: MemberTarget(units) for m, units in assignment.items()}
+                new_target = {m: self._target_of(m, units) for m, units in assignment.items()}
                 records.extend(self._target_records(new_target))
                 records.append(TargetAssignmentMetadataRecord(self.group_id, group_epoch))
                 events.append(TargetAssignmentChanged(self.group_id, now_ms, group_epoch, f"assignor:{name}"))
@@ -647,9 +650,9 @@ class GroupEngine(Generic[U]):
             else:
                 new_target[mid] = given
         records: list[Record] = list(self._target_records(new_target))
-        union = frozenset(u for t in new_target.values() for u in t.units)
+        union: frozenset[U] = frozenset().union(*(t.units for t in new_target.values()))
         records.append(UnitSetMetadataRecord(self.group_id, group_epoch,
-                                             _catalog_of(union)))
+                                             self._installed_catalog(union)))
         records.append(TargetAssignmentMetadataRecord(self.group_id, group_epoch))
         self._commit(records)
         event = TargetAssignmentChanged(self.group_id, now_ms, group_epoch, f"install:{member_id}")
@@ -677,6 +680,8 @@ class GroupEngine(Generic[U]):
         for record in records:
             engine._replay(record)
         engine._timers.move_to(now_ms)
+        if isinstance(policy, Installed):  # the next install's unit set is most likely this
+            engine._installed_catalog(frozenset().union(*engine._catalog.values()))
         engine._membership = {engine._group_epoch: frozenset(engine._metadata)}
         for mid in sorted(engine._metadata):
             engine._schedule(_SESSION, mid, now_ms + config.session_timeout_ms)
@@ -708,8 +713,22 @@ class GroupEngine(Generic[U]):
             self._selection = (key, self.policy.selector(self._metadata_view(), self._selected))
         return self._selection[1]
 
+    def _installed_catalog(self, units: frozenset[U]) -> tuple[tuple[str, tuple[U, ...]], ...]:
+        """``_catalog_of(units)``, kept for the last unit set asked about."""
+        if self._unit_set is None or self._unit_set[0] != units:
+            self._unit_set = (units, _catalog_of(units))
+        return self._unit_set[1]
+
     def _metadata_view(self) -> dict[str, MemberMetadata]:
         return {mid: md for mid, (md, _) in self._metadata.items()}
+
+    def _target_of(self, member_id: str, units: frozenset[U]) -> MemberTarget[U]:
+        """A server assignor's target for a member: its current one when unchanged (most
+        are, and then nothing per member is allocated or compared unit by unit)."""
+        kept = self._target.get(member_id)
+        if kept is not None and kept.units == units and kept.payload == NO_PAYLOAD:
+            return kept
+        return MemberTarget(units)
 
     def _current_of(self, member_id: str) -> CurrentAssignment[U]:
         return self._current.get(member_id, CurrentAssignment())
@@ -769,7 +788,7 @@ class GroupEngine(Generic[U]):
                 md = MemberMetadata(instance_id=v.instance_id, client_id=v.client_id,
                                     client_host=v.client_host,
                                     rebalance_timeout_ms=v.rebalance_timeout_ms,
-                                    subscription=frozenset(v.subscription),
+                                    subscription=frozen(v.subscription),
                                     server_assignor=v.server_assignor,
                                     client_assignors=v.client_assignors)
                 self._metadata[record.member_id] = (md, v.group_epoch)
@@ -781,7 +800,7 @@ class GroupEngine(Generic[U]):
             if record.value is None:
                 self._target.pop(record.member_id, None)
             else:
-                self._target[record.member_id] = MemberTarget(frozenset(record.value.units),
+                self._target[record.member_id] = MemberTarget(frozen(record.value.units),
                                                               record.value.payload)
         elif isinstance(record, CurrentAssignmentRecord):
             self._replay_current(record)
@@ -791,23 +810,27 @@ class GroupEngine(Generic[U]):
     def _replay_current(self, record: CurrentAssignmentRecord[U]) -> None:
         mid = record.member_id
         old = self._current.pop(mid, None)
-        if old is not None:
-            for unit in old.held:
-                if self._owner.get(unit) == mid:
-                    del self._owner[unit]
+        held_before = old.held if old is not None else EMPTY
         if record.value is None:
-            return
-        v = record.value
-        new: CurrentAssignment[U] = CurrentAssignment(
-            state=v.state, member_epoch=v.member_epoch,
-            previous_member_epoch=v.previous_member_epoch, assigned=frozenset(v.assigned),
-            pending_revocation=frozenset(v.pending_revocation), payload=v.payload)
-        for unit in new.held:
+            held_after: frozenset[U] = EMPTY
+        else:
+            v = record.value
+            new: CurrentAssignment[U] = CurrentAssignment(
+                state=v.state, member_epoch=v.member_epoch,
+                previous_member_epoch=v.previous_member_epoch, assigned=frozen(v.assigned),
+                pending_revocation=frozen(v.pending_revocation), payload=v.payload)
+            held_after = new.held
+        # Only the units that change hands: the units kept are this member's already.
+        for unit in held_before - held_after:
+            if self._owner.get(unit) == mid:
+                del self._owner[unit]
+        for unit in held_after - held_before:
             holder = self._owner.get(unit)
             if holder is not None and holder != mid:
                 raise InvariantBroken(f"{unit} would be held by {holder} and {mid}")
             self._owner[unit] = mid
-        self._current[mid] = new
+        if record.value is not None:
+            self._current[mid] = new
 
     def _schedule(self, kind: str, member_id: str, deadline: int, epoch: int = 0) -> None:
         self._timers.schedule((kind, member_id), deadline, (kind, member_id, epoch))
@@ -837,10 +860,11 @@ def _catalog_of(units: frozenset[U]) -> tuple[tuple[str, tuple[U, ...]], ...]:
     """Group installed units under their key: the first field of a NamedTuple unit (the
     connector of a ``ConnectUnit``, the topic id of a ``TopicPartition``), else ``""``."""
     keyed: dict[str, list[U]] = {}
-    for unit in sorted_units(units):
+    for unit in units:
         key = str(unit[0]) if isinstance(unit, tuple) and unit else ""
         keyed.setdefault(key, []).append(unit)
-    return tuple((key, tuple(us)) for key, us in sorted(keyed.items()))
+    # Sorting each key's few units, not all units at once: N log N over keys, not units.
+    return tuple((key, sorted_units(us)) for key, us in sorted(keyed.items()))
 
 
 __all__ = [

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 from typing import Generic
 
-from .units import U
+from .units import EMPTY, U
 
 
 class MemberState(Enum):
@@ -63,7 +63,7 @@ class MemberMetadata:
     client_host: str = ""
     rebalance_timeout_ms: int = -1
     #: Keys (topic names) the member subscribes to; empty for connect workers.
-    subscription: frozenset[str] = frozenset()
+    subscription: frozenset[str] = EMPTY
     #: Consumer groups: the server-side assignor the member asked for, or None.
     server_assignor: str | None = None
     #: Connect groups: client-side assignors, most preferred first.
@@ -94,7 +94,7 @@ NO_PAYLOAD = AssignmentPayload()
 class MemberTarget(Generic[U]):
     """A member's entry in the target assignment."""
 
-    units: frozenset[U] = frozenset()
+    units: frozenset[U] = EMPTY
     payload: AssignmentPayload = NO_PAYLOAD
 
 
@@ -110,13 +110,13 @@ class CurrentAssignment(Generic[U]):
     state: MemberState = MemberState.STABLE
     member_epoch: int = 0
     previous_member_epoch: int = -1
-    assigned: frozenset[U] = frozenset()
-    pending_revocation: frozenset[U] = frozenset()
+    assigned: frozenset[U] = EMPTY
+    pending_revocation: frozenset[U] = EMPTY
     payload: AssignmentPayload = NO_PAYLOAD
 
     @property
     def held(self) -> frozenset[U]:
-        return self.assigned | self.pending_revocation
+        return self.assigned | self.pending_revocation if self.pending_revocation else self.assigned
 
     def is_reconciled_to(self, target_epoch: int) -> bool:
         return self.state is MemberState.STABLE and self.member_epoch == target_epoch

@@ -27,7 +27,7 @@ from dataclasses import replace
 from ...protocol.error_codes import ErrorCode
 from ..errors import RuleViolation
 from .member import CurrentAssignment, MemberState, MemberTarget
-from .units import U
+from .units import EMPTY, U
 
 S = MemberState
 
@@ -83,7 +83,7 @@ def _next(current: CurrentAssignment[U], member_epoch: int, target_epoch: int,
     # Phases 2 and 3: the target epoch, with every target unit that is free.
     state = S.UNRELEASED_PARTITIONS if unreleased else S.STABLE
     return replace(current.with_epoch(target_epoch), state=state, assigned=kept | to_assign,
-                   pending_revocation=frozenset(), payload=target.payload)
+                   pending_revocation=EMPTY, payload=target.payload)
 
 
 __all__ = ["reconcile"]

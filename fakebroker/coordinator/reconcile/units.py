@@ -66,6 +66,19 @@ class ConnectUnit(NamedTuple):
         return f"{self.connector}" if self.is_connector else f"{self.connector}/{self.task}"
 
 
+#: The one empty frozenset for state kept per member: CPython builds (and its collector
+#: tracks) a new empty frozenset at every ``frozenset(())``.
+EMPTY: frozenset[Any] = frozenset()
+
+H = TypeVar("H", bound=Hashable)
+
+
+def frozen(items: Iterable[H]) -> frozenset[H]:
+    """``frozenset(items)``, the shared ``EMPTY`` when there are none."""
+    out = frozenset(items)
+    return out if out else EMPTY
+
+
 def sorted_units(units: Iterable[U]) -> tuple[U, ...]:
     """Units in their natural order: the one order in which they are ever listed."""
     return tuple(sorted(units))
@@ -97,6 +110,7 @@ def topic_catalog(topics: dict[str, tuple[str, int]]) -> UnitCatalog[TopicPartit
 
 
 __all__ = [
-    "U", "UnitCatalog", "TopicPartition", "ConnectUnit", "CONNECTOR_INSTANCE", "sorted_units",
+    "U", "UnitCatalog", "TopicPartition", "ConnectUnit", "CONNECTOR_INSTANCE", "EMPTY", "frozen",
+    "sorted_units",
     "split_connect_units", "join_connect_units", "topic_catalog",
 ]

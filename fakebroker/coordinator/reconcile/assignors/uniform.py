@@ -18,6 +18,8 @@ has the properties of Kafka's heterogeneous builder, not its exact moves.
 
 from __future__ import annotations
 
+from itertools import filterfalse
+
 from .base import AssignmentSpec, AssignorError, subscribed_units
 from ..units import U
 
@@ -41,22 +43,27 @@ def _homogeneous(spec: AssignmentSpec[U]) -> dict[str, frozenset[U]]:
     universe = subscribed_units(members[0], spec.catalog)
     if not universe:
         return {m.member_id: frozenset() for m in members}
-    valid = set(universe)
-    held_anywhere = {u for m in members for u in m.current if u in valid}
-    unassigned: list[U] = [u for u in universe if u not in held_anywhere]
+    # Set operations in C over the units (they run once per member or once in all); only
+    # the free units are listed in universe order.
+    valid = frozenset(universe)
+    held_anywhere = frozenset().union(*(m.current for m in members)) & valid
+    unassigned: list[U] = list(filterfalse(held_anywhere.__contains__, universe))
     quota, extra = divmod(len(universe), len(members))
     out: dict[str, list[U]] = {}
+    kept_whole: dict[str, frozenset[U]] = {}  # members keeping exactly their current units
     room: list[tuple[str, int]] = []
     claimed: set[U] = set()  # a unit two members claim is kept by the first only
     for member in members:
         limit = quota + (1 if extra > 0 else 0)
         extra -= 1 if extra > 0 else 0
-        keep = sorted(u for u in member.current if u in valid and u not in claimed)
+        keep = sorted((member.current & valid) - claimed)
         claimed.update(keep)
         out[member.member_id] = keep[:limit]
         unassigned.extend(keep[limit:])
         if len(keep) < limit:
             room.append((member.member_id, limit - len(keep)))
+        elif len(keep) == limit == len(member.current):
+            kept_whole[member.member_id] = member.current  # handed back, not copied
     cursor = 0
     for member_id, space in room:
         take = unassigned[cursor:cursor + space]
@@ -64,7 +71,8 @@ def _homogeneous(spec: AssignmentSpec[U]) -> dict[str, frozenset[U]]:
         cursor += len(take)
     if cursor < len(unassigned):
         raise AssignorError(f"{len(unassigned) - cursor} units were left unassigned")
-    return {mid: frozenset(units) for mid, units in sorted(out.items())}
+    return {mid: kept_whole[mid] if mid in kept_whole else frozenset(units)
+            for mid, units in sorted(out.items())}
 
 
 def _heterogeneous(spec: AssignmentSpec[U]) -> dict[str, frozenset[U]]:
