@@ -14,9 +14,11 @@ apply the same rules: Spark ingests into a fresh warehouse and audits it (``inge
 (connection, correlation id), takes the fields with ``decode.exchange_fields`` (Connect's
 embedded bytes through the codec) and runs ``audit.audit_group``. Memory: peak RSS of the
 JVM (driver and, in local mode, the executors) and of the JVM with its Python workers,
-sampled from /proc; the baseline's is the peak of this process. CPU seconds of each side
-(Spark: JVM, workers and driver), which a shared machine's load does not inflate the way
-it does wall time. Figures are medians.
+sampled from /proc; the baseline runs in a child process under an address-space cap
+(``--memory-cap-mb``, default the machine's available memory less 4 GB) and reports its
+peak RSS, or how far it got when the cap stopped it. CPU seconds of each side (Spark: JVM,
+workers and driver), which a shared machine's load does not inflate the way it does wall
+time. Figures are medians.
 """
 
 from __future__ import annotations
