@@ -14,9 +14,11 @@ apply the same rules: Spark ingests into a fresh warehouse and audits it (``inge
 (connection, correlation id), takes the fields with ``decode.exchange_fields`` (Connect's
 embedded bytes through the codec) and runs ``audit.audit_group``. Memory: peak RSS of the
 JVM (driver and, in local mode, the executors) and of the JVM with its Python workers,
-sampled from /proc; the baseline's is the peak of this process. CPU seconds of each side
-(Spark: JVM, workers and driver), which a shared machine's load does not inflate the way
-it does wall time. Figures are medians.
+sampled from /proc; the baseline runs in a child process under an address-space cap
+(``--memory-cap-mb``, default the machine's available memory less 4 GB) and reports its
+peak RSS, or how far it got when the cap stopped it. CPU seconds of each side (Spark: JVM,
+workers and driver), which a shared machine's load does not inflate the way it does wall
+time. Figures are medians.
 """
 
 from __future__ import annotations
@@ -106,11 +108,13 @@ def write_corpus(folder: Path, exchanges: int) -> int:
     return written
 
 
-def baseline(folder: Path) -> tuple[int, int]:
+def baseline(folder: Path, progress: dict[str, int] | None = None) -> tuple[int, int]:
     """Plain Python, the way a user would write it: json.loads every line, answer each
     request by (connection, correlation id), take the fields from the bodies (Connect's
     embedded bytes through the codec, the same ``exchange_fields`` the pcap path uses),
-    group, and run every check of ``audit_group``."""
+    group, and run every check of ``audit_group``. ``progress``: exchanges read so far,
+    updated after each file (what a run stopped by its memory cap had done)."""
+    progress = {} if progress is None else progress
     from conformance.pipeline.audit import audit_group
     from conformance.pipeline.decode import exchange_fields, registry
     names = {k: registry().api_name(k) for k in registry().requests}
@@ -136,8 +140,46 @@ def baseline(folder: Path) -> tuple[int, int]:
                     total += 1
                     if row["group_id"]:
                         groups[(source, row["group_id"])].append(row)
+        progress["exchanges"] = total
     found = sum(len(audit_group(rows)) for rows in groups.values())
     return total, found
+
+
+def baseline_capped(folder: Path, cap_mb: int) -> dict[str, Any]:
+    """The baseline in a child process whose address space is capped at ``cap_mb`` (the
+    kernel refuses more: the child gets a MemoryError, not the machine an OOM kill): its
+    counts, or how far it got before the cap; its wall, CPU and peak RSS."""
+    import subprocess
+    t = time.perf_counter()
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    out = subprocess.run([sys.executable, __file__, "--baseline-child", str(folder), "--memory-cap-mb",
+                          str(cap_mb)], capture_output=True, text=True, check=False)
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    try:
+        res = json.loads(out.stdout.strip().splitlines()[-1])
+    except (IndexError, ValueError):
+        res = {"failed": f"exit {out.returncode}: {out.stderr.strip()[-500:]}"}
+    res.update(wall_s=time.perf_counter() - t, cap_mb=cap_mb,
+               cpu_s=(after.ru_utime + after.ru_stime) - (before.ru_utime + before.ru_stime))
+    return res
+
+
+def _baseline_child(folder: Path, cap_mb: int) -> int:
+    resource.setrlimit(resource.RLIMIT_AS, (cap_mb << 20, cap_mb << 20))
+    progress = {"exchanges": 0}
+    try:
+        total, found = baseline(folder, progress)
+        res: dict[str, Any] = {"exchanges": total, "violations": found}
+    except MemoryError:
+        res = {"memory_cap_exceeded": True, "exchanges_read": progress["exchanges"]}
+    res["peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+    print(json.dumps(res))
+    return 0
+
+
+def available_mb() -> int:
+    with open("/proc/meminfo") as f:
+        return int(dict(line.split(":", 1) for line in f)["MemAvailable"].split()[0]) // 1024
 
 
 class Usage:
@@ -262,48 +304,63 @@ def main() -> int:
     p.add_argument("--master", default="local[*]")
     p.add_argument("--json", action="store_true")
     p.add_argument("--skip-baseline", action="store_true")
+    p.add_argument("--skip-spark", action="store_true")
     p.add_argument("--driver-memory", default="2g", help="the local JVM's heap (default 2g, any corpus size)")
+    p.add_argument("--memory-cap-mb", type=int, default=None,
+                   help="the baseline's address-space cap (default: available memory less 4 GB)")
     p.add_argument("--cache", default=os.path.expanduser("~/.cache/connect-conformance/bench-pipeline"),
                    help="where corpora are generated once and kept")
+    p.add_argument("--baseline-child", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args()
+    if args.baseline_child:
+        return _baseline_child(args.baseline_child, args.memory_cap_mb)
     results = []
-    spark = start_spark(args.master, args.driver_memory)
+    spark = None if args.skip_spark else start_spark(args.master, args.driver_memory)
+    sides = [n for n, skip in (("spark", args.skip_spark), ("baseline", args.skip_baseline)) if not skip]
     for size in args.exchanges:
         folder, n, gen_s = corpus(Path(args.cache), size)
         row: dict[str, Any] = {"exchanges": n, "generate_s": round(gen_s, 1), "corpus_mb": round(
             sum(f.stat().st_size for f in folder.glob("*.jsonl")) / 1e6, 1)}
-        for name in ("spark", "baseline"):
-            if name == "baseline" and args.skip_baseline:
-                continue
-            times, counts, stages = [], (0, 0), []
-            with Usage() as use:
-                for _ in range(args.repeats):
-                    t = time.perf_counter()
-                    if name == "spark":
+        for name in sides:
+            times, cpus, counts, extra = [], [], (0, 0), {}
+            for _ in range(args.repeats):
+                if name == "spark":
+                    with Usage() as use:
+                        t = time.perf_counter()
                         *counts, st = spark_run(spark, folder)
-                        stages.append(st)
-                    else:
-                        counts = baseline(folder)
-                    times.append(time.perf_counter() - t)
-            med = statistics.median(times)
-            cpu = use.cpu_s / len(times)
+                        times.append(time.perf_counter() - t)
+                    cpus.append(use.cpu_s)
+                    extra.setdefault("stages", []).append(st)
+                    extra["jvm_peak_rss_mb"] = max(extra.get("jvm_peak_rss_mb", 0), round(use.jvm_mb))
+                    extra["jvm_and_workers_peak_rss_mb"] = max(extra.get("jvm_and_workers_peak_rss_mb", 0),
+                                                               round(use.total_mb))
+                else:
+                    cap = args.memory_cap_mb or available_mb() - 4096
+                    res = baseline_capped(folder, cap)
+                    times.append(res["wall_s"])
+                    cpus.append(res["cpu_s"])
+                    extra["peak_rss_mb"] = max(extra.get("peak_rss_mb", 0), res.get("peak_rss_mb", 0))
+                    extra["memory_cap_mb"] = cap
+                    if "exchanges" not in res:  # stopped by its cap (or failed): what it had done
+                        extra.update({k: v for k, v in res.items() if k not in ("wall_s", "cpu_s", "cap_mb")})
+                        print(f"{n} exchanges, baseline stopped: {res}", file=sys.stderr, flush=True)
+                        break
+                    counts = (res["exchanges"], res["violations"])
+            med, cpu = statistics.median(times), statistics.median(cpus)
+            done = counts[0] or extra.get("exchanges_read", 0)
             row[name] = {"median_s": round(med, 2), "runs_s": [round(x, 2) for x in times],
-                         "exchanges_per_s": round(counts[0] / med), "exchanges": counts[0],
-                         "violations": counts[1], "us_per_exchange": round(med / max(counts[0], 1) * 1e6, 1),
-                         "cpu_s": round(cpu, 1), "cpu_us_per_exchange": round(cpu / max(counts[0], 1) * 1e6, 1)}
-            if name == "spark":
-                row[name].update(stages=stages, jvm_peak_rss_mb=round(use.jvm_mb),
-                                 jvm_and_workers_peak_rss_mb=round(use.total_mb))
-            print(f"{n} exchanges, {name}: median {med:.1f}s ({counts[0] / med:,.0f}/s), "
+                         "exchanges_per_s": round(done / med), "exchanges": counts[0],
+                         "violations": counts[1], "us_per_exchange": round(med / max(done, 1) * 1e6, 1),
+                         "cpu_s": round(cpu, 1), "cpu_us_per_exchange": round(cpu / max(done, 1) * 1e6, 1),
+                         **extra}
+            print(f"{n} exchanges, {name}: median {med:.1f}s ({done / med:,.0f}/s), "
                   f"CPU {cpu:.1f}s, {counts[1]} violation(s), load {os.getloadavg()[0]:.1f}",
                   file=sys.stderr, flush=True)
-        if "spark" in row and "baseline" in row:
+        if "spark" in row and "baseline" in row and row["baseline"]["exchanges"]:
             row["speedup"] = round(row["baseline"]["median_s"] / row["spark"]["median_s"], 2)
             # what the ratio would be with both cores free: the baseline runs on one, Spark on
             # both (its CPU seconds over 2), so load from other work cancels out
             row["cpu_speedup_2_cores"] = round(row["baseline"]["cpu_s"] / (row["spark"]["cpu_s"] / 2), 2)
-        # the baseline and the driver share this process: its peak is the baseline's memory
-        row["python_process_peak_rss_mb"] = round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
         results.append(row)
     out = {"cpus": os.cpu_count(), "load_avg": os.getloadavg(), "results": results}
     print(json.dumps(out, indent=None if args.json else 2))

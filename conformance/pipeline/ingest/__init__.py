@@ -82,7 +82,6 @@ def ingest(wh: Warehouse, inputs: Inputs) -> IngestSummary:
             F.col("reject").alias("reason")))
         counts = decoded.groupBy(F.col("reject").isNull().alias("ok")).count().collect()
         summary.exchanges = sum(r["count"] for r in counts if r["ok"])
-        decoded.unpersist()
     empty = [(p, kind, d, 0, "file", "empty file: nothing to read")
              for kind, files in (("transcript", tx), ("pcap", px)) for p, d in files.items()
              if _size(p) == 0]
@@ -98,6 +97,8 @@ def ingest(wh: Warehouse, inputs: Inputs) -> IngestSummary:
         summary.reject_samples = [f"{r.source}:{r.ref_kind} {r.ref}: {r.reason}"
                                   for r in rej.orderBy("source", "ref").limit(5).collect()]
         rej.unpersist()
+    if parts:  # released only now: released before the rejects were written, they re-ran the whole decode
+        decoded.unpersist()
     if sources:
         wh.append("sources", spark.createDataFrame(sources, SOURCE))
     return summary

@@ -1,20 +1,23 @@
 """Transcripts (.jsonl) into exchanges and rejects, in Spark's own engine: the JSON reader
 parses each line against the schema derived from ``schemas/transcript.schema.json`` (a body
-kept as its JSON text, then typed by ``tables.BODY``), column expressions take each line's
-own half of the exchange's fields, a window pairs each connection's requests and responses,
-and Python runs only where no Spark expression can: Connect's embedded bytes (JoinGroup and
-SyncGroup only, an Arrow UDF with cached decoders) and the strict codec's check of every
-body, run once per distinct body (``refused``), not once per line.
+kept as its JSON text, then typed by ``tables.BODY`` in a column of its own, so it is parsed
+once), column expressions take each line's own half of the exchange's fields, a window pairs
+each connection's requests and responses, and Python runs only where no Spark expression
+can: the strict codec's check of every body and the reason a bad line is bad (``_problems``,
+one Arrow UDF in the same scan, the codec run once per body a worker has not seen lately),
+and Connect's embedded bytes (JoinGroup and SyncGroup only, an Arrow UDF with cached
+decoders).
 
-Shuffles: one, by (file, connection, correlation id), of the narrow per-line fields (a file
-number, not its path); the codec check's distinct bodies are shuffled after a map-side
-de-duplication. Line numbers come from a small count per file split, not a sort."""
+The text is read twice: a cheap count of lines per file split (line numbers without a sort),
+then one scan that parses each line once. Shuffles: one, by (file, connection, correlation
+id), of the narrow per-line fields (a file number, not its path); bad lines go through it
+with no connection, so they pair with nothing."""
 
 from __future__ import annotations
 
+import functools
 import json
 import urllib.parse
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -97,37 +100,32 @@ def lines(spark: SparkSession, files: dict[str, str]) -> tuple[DataFrame, DataFr
     return out, names
 
 
-# ---------------------------------------------------------------- the strict codec's check
+# ---------------------------------------------------------------- what is wrong with a line
 
-def _refusal(reg: Any, kind: str, api_key: int, text: str) -> str | None:
+def _refusal(kind: str, api_key: int, text: str) -> str | None:
     try:
-        return body_problem(reg, kind, api_key, json.loads(text))
+        return body_problem(registry(), kind, api_key, json.loads(text))
     except ValueError as e:
         return f"{kind} body: invalid JSON: {e}"
 
 
-def _refusals(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    reg = registry()
-    for b in batches:
-        keys, kinds, bodies = (b.column(i).to_pylist() for i in range(3))
-        bad = [(k, kind, text, why) for k, kind, text in zip(keys, kinds, bodies)
-               if (why := _refusal(reg, kind, k, text))]
-        yield pa.RecordBatch.from_arrays([pa.array(c, t) for c, t in zip(
-            zip(*bad) if bad else ([], [], [], []), (pa.int64(), pa.string(), pa.string(), pa.string()))],
-            names=["api_key", "kind", "body", "refused"])
+# A connection repeats its bodies (every heartbeat of a member in a generation is the same
+# text), so the codec reads each body once per worker while it is recent: bounded, so a
+# worker's memory does not grow with the corpus (~700 bytes a body).
+_refusal_cached = functools.lru_cache(maxsize=1 << 15)(_refusal)
 
 
-def refused(spark: SparkSession, files: dict[str, str]) -> DataFrame:
-    """(api_key, kind, body, refused): the distinct request and response bodies the strict
-    codec refuses, and why. A connection repeats its bodies (every heartbeat of a member in
-    a generation is the same text), so the codec runs on each distinct body once: a map-side
-    de-duplication, then a Python call per Arrow batch of distinct bodies."""
-    j = F.col("j")
-    return (spark.read.text(list(files)).select(F.from_json("value", transcript_line_schema()).alias("j"))
-            .where(j["kind"].isin("request", "response") & j["api_key"].isin(*sorted(registry().requests))
-                   & j["body"].startswith("{"))
-            .select(j["api_key"].alias("api_key"), j["kind"].alias("kind"), j["body"].alias("body"))
-            .distinct().mapInArrow(_refusals, "api_key long, kind string, body string, refused string"))
+def _problems(arg: pa.Array) -> pa.Array:
+    """Why each line is a reject, null for a good one: ``line_problem`` of a line Spark could
+    not read as an event (``bad``), the strict codec's refusal of a request or response
+    body. One Python call per Arrow batch; only those lines become Python objects."""
+    out: list[str | None] = [None] * len(arg)
+    valid = arg.is_valid()
+    rows = arg.filter(valid)
+    cols = [rows.field(f).to_pylist() for f in ("bad", "kind", "api_key", "body")]
+    for i, bad, kind, key, body in zip(np.flatnonzero(valid.to_numpy(zero_copy_only=False)), *cols):
+        out[i] = line_problem(bad) if bad is not None else _refusal_cached(kind, key, body)
+    return pa.array(out, type=pa.string())
 
 
 # ---------------------------------------------------------------- each line's half of the exchange
@@ -213,14 +211,15 @@ def _embedded_batch(arg: pa.Array) -> pa.Array:
 # ---------------------------------------------------------------- pairing
 
 def _pairs(frames: DataFrame) -> DataFrame:
-    """Every request with its answer (``r``, null when unanswered), and every response that
-    answers no request (``orphan``). Kafka answers a connection's requests in order, so the
-    n-th response with a correlation id answers the n-th request with it: one shuffle by
-    (file, conn, correlation id) of the narrow halves, two sorts within it."""
+    """Every request with its answer (``r``, null when unanswered), every response that
+    answers no request (``orphan``), and every bad line (``problem`` set; no conn, so they
+    pair with nothing). Kafka answers a connection's requests in order, so the n-th response
+    with a correlation id answers the n-th request with it: one shuffle by (file, conn,
+    correlation id) of the narrow halves, two sorts within it."""
     key = ["fid", "conn", "correlation_id"]
-    is_req = F.col("kind") == "request"
+    is_req, is_resp = F.col("kind") == "request", F.col("kind") == "response"
     by_line = Window.partitionBy(*key).orderBy("line")
-    n = F.when(is_req, F.count_if(is_req).over(by_line)).otherwise(F.count_if(~is_req).over(by_line))
+    n = F.when(is_req, F.count_if(is_req).over(by_line)).otherwise(F.count_if(is_resp).over(by_line))
     by_n = Window.partitionBy(*key).orderBy("n", "kind")  # "request" sorts before "response"
     nxt = F.lead(F.struct("kind", "n", "line", "time", "vtime_ms", "p")).over(by_n)
     prev = F.lag(F.struct("kind", "n", "line")).over(by_n)
@@ -228,8 +227,8 @@ def _pairs(frames: DataFrame) -> DataFrame:
         & (a["line"] < b["line"])  # noqa: E731
     me = F.struct("kind", "n", "line")
     ev = frames.withColumn("n", n).select("*", nxt.alias("_next"), prev.alias("_prev"))
-    orphan = ~is_req & ~F.coalesce(answers(F.col("_prev"), me), F.lit(False))
-    return (ev.where(is_req | orphan)
+    orphan = F.coalesce(is_resp & ~F.coalesce(answers(F.col("_prev"), me), F.lit(False)), F.lit(False))
+    return (ev.where(is_req | orphan | F.col("problem").isNotNull())
             .select("*", F.when(is_req & answers(me, F.col("_next")), F.col("_next")).alias("r"),
                     orphan.alias("orphan")))
 
@@ -247,37 +246,37 @@ def title(path: str) -> str | None:
 
 def ingest(spark: SparkSession, files: dict[str, str]) -> DataFrame:
     """Exchanges and rejects (``reject`` set) of the transcripts, in the decode step's shape."""
-    bad_bodies = refused(spark, files).cache()
-    any_refused = bad_bodies.count() > 0
     parsed, names = lines(spark, files)
     j = F.col("j")
     api_of = _api_names()
     kind = j["kind"]
-    ok = (kind == "header") | ((kind == "close") & j["conn"].isNotNull()) | (
-        kind.isin("request", "response") & j["conn"].isNotNull()
+    is_frame = kind.isin("request", "response")
+    ok = F.coalesce((kind == "header") | ((kind == "close") & j["conn"].isNotNull()) | (
+        is_frame & j["conn"].isNotNull()
         & j["api_key"].isNotNull() & j["version"].isNotNull() & j["correlation_id"].isNotNull()
-        & j["body"].startswith("{") & api_of[j["api_key"]].isNotNull())
-    problem = F.udf(lambda text: line_problem(text), "string")  # noqa: PLW0108; rejected lines only
-    parsed = parsed.withColumn("_ok", F.coalesce(ok, F.lit(False)))
-    if any_refused:  # the body's text is the key: the few refused ones, broadcast
-        parsed = parsed.join(F.broadcast(bad_bodies.withColumnRenamed("body", "_body")),
-                             (j["api_key"] == F.col("api_key")) & (kind == F.col("kind"))
-                             & (j["body"] == F.col("_body")), "left").drop("api_key", "kind", "_body")
-    else:
-        bad_bodies.unpersist()
-        parsed = parsed.withColumn("refused", F.lit(None).cast("string"))
-    good = F.col("_ok") & F.col("refused").isNull()
-    body = F.from_json(j["body"], BODY)
+        & j["body"].startswith("{") & api_of[j["api_key"]].isNotNull()), F.lit(False))
+    # One scan: each line is read and parsed once, and what Python must judge (a line Spark
+    # could not read, the strict codec's check of a body) goes to one Arrow UDF, the rest null.
+    check = F.when(~ok, F.struct(F.col("value").alias("bad"), F.lit(None).cast("string").alias("kind"),
+                                 F.lit(None).cast("long").alias("api_key"), F.lit(None).cast("string").alias("body"))
+                   ).when(is_frame, F.struct(F.lit(None).cast("string").alias("bad"), kind.alias("kind"),
+                                             j["api_key"].alias("api_key"), j["body"].alias("body")))
+    parsed = parsed.withColumn("problem", F.arrow_udf(_problems, "string")(check))
+    good = F.col("problem").isNull()
+    # The body parsed once, in its own column: written inline, every field read becomes its
+    # own pruned ``from_json`` (Spark's JSON expression optimization), one parse per field.
+    parsed = parsed.withColumn("_body", F.when(good & is_frame, F.from_json(j["body"], BODY)))
+    body = F.col("_body")
     api = api_of[j["api_key"]]
-    frames = parsed.where(good & kind.isin("request", "response")).select(
-        "fid", "line", kind.alias("kind"), j["conn"].alias("conn"), j["correlation_id"].alias("correlation_id"),
+    # No filter here: Spark would push it below the join and run the UDF twice; header and
+    # close lines (a few) are dropped after the shuffle.
+    frames = parsed.select(
+        "fid", "line", F.when(good, kind).alias("kind"), F.when(good, j["conn"]).alias("conn"),
+        F.when(good, j["correlation_id"]).alias("correlation_id"),
         j["api_key"].alias("api_key"), j["version"].alias("version"), j["client_id"].alias("client_id"),
         j["time"].alias("time"), j["vtime_ms"].alias("vtime_ms"),
-        F.when(kind == "request", _request_half(body, api)).alias("q"),
-        F.when(kind == "response", _response_half(body, api)).alias("p"))
-    bad = parsed.where(~good).select("fid", F.col("line").alias("ref"),
-                                     F.when(F.col("_ok"), F.col("refused")).otherwise(problem("value"))
-                                     .alias("reject"))
+        F.when(good & (kind == "request"), _request_half(body, api)).alias("q"),
+        F.when(good & (kind == "response"), _response_half(body, api)).alias("p"), "problem")
     pairs = _pairs(frames)
     q, p = F.col("q"), F.col("r.p")
     api = api_of[F.col("api_key")]
@@ -305,8 +304,8 @@ def ingest(spark: SparkSession, files: dict[str, str]) -> DataFrame:
         F.when(hb, p["draft_assigned"]).otherwise(F.col("_emb.assigned")).alias("assigned"),
         F.col("_emb.revoked").alias("revoked"), F.col("_emb.scheduled_delay_ms").alias("scheduled_delay_ms"),
         F.col("_emb.embedded_error").alias("embedded_error"), q["assignors"].alias("assignors"),
-        F.when(F.col("orphan"), F.concat(
+        F.coalesce("problem", F.when(F.col("orphan"), F.concat(
             F.lit("response with correlation id "), F.col("correlation_id").cast("string"),
-            F.lit(" answers no open request"))).alias("reject"))
-    out = exchanges.unionByName(bad, allowMissingColumns=True).join(F.broadcast(names), "fid").drop("fid")
+            F.lit(" answers no open request")))).alias("reject"))
+    out = exchanges.join(F.broadcast(names), "fid").drop("fid")
     return as_decoded(out.withColumn("source_kind", F.lit("transcript")))
