@@ -65,7 +65,7 @@ def time_one_start(session: WorkerSession, deadline_s: float) -> dict[str, float
             if time.monotonic() - t0 > deadline_s or not w.alive():
                 raise RuntimeError(f"worker did not join within {deadline_s:.0f}s "
                                    f"(reached {sorted(out)}); log:\n{w.log_tail()}")
-            for s in recorder.snapshot()[mark:]:  # type: ignore[attr-defined]
+            for s in recorder.snapshot(mark):  # type: ignore[attr-defined]
                 if (s.client_id == w.worker_id and s.api in STAGES and s.api not in out
                         and (s.api != "SyncGroup" or s.ok)):
                     out[s.api] = s.t_request - t0

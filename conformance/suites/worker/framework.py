@@ -174,9 +174,11 @@ class RecordingBroker(FakeBroker):
             self.authorizer = (Authorizer(Acls(_ALLOW_ALL + denies), self.registry, self.config)
                                if denies else None)
 
-    def snapshot(self) -> list[Seen]:
+    def snapshot(self, since: int = 0) -> list[Seen]:
+        """The exchanges seen from index ``since`` on (a case polls its own, 50 times a
+        second: not the whole run's, copied each time)."""
         with self._lock:
-            return list(self.seen)
+            return self.seen[since:]
 
 
 def free_port() -> int:
@@ -469,7 +471,7 @@ class WorkerContext(CoordinatorContext):
     def seen(self, w: WorkerProcess | None = None, api: str | None = None) -> list[Seen]:
         """Exchanges of this case, from the worker ``w`` (by client id) and of ``api`` (any
         when None)."""
-        return [s for s in self.recorder.snapshot()[self.first_seen:]
+        return [s for s in self.recorder.snapshot(self.first_seen)
                 if (w is None or s.client_id == w.worker_id) and (api is None or s.api == api)
                 and getattr(s.request, "group_id", self.group_id) in (self.group_id, None)]
 
