@@ -18,6 +18,7 @@ worker running the same task. Without xdist the one process starts its own Kafka
 from __future__ import annotations
 
 import os
+import socket
 import tempfile
 from dataclasses import replace
 from pathlib import Path
@@ -76,6 +77,7 @@ class SharedKafka:
         self.settings = kafka_settings(target)
         self.kafka: Any = None
         self.bootstrap: str | None = None
+        self._held: list[socket.socket] = []  # the ports, reserved until Kafka listens on them
         fd, name = tempfile.mkstemp(prefix="conformance-kafka-", suffix=".failed")
         os.close(fd)
         self.failed = Path(name)  # empty while nothing failed; else why the start failed
@@ -83,11 +85,10 @@ class SharedKafka:
     def workerinput(self) -> dict[str, str]:
         if self.bootstrap is None and not self.failed.read_text():
             from fakebroker.realkafka import choose_backend
-            from fakebroker.realkafka.launcher import HOST, free_port
+            from fakebroker.realkafka.launcher import HOST
             if choose_backend()[0] == "process":
-                port, controller_port = free_port(), free_port()
-                while controller_port == port:
-                    controller_port = free_port()
+                self._held = [_reserve(HOST), _reserve(HOST)]
+                port, controller_port = (s.getsockname()[1] for s in self._held)
                 self.settings = replace(self.settings, port=port, controller_port=controller_port)
                 self.bootstrap = f"{HOST}:{port}"
             else:
@@ -103,6 +104,10 @@ class SharedKafka:
             self.bootstrap = self.kafka.bootstrap
         except RealKafkaError as e:
             self.failed.write_text(str(e) or type(e).__name__)
+        finally:
+            for s in self._held:
+                s.close()
+            self._held = []
 
     def stop(self) -> None:
         kafka, self.kafka = self.kafka, None
@@ -111,6 +116,15 @@ class SharedKafka:
                 kafka.stop()
         finally:
             self.failed.unlink(missing_ok=True)
+
+
+def _reserve(host: str) -> socket.socket:
+    """A free port, kept from everyone else's bind(0) until closed: bound, not listening,
+    with SO_REUSEADDR, so that Kafka (Java's server sockets set it too) can still bind it."""
+    s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    s.bind((host, 0))
+    return s
 
 
 def real_kafka_for(target: Target, workerinput: dict[str, Any] | None) -> Any:

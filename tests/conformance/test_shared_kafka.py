@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from conformance.cli import main, process_count
-from conformance.harness.shared_kafka import (WORKERINPUT_FAILED, WORKERINPUT_KEY, prefix_of, real_kafka_for,
-                                              shareable)
+from conformance.harness.shared_kafka import (WORKERINPUT_FAILED, WORKERINPUT_KEY, SharedKafka, prefix_of,
+                                              real_kafka_for, shareable)
 from conformance.target import load_target
 from fakebroker.realkafka import BrokerFailed, ExternalKafka, KafkaSettings, RealKafkaError
 from fakebroker.realkafka.launcher import free_port
@@ -66,3 +66,23 @@ def test_auto_runs_two_processes_per_core_for_a_real_clock_target(monkeypatch: p
 def test_a_bad_process_count_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--target", str(TARGETS / "fakebroker.toml"), "-n", "many"]) == 2
     assert "-n many" in capsys.readouterr().err
+
+
+@pytest.mark.realkafka
+def test_the_controllers_kafka_is_addressed_before_it_starts_and_shared(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("REAL_KAFKA_BACKEND", "process")
+    shared = SharedKafka(load_target(TARGETS / "apache-kafka.toml"))
+    try:
+        first = shared.workerinput()
+        assert first == shared.workerinput()  # every process gets the same address
+        host, port = first[WORKERINPUT_KEY].rsplit(":", 1)
+        # Reserved until Kafka listens on it: nobody else's free port.
+        assert int(port) not in {free_port() for _ in range(200)}
+        shared.start()
+        kafka = real_kafka_for(load_target(TARGETS / "apache-kafka.toml"), first)
+        assert kafka.bootstrap == f"{host}:{port}" and kafka.backend == "external"
+        kafka.stop()  # a process's stop leaves the run's broker alone
+        assert real_kafka_for(load_target(TARGETS / "apache-kafka.toml"), first).bootstrap == kafka.bootstrap
+    finally:
+        shared.stop()
+    assert not Path(first[WORKERINPUT_FAILED]).exists()
