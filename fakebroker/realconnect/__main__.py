@@ -54,7 +54,7 @@ def _start(args: argparse.Namespace) -> int:
                       f"{', '.join(missing)}", file=sys.stderr, flush=True)
         threading.Thread(target=create, name="connectors", daemon=True).start()
     try:
-        return serve_until_signalled(w, w.rest_url, w.exit_code)
+        return serve_until_signalled(w, w.rest_url)
     finally:
         stopping.set()
 

@@ -186,10 +186,6 @@ class ConnectWorker:
                            f"{self.settings.ready_timeout_s:.0f}s ({last}); last lines of "
                            f"{self.log_path}:\n{self.log_tail(25)}")
 
-    def exit_code(self) -> int | None:
-        """The JVM's exit status once it exited (by itself, or stopped); None while it runs."""
-        return self.proc.poll() if self.proc is not None else None
-
     def get(self, path: str, timeout_s: float = 5.0) -> Any:
         with urllib.request.urlopen(self.rest_url + path, timeout=timeout_s) as r:
             return json.loads(r.read().decode())

@@ -1,7 +1,7 @@
 """The command-line skeleton ``python -m fakebroker.realkafka`` and ``python -m
 fakebroker.realconnect`` share: dispatch to a command with the exit codes 0 done, 1 a
 ``RealKafkaError`` (its message on stderr), 2 usage; and running a started process until
-Ctrl-C or SIGTERM, or until it exits by itself."""
+Ctrl-C or SIGTERM."""
 
 from __future__ import annotations
 
@@ -31,25 +31,14 @@ def run_command(parser: argparse.ArgumentParser, args: argparse.Namespace,
         return 1
 
 
-EXIT_POLL_S = 0.2
-
-
-def serve_until_signalled(running: Stoppable, address: str,
-                          exited: Callable[[], int | None] = lambda: None) -> int:
-    """Print ``address``, wait for SIGINT or SIGTERM, then stop ``running``: 0. If ``exited``
-    returns an exit code first (the served process ended by itself, as a Connect worker
-    whose herder dies does), stop too and return 1: whoever runs this command then sees
-    it gone instead of a wrapper around nothing."""
+def serve_until_signalled(running: Stoppable, address: str) -> int:
+    """Print ``address``, wait for SIGINT or SIGTERM, then stop ``running``."""
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     try:
         print(address, flush=True)
-        while not stop.wait(EXIT_POLL_S):
-            code = exited()
-            if code is not None:
-                print(f"the process at {address} exited by itself (status {code})", file=sys.stderr, flush=True)
-                return 1
+        stop.wait()
     finally:
         running.stop()
     return 0
