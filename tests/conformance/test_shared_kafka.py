@@ -86,3 +86,17 @@ def test_the_controllers_kafka_is_addressed_before_it_starts_and_shared(monkeypa
     finally:
         shared.stop()
     assert not Path(first[WORKERINPUT_FAILED]).exists()
+
+
+def test_seeding_waits_for_every_connector_its_command_names() -> None:
+    from conformance.suites.worker.framework import expected_work, work_listed
+    command = load_target(TARGETS / "apache-connect-eager.toml").render_command(bootstrap="h:1")
+    expected = expected_work(command)
+    assert expected == {"conn-a": 2, "conn-b": 1}
+    a_running = {"conn-a": {"status": {"tasks": [{"id": 0}, {"id": 1}]}}}
+    # conn-a is up with its tasks, conn-b not created yet: a worker stopped now would leave
+    # conn-b's task configs to whichever case's worker comes next.
+    assert not work_listed(a_running, expected)
+    assert not work_listed({**a_running, "conn-b": {"status": {"tasks": []}}}, expected)
+    assert work_listed({**a_running, "conn-b": {"status": {"tasks": [{"id": 0}]}}}, expected)
+    assert work_listed(a_running, {}) and not work_listed({}, {})

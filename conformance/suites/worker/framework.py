@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fakebroker.coordinator.config import CoordinatorConfig
+from fakebroker.realconnect.connectors import parse_connectors
 from fakebroker.intercept.hooks import Call, Gate, Hold, Respond
 from fakebroker.script.recorder import Recorder
 from fakebroker.script.transcript import Event
@@ -290,9 +291,32 @@ def seed_work(target: Target, bootstrap: str, topic_prefix: str = TOPIC_PREFIX, 
                 pass
 
 
+CONNECTORS_OPTION = re.compile(r"--connectors[ =](\S+)")
+
+
+def expected_work(command: str) -> dict[str, int]:
+    """The connectors a worker's command creates, by name with their task counts: its
+    ``--connectors NAME:TASKS,...`` (fakebroker.realconnect's option); none if it has none."""
+    m = CONNECTORS_OPTION.search(command)
+    return {c.name: c.tasks for c in parse_connectors(m.group(1))} if m else {}
+
+
+def work_listed(listing: Any, expected: dict[str, int]) -> bool:
+    """Whether ``GET /connectors?expand=status`` lists every connector with its tasks: each
+    of ``expected`` with that many (the command creates them one after another, so one
+    listed with its tasks says nothing of the next), else every listed one with some."""
+    if not isinstance(listing, dict) or not listing:
+        return False
+    if expected:
+        return all(name in listing and len(listing[name]["status"]["tasks"]) >= tasks
+                   for name, tasks in expected.items())
+    return all(c["status"]["tasks"] for c in listing.values())
+
+
 def _wait_for_work(target: Target, w: WorkerProcess) -> bool:
     """True once ``w`` lists every connector with its tasks; False if it exited first."""
     deadline = time.monotonic() + 2 * target.timing.startup_timeout_s
+    expected = expected_work(w.command)
     last: Any = None
     while time.monotonic() < deadline:
         if not w.alive():
@@ -301,7 +325,7 @@ def _wait_for_work(target: Target, w: WorkerProcess) -> bool:
             last = rest_get(w.rest_port, "/connectors?expand=status")
         except (OSError, ValueError) as e:
             last = str(e)
-        if isinstance(last, dict) and last and all(c["status"]["tasks"] for c in last.values()):
+        if work_listed(last, expected):
             return True
         time.sleep(0.5)  # a real JVM on real time; the bound is the deadline
     raise RuntimeError(f"the seeding worker did not list its connectors with their tasks within "
