@@ -58,14 +58,14 @@ def time_one_start(session: WorkerSession, deadline_s: float) -> dict[str, float
     group = f"bench-startup-{uuid.uuid4().hex[:8]}"
     mark = len(recorder.snapshot())  # type: ignore[attr-defined]
     t0 = time.monotonic()
-    w = spawn_worker(session.target, session.broker.bootstrap, group)
+    w = spawn_worker(session.target, session.broker.bootstrap, group, topic_prefix=session.topic_prefix)
     out: dict[str, float] = {}
     try:
         while len(out) < len(STAGES):
             if time.monotonic() - t0 > deadline_s or not w.alive():
                 raise RuntimeError(f"worker did not join within {deadline_s:.0f}s "
                                    f"(reached {sorted(out)}); log:\n{w.log_tail()}")
-            for s in recorder.snapshot()[mark:]:  # type: ignore[attr-defined]
+            for s in recorder.snapshot(mark):  # type: ignore[attr-defined]
                 if (s.client_id == w.worker_id and s.api in STAGES and s.api not in out
                         and (s.api != "SyncGroup" or s.ok)):
                     out[s.api] = s.t_request - t0

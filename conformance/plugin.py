@@ -136,7 +136,16 @@ def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
         return
     metafunc.parametrize("requirement_run", [
         pytest.param(run, id=run.id, marks=[getattr(pytest.mark, m) for m in _marks(run)])
-        for run in planned_runs(metafunc.config)])
+        for run in longest_first(planned_runs(metafunc.config))])
+
+
+def longest_first(runs: list[RequirementRun]) -> list[RequirementRun]:
+    """The runs by their case's bound (``timeout_s``), longest first, else in catalogue
+    order: on several test processes the long cases start early instead of ending a run
+    alone (the real-time ones take up to ~40 s)."""
+    from .harness.cases import load_cases
+    cases = load_cases()
+    return sorted(runs, key=lambda r: -cases[r.requirement.id].timeout_s if r.requirement.id in cases else 0.0)
 
 
 def _marks(run: RequirementRun) -> list[str]:
@@ -157,15 +166,17 @@ def conformance_target(request: pytest.FixtureRequest) -> Target:
 
 
 @pytest.fixture(scope="session")
-def conformance_session(conformance_target: Target) -> Iterator[Any]:
-    """The started target of this process (for the builtin broker: one per xdist worker)."""
+def conformance_session(conformance_target: Target, request: pytest.FixtureRequest) -> Iterator[Any]:
+    """The started target of this process (for the builtin broker: one per xdist worker; a
+    real Kafka: the run's, see harness.shared_kafka)."""
     from .harness.sessions import CoordinatorSession
     from .suites.worker.framework import WorkerSession
+    workerinput = getattr(request.config, "workerinput", None)
     try:
         if conformance_target.kind == "coordinator":
-            session: Any = CoordinatorSession.start(conformance_target)
+            session: Any = CoordinatorSession.start(conformance_target, workerinput)
         else:
-            session = WorkerSession.start(conformance_target)
+            session = WorkerSession.start(conformance_target, workerinput)
     except Exception as e:  # noqa: BLE001 - a target that cannot start makes every case BROKEN
         yield e
         return
@@ -291,6 +302,38 @@ def _broken_record(report: pytest.TestReport) -> dict[str, Any] | None:
 
 
 _RESULTS_SEEN: dict[str, dict[str, Any]] = {}
+SHARED_KAFKA_KEY = pytest.StashKey[Any]()
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node: Any) -> None:
+    """pytest-xdist's controller, before it starts each test process: the run's one real
+    Kafka, started for the first (harness.shared_kafka), is handed to every process."""
+    config = node.config
+    if not active(config):
+        return
+    from .harness.shared_kafka import SharedKafka, shareable
+    target = config.stash[TARGET_KEY]
+    if not shareable(target):
+        return
+    if SHARED_KAFKA_KEY not in config.stash:
+        config.stash[SHARED_KAFKA_KEY] = SharedKafka(target)
+    node.workerinput.update(config.stash[SHARED_KAFKA_KEY].workerinput())
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_sessionstart(session: pytest.Session) -> Iterator[None]:
+    """The controller: once xdist has spawned the test processes (its own sessionstart),
+    the shared real Kafka starts while they import and collect."""
+    result = yield
+    if active(session.config) and SHARED_KAFKA_KEY in session.config.stash:
+        session.config.stash[SHARED_KAFKA_KEY].start()
+    return result
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if active(config) and SHARED_KAFKA_KEY in config.stash:
+        config.stash[SHARED_KAFKA_KEY].stop()
 
 
 def _is_controller(config: pytest.Config) -> bool:

@@ -29,7 +29,7 @@ SCHEMA_FILE = "target.schema.json"
 PLACEHOLDERS = frozenset({
     "bootstrap", "group", "worker_id", "rest_port", "python", "connect_protocol",
     "session_timeout_ms", "rebalance_timeout_ms", "heartbeat_interval_ms",
-    "scheduled_rebalance_delay_ms"})
+    "scheduled_rebalance_delay_ms", "topic_prefix"})
 # ``[...]`` in a command template: an optional part, left out when the suite leaves a
 # placeholder in it unset (to observe the implementation's own default for that setting).
 OPTIONAL_PART = re.compile(r"\[([^\[\]]*)\]")
@@ -116,6 +116,10 @@ class Target:
             return False
         outside = OPTIONAL_PART.sub("", self.command)
         return placeholder in _placeholders(self.command) and placeholder not in _placeholders(outside)
+
+    def takes(self, placeholder: str) -> bool:
+        """Whether the command template holds ``placeholder`` (anywhere)."""
+        return self.command is not None and placeholder in _placeholders(self.command)
 
     def render_command(self, *, unset: frozenset[str] = frozenset(), **values: Any) -> str:
         """The command with ``values``; an optional part ``[...]`` holding a placeholder of

@@ -13,6 +13,7 @@ from ..target import Target
 from .clock import CaseClock, RealCaseClock, VirtualCaseClock
 from .context import CoordinatorContext
 from .inprocess import builtin_version, start_builtin
+from .shared_kafka import real_kafka_for
 
 
 @dataclass
@@ -26,9 +27,10 @@ class CoordinatorSession:
     group_log_bootstrap: str | None = None  # where the target's [group_log] topic is read
 
     @classmethod
-    def start(cls, target: Target) -> CoordinatorSession:
+    def start(cls, target: Target, workerinput: dict[str, Any] | None = None) -> CoordinatorSession:
+        """``workerinput``: pytest-xdist's for this process (a shared real Kafka: shared_kafka)."""
         if target.launch == "real-kafka":
-            kafka = launch_real_kafka(target)
+            kafka = real_kafka_for(target, workerinput)
             return cls(target, kafka.bootstrap, RealCaseClock(target.timing.wait_scale), None,
                        kafka.version, kafka)
         if target.builtin is not None:
@@ -73,18 +75,3 @@ def _group_log_kafka(target: Target) -> tuple[Any, Any]:
         kafka.stop()
         raise
 
-
-def launch_settings(target: Target) -> Any:
-    """The broker settings of a launched real Kafka: the group settings the target declares
-    (its [timing] is what the cases read, so the broker must run with exactly those)."""
-    from fakebroker.realkafka import KafkaSettings
-    t = target.timing
-    return KafkaSettings(initial_rebalance_delay_ms=t.initial_rebalance_delay_ms,
-                         min_session_timeout_ms=t.min_session_timeout_ms,
-                         max_session_timeout_ms=t.max_session_timeout_ms)
-
-
-def launch_real_kafka(target: Target) -> Any:
-    """A real Kafka for this test process (stopped with the session)."""
-    from fakebroker.realkafka import start_real_kafka
-    return start_real_kafka(launch_settings(target))

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Callable
 from typing import Protocol
 
 from .launcher import BrokerFailed, BrokerNotReady, LocalKafka, PortInUse, our_java_processes
-from .probe import NotReady, wait_ready
+from .probe import BrokerDied, NotReady, wait_ready
 from .provision import KAFKA_VERSION, JavaMissing, RealKafkaError, ResolveFailed
 from .settings import KafkaSettings
 
@@ -51,15 +52,18 @@ class RealKafka(Protocol):
 
 class ExternalKafka:
     """A broker someone else runs. Its settings are whatever it was started with: the
-    checks assume the ones ``KafkaSettings`` documents."""
+    checks assume the ones ``KafkaSettings`` documents. ``failed()`` returns why, when
+    whoever starts it knows it will never answer (then ``start`` stops waiting at once)."""
 
     backend = "external"
 
-    def __init__(self, bootstrap: str, settings: KafkaSettings | None = None) -> None:
+    def __init__(self, bootstrap: str, settings: KafkaSettings | None = None,
+                 failed: Callable[[], str | None] | None = None) -> None:
         self._bootstrap = bootstrap
         self.settings = settings or KafkaSettings()
         self.version = os.environ.get("REAL_KAFKA_VERSION", KAFKA_VERSION)
         self.description = ""
+        self._failed = failed
 
     @property
     def bootstrap(self) -> str:
@@ -67,7 +71,9 @@ class ExternalKafka:
 
     def start(self) -> ExternalKafka:
         try:
-            self.description = wait_ready(self._bootstrap, self.settings.ready_timeout_s)
+            self.description = wait_ready(self._bootstrap, self.settings.ready_timeout_s, alive=self._failed)
+        except BrokerDied as e:
+            raise BrokerFailed(f"the broker at {self._bootstrap} did not start: {e}") from None
         except NotReady as e:
             raise BrokerNotReady(f"REAL_KAFKA_BOOTSTRAP={self._bootstrap} does not answer as a ready "
                                  f"broker: {e}") from None

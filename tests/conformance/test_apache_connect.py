@@ -45,16 +45,17 @@ DIVERGENCES: dict[str, str] = {
 
 # No xdist_group: under `--dist loadgroup` the three runs spread over the suite's workers
 # instead of queueing on one (a run is mostly a real worker's waits, and each starts its own
-# Kafka and fake broker, so two side by side share nothing).
+# Kafka and fake brokers, so two side by side share nothing).
 @pytest.mark.realkafka
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_the_real_connect_worker_is_certified(protocol: str, tmp_path: Path) -> None:
     target_file = ROOT / "fixtures" / "targets" / f"apache-connect-{protocol}.toml"
     target = load_target(target_file)
     reports = tmp_path / "reports"
-    # Two workers, as `make certify` runs it on two cores: the cases wait on a real worker's
-    # clock far more than they compute, so two at a time halve the run.
-    r = run_certification(target_file, reports, suite="worker", workers=2)
+    # As `make certify` runs it (-n auto: two test processes per core for a real-clock
+    # target, sharing one real Kafka): the cases wait on a real worker's clock far more
+    # than they compute.
+    r = run_certification(target_file, reports, suite="worker", workers="auto")
     tail = (r.stdout + r.stderr)[-4000:]
     doc = json.loads((reports / "results.json").read_text())
     outcomes = {x["id"]: x["outcome"] for x in doc["results"]}

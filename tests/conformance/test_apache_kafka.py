@@ -36,7 +36,7 @@ def test_the_target_and_realkafka_start_share_kafkas_defaults() -> None:
 
 
 def test_a_launched_kafka_runs_with_the_targets_timing(tmp_path: Path) -> None:
-    from conformance.harness.sessions import launch_settings
+    from conformance.harness.shared_kafka import launch_settings
     p = tmp_path / "k.toml"
     p.write_text(LAUNCHED + "[timing]\ninitial_rebalance_delay_ms = 0\nmin_session_timeout_ms = 7000\n")
     s = launch_settings(load_target(p))
@@ -59,8 +59,9 @@ def test_invalid_launch_names_field_and_reason(tmp_path: Path, text: str, field:
 
 
 def certified_outcomes(target_file: Path, reports: Path, *extra: str) -> dict[str, dict[str, str]]:
-    """Runs the coordinator suite (two processes, two brokers) and insists on CERTIFIED."""
-    r = run_certification(target_file, reports, *extra, suite="coordinator", workers=2, timeout_s=1200)
+    """Runs the coordinator suite (-n auto: two test processes per core, one broker they
+    share) and insists on CERTIFIED."""
+    r = run_certification(target_file, reports, *extra, suite="coordinator", workers="auto", timeout_s=1200)
     tail = (r.stdout + r.stderr)[-4000:]
     results = {x["id"]: x for x in json.loads((reports / "results.json").read_text())["results"]}
     wrong = {i: f"{x['outcome']}: {x['message'][:1500]}" for i, x in results.items()
@@ -84,9 +85,8 @@ def goldens_left_out(results: dict[str, dict[str, str]], *allowed: str) -> dict[
     return left_out
 
 
-# No xdist_group (nor below): under `--dist loadgroup` the two runs (each two brokers of its
-# own) may take the suite's two workers at once instead of queueing on one; a worker runs
-# one test at a time, so no more heavy runs share the machine than before.
+# No xdist_group (nor below): under `--dist loadgroup` the two runs (each with a broker of its
+# own) may take two of the suite's workers at once instead of queueing on one.
 @pytest.mark.realkafka
 def test_apache_kafka_is_certified(tmp_path: Path) -> None:
     results = certified_outcomes(TARGET, tmp_path / "reports")

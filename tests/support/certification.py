@@ -26,7 +26,7 @@ def processes_tagged(tag: str) -> list[int]:
 
 
 def run_certification(target_file: Path, reports: Path, *extra: str, suite: str,
-                      workers: int = 0, timeout_s: float = 1500) -> subprocess.CompletedProcess[str]:
+                      workers: int | str = 0, timeout_s: float = 1500) -> subprocess.CompletedProcess[str]:
     """``conformance run`` of one suite; afterwards no process it started may be left."""
     name, value = "CONNECT_CONFORMANCE_RUN", uuid.uuid4().hex
     r = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--target", str(target_file),

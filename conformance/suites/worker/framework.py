@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from fakebroker.coordinator.config import CoordinatorConfig
+from fakebroker.realconnect.connectors import parse_connectors
 from fakebroker.intercept.hooks import Call, Gate, Hold, Respond
 from fakebroker.script.recorder import Recorder
 from fakebroker.script.transcript import Event
@@ -46,6 +47,7 @@ from ...harness.clock import RealCaseClock
 from fakebroker.connect.embedded import connect_protocols
 from ...harness.context import CoordinatorContext
 from ...harness.outcomes import Broken, NotApplicable, Violation
+from ...harness.shared_kafka import TOPIC_PREFIX, prefix_of, real_kafka_for
 from ...target import Target
 
 
@@ -173,9 +175,11 @@ class RecordingBroker(FakeBroker):
             self.authorizer = (Authorizer(Acls(_ALLOW_ALL + denies), self.registry, self.config)
                                if denies else None)
 
-    def snapshot(self) -> list[Seen]:
+    def snapshot(self, since: int = 0) -> list[Seen]:
+        """The exchanges seen from index ``since`` on (a case polls its own, 50 times a
+        second: not the whole run's, copied each time)."""
         with self._lock:
-            return list(self.seen)
+            return self.seen[since:]
 
 
 def free_port() -> int:
@@ -225,7 +229,7 @@ class WorkerProcess:
 
 
 def spawn_worker(target: Target, bootstrap: str, group: str, worker_id: str | None = None, *,
-                 connect_protocol: str | None = None,
+                 topic_prefix: str = TOPIC_PREFIX, connect_protocol: str | None = None,
                  scheduled_rebalance_delay_ms: int | None = None,
                  unset: frozenset[str] = frozenset()) -> WorkerProcess:
     """One worker process from the target's command template, its output in a log file;
@@ -234,7 +238,7 @@ def spawn_worker(target: Target, bootstrap: str, group: str, worker_id: str | No
     wid = worker_id or f"w-{uuid.uuid4().hex[:6]}"
     rest_port = free_port()
     values = dict(bootstrap=bootstrap, group=group, worker_id=wid, rest_port=rest_port,
-                  python=shlex.quote(sys.executable),
+                  python=shlex.quote(sys.executable), topic_prefix=topic_prefix,
                   connect_protocol=connect_protocol or target.connect_protocol,
                   session_timeout_ms=t.session_timeout_ms, rebalance_timeout_ms=t.rebalance_timeout_ms,
                   heartbeat_interval_ms=t.heartbeat_interval_ms,
@@ -260,7 +264,7 @@ def rest_get(port: int, path: str) -> Any:
         return json.loads(r.read().decode())
 
 
-def seed_work(target: Target, bootstrap: str, attempts: int = 3) -> None:
+def seed_work(target: Target, bootstrap: str, topic_prefix: str = TOPIC_PREFIX, attempts: int = 3) -> None:
     """Connectors in place before any case runs, for a worker with a REST API whose internal
     topics every case shares (its command fixes them): one worker, alone in a group of its
     own, creates them (its command names them); once its REST API lists every connector
@@ -269,7 +273,8 @@ def seed_work(target: Target, bootstrap: str, attempts: int = 3) -> None:
     A seeding worker that exits is started again (its REST port, picked free, may have been
     taken meanwhile), up to ``attempts`` times."""
     for attempt in range(1, attempts + 1):
-        w = spawn_worker(target, bootstrap, f"conformance-seed-{uuid.uuid4().hex[:6]}", "seed")
+        w = spawn_worker(target, bootstrap, f"conformance-seed-{uuid.uuid4().hex[:6]}", "seed",
+                         topic_prefix=topic_prefix)
         try:
             if _wait_for_work(target, w):
                 return
@@ -286,9 +291,32 @@ def seed_work(target: Target, bootstrap: str, attempts: int = 3) -> None:
                 pass
 
 
+CONNECTORS_OPTION = re.compile(r"--connectors[ =](\S+)")
+
+
+def expected_work(command: str) -> dict[str, int]:
+    """The connectors a worker's command creates, by name with their task counts: its
+    ``--connectors NAME:TASKS,...`` (fakebroker.realconnect's option); none if it has none."""
+    m = CONNECTORS_OPTION.search(command)
+    return {c.name: c.tasks for c in parse_connectors(m.group(1))} if m else {}
+
+
+def work_listed(listing: Any, expected: dict[str, int]) -> bool:
+    """Whether ``GET /connectors?expand=status`` lists every connector with its tasks: each
+    of ``expected`` with that many (the command creates them one after another, so one
+    listed with its tasks says nothing of the next), else every listed one with some."""
+    if not isinstance(listing, dict) or not listing:
+        return False
+    if expected:
+        return all(name in listing and len(listing[name]["status"]["tasks"]) >= tasks
+                   for name, tasks in expected.items())
+    return all(c["status"]["tasks"] for c in listing.values())
+
+
 def _wait_for_work(target: Target, w: WorkerProcess) -> bool:
     """True once ``w`` lists every connector with its tasks; False if it exited first."""
     deadline = time.monotonic() + 2 * target.timing.startup_timeout_s
+    expected = expected_work(w.command)
     last: Any = None
     while time.monotonic() < deadline:
         if not w.alive():
@@ -297,7 +325,7 @@ def _wait_for_work(target: Target, w: WorkerProcess) -> bool:
             last = rest_get(w.rest_port, "/connectors?expand=status")
         except (OSError, ValueError) as e:
             last = str(e)
-        if isinstance(last, dict) and last and all(c["status"]["tasks"] for c in last.values()):
+        if work_listed(last, expected):
             return True
         time.sleep(0.5)  # a real JVM on real time; the bound is the deadline
     raise RuntimeError(f"the seeding worker did not list its connectors with their tasks within "
@@ -308,24 +336,23 @@ def _wait_for_work(target: Target, w: WorkerProcess) -> bool:
 @dataclass
 class WorkerSession:
     """One recording fake broker per test process; each case gets its own group. A target
-    with ``upstream = "real-kafka"`` also gets a real Kafka per process, which the fake
-    broker fronts in proxy mode (group APIs coordinated and recorded here, the rest
-    forwarded)."""
+    with ``upstream = "real-kafka"`` also gets a real Kafka (the run's, shared by its test
+    processes, or one of this process's own: ``shared_kafka``), which the fake broker
+    fronts in proxy mode (group APIs coordinated and recorded here, the rest forwarded)."""
 
     target: Target
     broker: BrokerThread | None = None
     version: str = "unknown"
     kafka: Any = None  # fakebroker.realkafka.RealKafka when the target asks for one
+    topic_prefix: str = TOPIC_PREFIX  # this process's internal topics ({topic_prefix})
 
     @classmethod
-    def start(cls, target: Target) -> WorkerSession:
-        kafka = None
-        if target.upstream == "real-kafka":
-            from fakebroker.realkafka import KafkaSettings, start_real_kafka
-            # It only stores the workers' internal topics: started for start-up, not
-            # throughput (C1 only, as the Connect workers run; fakebroker.realconnect.fast_start).
-            kafka = start_real_kafka(KafkaSettings(jvm_args=("-XX:TieredStopAtLevel=1",)))
-        session = cls(target, None, target.implementation_version, kafka)
+    def start(cls, target: Target, workerinput: dict[str, Any] | None = None) -> WorkerSession:
+        """``workerinput``: pytest-xdist's for this process (its id names its internal
+        topics; a shared real Kafka, see shared_kafka)."""
+        kafka = real_kafka_for(target, workerinput) if target.upstream == "real-kafka" else None
+        session = cls(target, None, target.implementation_version, kafka,
+                      prefix_of((workerinput or {}).get("workerid")))
         try:
             broker = RecordingBroker(BrokerConfig(), CoordinatorConfig(initial_rebalance_delay_ms=0,
                                                                        min_session_timeout_ms=1000,
@@ -334,7 +361,7 @@ class WorkerSession:
                                      RealClock(), upstream=kafka.bootstrap if kafka else None)
             session.broker = BrokerThread(broker).start()
             if kafka is not None and "rest" in target.capabilities:
-                seed_work(target, session.broker.bootstrap)
+                seed_work(target, session.broker.bootstrap, session.topic_prefix)
         except BaseException:
             session.stop()
             raise
@@ -349,14 +376,16 @@ class WorkerSession:
     def context(self, requirement: Requirement, recording: Recorder) -> WorkerContext:
         assert self.broker is not None
         clock = RealCaseClock(self.target.timing.wait_scale)
-        return WorkerContext(self.target, requirement, self.broker.bootstrap, clock, recording, self.broker)
+        return WorkerContext(self.target, requirement, self.broker.bootstrap, clock, recording, self.broker,
+                             self.topic_prefix)
 
 
 class WorkerContext(CoordinatorContext):
     def __init__(self, target: Target, requirement: Requirement, bootstrap: str, clock: RealCaseClock,
-                 recording: Recorder, broker: BrokerThread) -> None:
+                 recording: Recorder, broker: BrokerThread, topic_prefix: str = TOPIC_PREFIX) -> None:
         super().__init__(target, requirement, bootstrap, clock, recording)
         self.broker_thread = broker
+        self.topic_prefix = topic_prefix
         self.recorder: RecordingBroker = broker.broker  # type: ignore[assignment]
         self.workers: list[WorkerProcess] = []
         self.first_seen = len(self.recorder.snapshot())
@@ -394,7 +423,7 @@ class WorkerContext(CoordinatorContext):
         if fixed:
             raise NotApplicable(f"the target's command always sets {', '.join('{' + n + '}' for n in fixed)} "
                                 f"(an optional part [...] around it lets the suite leave it unset)")
-        w = spawn_worker(self.target, self.bootstrap, self.group_id, worker_id,
+        w = spawn_worker(self.target, self.bootstrap, self.group_id, worker_id, topic_prefix=self.topic_prefix,
                          connect_protocol=connect_protocol or self.connect_protocol,
                          scheduled_rebalance_delay_ms=scheduled_rebalance_delay_ms, unset=unset)
         self.workers.append(w)
@@ -466,7 +495,7 @@ class WorkerContext(CoordinatorContext):
     def seen(self, w: WorkerProcess | None = None, api: str | None = None) -> list[Seen]:
         """Exchanges of this case, from the worker ``w`` (by client id) and of ``api`` (any
         when None)."""
-        return [s for s in self.recorder.snapshot()[self.first_seen:]
+        return [s for s in self.recorder.snapshot(self.first_seen)
                 if (w is None or s.client_id == w.worker_id) and (api is None or s.api == api)
                 and getattr(s.request, "group_id", self.group_id) in (self.group_id, None)]
 
