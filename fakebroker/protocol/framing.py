@@ -188,8 +188,8 @@ def _response_header(registry: Registry, header_type: MessageType, hv: int) -> b
     if head is False:
         zero, one = (header_type.encode(header_type.new(correlation_id=c), hv) for c in (0, 1))
         head = zero if one == _PREFIX.pack(1) + zero[4:] and zero[:4] == bytes(4) else None
-        registry.frame_layouts[key] = head  # type: ignore[assignment]
-    return head  # type: ignore[return-value]
+        registry.frame_layouts[key] = head
+    return head
 
 
 def add_size_prefix(frame: bytes) -> bytes:
