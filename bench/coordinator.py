@@ -11,6 +11,7 @@ settings: a 3 s initial rebalance delay (Kafka's default), sessions from 1 s.
     python bench/coordinator.py -n 100 --seconds 3 --repeats 5
     python bench/coordinator.py --broker fake           # the fake broker alone
     python bench/coordinator.py --broker fake -n 1000 --profile-server prof.out
+    python bench/coordinator.py --broker all -n 1000 --clients 2   # + the serving floor; 2 heartbeat processes
 
 Figures: rebalance = a settled group of N: every member rejoins -> every member holds its
 SyncGroup answer (wall ms, and the server's and the load generator's CPU ms in it: the
@@ -19,6 +20,12 @@ heartbeats/s = completed Heartbeat round trips per wall second with every member
 heartbeating back to back; CPU ms per 1k heartbeats for the server and for the load
 generator separately; server RSS growth per member. The fake/real table also gives the
 ratios per server CPU second: on a shared machine they measure the brokers' own costs.
+
+The serving floor (``--broker floor`` or ``all``: bench/floor_server.py) answers each request
+with pre-encoded bytes, no codec and no coordinator: the least a Python server on the same
+loop costs per request. ``--clients P`` runs the heartbeat phase in P load-generator
+processes (each with its own connections for its share of the members; their CPU is summed),
+for when one process cannot keep a broker busy.
 """
 
 from __future__ import annotations
@@ -42,13 +49,15 @@ from fakebroker.realkafka import KafkaSettings, RealKafka, start_real_kafka
 from fakebroker.server import event_loop
 
 sys.path.insert(0, str(Path(__file__).parent))
-from load_client import LoadConnection  # noqa: E402 - bench/ is not a package
+from load_client import LoadConnection, heartbeat_all, open_many  # noqa: E402 - bench/ is not a package
 
 REG = default_registry()
-JOIN, SYNC, HB = REG["JoinGroupRequest"], REG["SyncGroupRequest"], REG["HeartbeatRequest"]
+JOIN, SYNC = REG["JoinGroupRequest"], REG["SyncGroupRequest"]
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 PAGE = os.sysconf("SC_PAGE_SIZE")
 PROFILED = str(Path(__file__).with_name("profiled.py"))
+FLOOR = str(Path(__file__).with_name("floor_server.py"))
+LOAD_CLIENT = str(Path(__file__).with_name("load_client.py"))
 
 
 INITIAL_DELAY_MS = 3000  # Kafka's default: gathers the first wave of joins into one generation
@@ -58,7 +67,6 @@ MIN_SESSION_MS = 1000
 # UNKNOWN_SERVER_ERROR, Kafka's answer to RECORD_TOO_LARGE).
 GROUP_RECORD_MAX = 16 * 1024 * 1024
 FORM_TRIES = 5  # untimed rebalances to bring all N members into one generation
-CONNECT_BATCH = 100  # connections opened at a time (asyncio's listen backlog is 100)
 
 
 @dataclass
@@ -98,6 +106,14 @@ def start_server(profile: str | None = None,
          "--min-session-timeout-ms", str(MIN_SESSION_MS), "--max-group-size", "1000000",
          "--max-connections", "1000000", "--event-loop", loop],
         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    assert proc.stdout is not None
+    return proc, proc.stdout.readline().strip()
+
+
+def start_floor(loop: str = event_loop.DEFAULT_LOOP) -> tuple[subprocess.Popen[str], str]:
+    """The serving floor (bench/floor_server.py) in its own process."""
+    proc = subprocess.Popen([sys.executable, FLOOR, "--loop", loop], stdout=subprocess.PIPE,
+                            stderr=subprocess.DEVNULL, text=True)
     assert proc.stdout is not None
     return proc, proc.stdout.readline().strip()
 
@@ -187,22 +203,43 @@ async def form_group(conns: list[LoadConnection], group: str,
     return ids, gen, (t1 - t0) * 1000, (s1 - s0) * 1000, (c1 - c0) * 1000
 
 
-async def heartbeat_for(conns: list[LoadConnection], ids: list[str], gen: int, group: str,
-                        seconds: float) -> int:
-    # Each connection sends its next heartbeat from its read callback (no task per request);
-    # at least one each: on a loaded machine a round of N can outlast the phase.
-    stop = time.perf_counter() + seconds
-    counts = await asyncio.gather(*(c.heartbeats(HB.new(group_id=group, generation_id=gen, member_id=m), 4, stop)
-                                    for c, m in zip(conns, ids)))
-    return sum(counts)
+async def heartbeat_in_processes(bootstrap: str, ids: list[str], gen: int, group: str,
+                                 seconds: float, clients: int, loop: str,
+                                 pid: int | None) -> tuple[int, float, float, float]:
+    """The heartbeat phase in ``clients`` load-generator processes (bench/load_client.py),
+    each with its own connections for its share of the members, started together once all
+    are connected. Returns the count, the wall time (the slowest process's), the server's
+    CPU seconds over it and the processes' CPU seconds summed."""
+    procs = [await asyncio.create_subprocess_exec(
+        sys.executable, LOAD_CLIENT, bootstrap, group, str(gen), str(seconds), "--loop", loop,
+        stdin=subprocess.PIPE, stdout=subprocess.PIPE) for _ in range(clients)]
+    try:
+        for i, p in enumerate(procs):
+            assert p.stdin is not None
+            p.stdin.write((json.dumps(ids[i::clients]) + "\n").encode())
+            await p.stdin.drain()
+        for p in procs:
+            assert p.stdout is not None
+            if (await p.stdout.readline()).strip() != b"ready":
+                raise RuntimeError("a load-generator process did not connect")
+        s0 = proc_cpu_s(pid)
+        for p in procs:
+            assert p.stdin is not None
+            p.stdin.write(b"go\n")
+            await p.stdin.drain()
+        reports = [json.loads(await p.stdout.readline()) for p in procs]  # type: ignore[union-attr]
+        s1 = proc_cpu_s(pid)
+    finally:
+        for p in procs:
+            await p.wait()
+    return (sum(r["beats"] for r in reports), max(r["wall_s"] for r in reports), s1 - s0,
+            sum(r["cpu_s"] for r in reports))
 
 
-async def one_run(broker: str, bootstrap: str, pid: int | None, n: int, seconds: float, run: int) -> Result:
+async def one_run(broker: str, bootstrap: str, pid: int | None, n: int, seconds: float, run: int,
+                  clients: int = 1, loop: str = event_loop.DEFAULT_LOOP) -> Result:
     group = f"bench-{n}-{run}"
-    conns: list[LoadConnection] = []
-    for start in range(0, n, CONNECT_BATCH):  # a burst of N connects overflows accept backlogs
-        conns += await asyncio.gather(*(LoadConnection.open(REG, bootstrap, timeout_s=120)
-                                        for _ in range(min(CONNECT_BATCH, n - start))))
+    conns = await open_many(REG, bootstrap, n)
     try:
         # One bound for the whole run instead of a timer per request (the load generator's
         # per-request cost must stay below the broker's; timers in a heap of N cost log N).
@@ -210,21 +247,26 @@ async def one_run(broker: str, bootstrap: str, pid: int | None, n: int, seconds:
             rss0 = proc_rss(pid)
             ids, gen, rebalance_ms, reb_server, reb_client = await form_group(conns, group, pid)
             rss1 = proc_rss(pid)
-            s0, c0, w0 = proc_cpu_s(pid), time.process_time(), time.perf_counter()
-            beats = await heartbeat_for(conns, ids, gen, group, seconds)
-            s1, c1, w1 = proc_cpu_s(pid), time.process_time(), time.perf_counter()
+            if clients > 1:
+                beats, wall, server_s, client_s = await heartbeat_in_processes(
+                    bootstrap, ids, gen, group, seconds, clients, loop, pid)
+            else:
+                s0, c0, w0 = proc_cpu_s(pid), time.process_time(), time.perf_counter()
+                beats = await heartbeat_all(REG, conns, ids, gen, group, seconds)
+                s1, c1, w1 = proc_cpu_s(pid), time.process_time(), time.perf_counter()
+                wall, server_s, client_s = w1 - w0, s1 - s0, c1 - c0
     finally:
         await asyncio.gather(*(c.close() for c in conns))
-    return Result(broker, n, rebalance_ms, reb_server, reb_client, beats / (w1 - w0), (s1 - s0) * 1e6 / beats,
-                  (c1 - c0) * 1e6 / beats, (rss1 - rss0) / n)
+    return Result(broker, n, rebalance_ms, reb_server, reb_client, beats / wall, server_s * 1e6 / beats,
+                  client_s * 1e6 / beats, (rss1 - rss0) / n)
 
 
 FIELDS = ("rebalance_ms", "rebalance_server_cpu_ms", "rebalance_client_cpu_ms", "heartbeats_per_s", "server_cpu_ms_per_1k_hb", "client_cpu_ms_per_1k_hb",
           "server_rss_bytes_per_member")
 
 
-def ratios(rows: list[Result]) -> list[dict[str, float]]:
-    """fake/real per N: heartbeats/s (above 1: the fake is faster) and rebalance time
+def ratios(rows: list[Result], broker: str = "fake") -> list[dict[str, float]]:
+    """``broker``/real per N (fake/real, or floor/real: what any Python server could reach): heartbeats/s (above 1: the fake is faster) and rebalance time
     (below 1: the fake is faster), in wall time and in the server's CPU time (heartbeats
     per server CPU second; the rebalance's server CPU). On a machine shared with other
     work the wall ratios also measure the scheduler's shares: a one-thread Python process
@@ -232,7 +274,7 @@ def ratios(rows: list[Result]) -> list[dict[str, float]]:
     out = []
     by = {(r.broker, r.members): r for r in rows}
     for n in sorted({r.members for r in rows}):
-        f, k = by.get(("fake", n)), by.get(("real", n))
+        f, k = by.get((broker, n)), by.get(("real", n))
         if f and k:
             out.append({"members": n, "heartbeats_per_s": f.heartbeats_per_s / k.heartbeats_per_s,
                         "rebalance_ms": f.rebalance_ms / k.rebalance_ms,
@@ -249,8 +291,11 @@ def main() -> None:
                    help="members (repeatable; default 100, 1000, 5000, 10000)")
     p.add_argument("--seconds", type=float, default=3.0, help="heartbeat phase length per run")
     p.add_argument("--repeats", type=int, default=3, help="runs per N; medians are printed")
-    p.add_argument("--broker", choices=("both", "fake", "real"), default="both",
-                   help="which brokers to measure (default both, with fake/real ratios)")
+    p.add_argument("--broker", choices=("both", "fake", "real", "floor", "all"), default="both",
+                   help="which brokers to measure (default both, with fake/real ratios; floor: "
+                        "bench/floor_server.py, the serving floor; all: floor, fake and real)")
+    p.add_argument("--clients", type=int, default=1,
+                   help="load-generator processes for the heartbeat phase (default 1: this one)")
     p.add_argument("--kafka-heap-mb", type=int, default=1024, help="the real broker's JVM heap")
     p.add_argument("--loop", choices=list(event_loop.LOOPS), default=event_loop.DEFAULT_LOOP,
                    help="the event loop of the fake broker and of the load generator")
@@ -264,33 +309,41 @@ def main() -> None:
     # Before the brokers start: they inherit the limit (each member is a connection).
     resource.setrlimit(resource.RLIMIT_NOFILE, (min(hard, max(soft, 4 * max(sizes) + 256)), hard))
     brokers: list[tuple[str, str, int | None]] = []
-    fake_proc = kafka = None
+    fake_proc = floor_proc = kafka = None
     rows = []
     try:
-        if a.broker in ("both", "fake"):
+        if a.broker in ("floor", "all"):
+            floor_proc, bootstrap = start_floor(a.loop)
+            brokers.append(("floor", bootstrap, floor_proc.pid))
+            print(f"serving floor at {bootstrap} (pid {floor_proc.pid})", file=sys.stderr)
+        if a.broker in ("both", "fake", "all"):
             fake_proc, bootstrap = start_server(a.profile_server, a.loop)
             brokers.append(("fake", bootstrap, fake_proc.pid))
             print(f"fake broker at {bootstrap} (pid {fake_proc.pid})", file=sys.stderr)
-        if a.broker in ("both", "real"):
+        if a.broker in ("both", "real", "all"):
             kafka, pid = start_real(a.kafka_heap_mb)
             brokers.append(("real", kafka.bootstrap, pid))
             print(f"Apache Kafka {kafka.version} at {kafka.bootstrap} ({kafka.backend}, pid {pid})",
                   file=sys.stderr)
         for n in sizes:
             for name, bootstrap, pid in brokers:
-                runs = [event_loop.run(one_run(name, bootstrap, pid, n, a.seconds, r), a.loop)
+                runs = [event_loop.run(one_run(name, bootstrap, pid, n, a.seconds, r, a.clients, a.loop), a.loop)
                         for r in range(a.repeats)]
                 med = Result(name, n, *(statistics.median(getattr(r, f) for r in runs) for f in FIELDS))
                 rows.append(med)
                 print(f"{name} N={n}: done ({a.repeats} runs): {asdict(med)}", file=sys.stderr, flush=True)
     finally:
+        if floor_proc is not None:
+            floor_proc.terminate()
+            floor_proc.wait(30)
         if fake_proc is not None:
             fake_proc.terminate()
             fake_proc.wait(120)  # (under --profile-server it writes its stats first)
         if kafka is not None:
             kafka.stop()
     if a.json:
-        print(json.dumps({"results": [asdict(r) for r in rows], "fake_over_real": ratios(rows)}, indent=2))
+        print(json.dumps({"results": [asdict(r) for r in rows], "fake_over_real": ratios(rows),
+                          "floor_over_real": ratios(rows, "floor")}, indent=2))
         return
     print(f"{'broker':>6} {'members':>8} {'rebalance ms':>13} {'(server CPU':>11} {'client CPU)':>11} "
           f"{'heartbeats/s':>13} {'server CPU ms/1k hb':>20} "
@@ -301,9 +354,11 @@ def main() -> None:
               f"{r.server_cpu_ms_per_1k_hb:>20.1f} {r.client_cpu_ms_per_1k_hb:>20.1f} "
               f"{r.server_rss_bytes_per_member:>20.0f}")
     print(f"(medians of {a.repeats} runs; {a.seconds}s heartbeat phase each)")
-    rs = ratios(rows)
-    if rs:
-        print("\nfake/real (heartbeats/s above 1: the fake is faster; rebalance time below 1: the fake is faster)")
+    for name in ("fake", "floor"):
+        rs = ratios(rows, name)
+        if not rs:
+            continue
+        print(f"\n{name}/real (heartbeats/s above 1: {name} is faster; rebalance time below 1: {name} is faster)")
         print(f"{'members':>8} {'heartbeats/s':>13} {'rebalance time':>15} "
               f"{'hb per server CPU s':>20} {'rebalance server CPU':>21}")
         for r in rs:

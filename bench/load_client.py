@@ -5,16 +5,26 @@ rate. So there is no task per request: answers are split and decoded in the read
 and a heartbeat loop sends the next heartbeat from there (one pre-encoded frame: only one
 is in flight per connection, so its correlation id can repeat). Every answer is decoded
 through the registry and its error code checked.
+
+Run as a script it is one of several heartbeat processes (``bench/coordinator.py
+--clients P``): it opens a connection per member it is given, says ``ready``, starts on
+``go`` from its standard input, heartbeats for the given seconds and prints its count and
+its own CPU and wall time as one JSON line. A single load-generator process can cost more
+per request than the broker it drives needs (then it, not the broker, sets the rate).
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
+import sys
 import time
 from typing import Any
 
-from fakebroker.protocol import Registry, Struct
+from fakebroker.protocol import Registry, Struct, default_registry
 from fakebroker.protocol.framing import decode_response, encode_request
+from fakebroker.server import event_loop
 
 _HB_CID = 0x7FFFFFFF  # the heartbeat loop's correlation id (submit's never reach it)
 
@@ -119,3 +129,56 @@ class LoadConnection(asyncio.Protocol):
     async def close(self) -> None:
         if self.transport is not None:
             self.transport.close()
+
+
+CONNECT_BATCH = 100  # connections opened at a time (a burst overflows accept backlogs)
+
+
+async def open_many(registry: Registry, bootstrap: str, n: int) -> list[LoadConnection]:
+    conns: list[LoadConnection] = []
+    for start in range(0, n, CONNECT_BATCH):
+        conns += await asyncio.gather(*(LoadConnection.open(registry, bootstrap, timeout_s=120)
+                                        for _ in range(min(CONNECT_BATCH, n - start))))
+    return conns
+
+
+async def heartbeat_all(registry: Registry, conns: list[LoadConnection], ids: list[str], gen: int,
+                        group: str, seconds: float) -> int:
+    """Every connection heartbeats for its member back to back for ``seconds`` (at least
+    once each: on a loaded machine a round of N can outlast the phase); the total count."""
+    hb = registry["HeartbeatRequest"]
+    stop = time.perf_counter() + seconds
+    counts = await asyncio.gather(*(c.heartbeats(hb.new(group_id=group, generation_id=gen, member_id=m), 4, stop)
+                                    for c, m in zip(conns, ids)))
+    return sum(counts)
+
+
+async def _heartbeat_process(a: argparse.Namespace) -> None:
+    registry = default_registry()
+    ids = json.loads(sys.stdin.readline())
+    conns = await open_many(registry, a.bootstrap, len(ids))
+    print("ready", flush=True)
+    loop = asyncio.get_running_loop()
+    await loop.run_in_executor(None, sys.stdin.readline)  # "go"
+    c0, w0 = time.process_time(), time.perf_counter()
+    beats = await heartbeat_all(registry, conns, ids, a.generation, a.group, a.seconds)
+    c1, w1 = time.process_time(), time.perf_counter()
+    print(json.dumps({"beats": beats, "cpu_s": c1 - c0, "wall_s": w1 - w0}), flush=True)
+    for c in conns:
+        await c.close()
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description="one heartbeat process of bench/coordinator.py --clients "
+                                            "(member ids as a JSON list on the first stdin line)")
+    p.add_argument("bootstrap")
+    p.add_argument("group")
+    p.add_argument("generation", type=int)
+    p.add_argument("seconds", type=float)
+    p.add_argument("--loop", choices=list(event_loop.LOOPS), default=event_loop.DEFAULT_LOOP)
+    a = p.parse_args()
+    event_loop.run(_heartbeat_process(a), a.loop)
+
+
+if __name__ == "__main__":
+    main()

@@ -19,6 +19,7 @@ before ``handle`` returns.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 from ..protocol import Registry, Struct, default_registry
 from .apis import HANDLERS, PREPARERS, PROTOCOL_OF_API
@@ -58,6 +59,10 @@ class GroupCoordinator:
                                       else topics if topics is not None else FixedTopics({}))
         self.rebalancer = Rebalancer(self.env, self.classic_group)
         self.connect_store = connect_store
+        # ``handle``'s checks passed once per (API key, version) under ``config``: the
+        # handler and the body class it takes (every request would repeat them).
+        self._routes: dict[tuple[int, int], tuple[Any, type[Struct]]] = {}
+        self._routes_config = self.config
 
     # ------------------------------------------------------------------ inputs
 
@@ -80,6 +85,20 @@ class GroupCoordinator:
         JoinGroup or SyncGroup), possibly several (a join that completes a phase answers
         every parked join). Replies to requests parked earlier may come first.
         ``prepared``: what ``prepare`` returned for this very body, if anything."""
+        route = self._routes.get((ctx.api_key, ctx.api_version))
+        if route is None or type(body) is not route[1] or self._routes_config is not self.config:
+            route = self._route(ctx, body)
+        handler = route[0]
+        self._advance(now_ms)
+        if prepared is None:
+            handler(self, ctx, body)
+        else:
+            handler(self, ctx, body, prepared)
+        self._advance(now_ms)  # a timer the request set for "now" (e.g. a zero delay) fires too
+        return self.env.take_replies()
+
+    def _route(self, ctx: RequestContext, body: Struct) -> tuple[Any, type[Struct]]:
+        """``handle``'s checks of a request: its API, body type and version (remembered)."""
         handler = HANDLERS.get(ctx.api_key)
         if handler is None or \
                 PROTOCOL_OF_API.get(ctx.api_key, "classic") not in self.config.rebalance_protocols:
@@ -90,13 +109,11 @@ class GroupCoordinator:
             raise TypeError(f"expected a {mt.name}, got {type(body).__name__}")
         if not mt.supports(ctx.api_version):
             raise ValueError(f"{mt.name} has no version {ctx.api_version}")
-        self._advance(now_ms)
-        if prepared is None:
-            handler(self, ctx, body)
-        else:
-            handler(self, ctx, body, prepared)
-        self._advance(now_ms)  # a timer the request set for "now" (e.g. a zero delay) fires too
-        return self.env.take_replies()
+        if self._routes_config is not self.config:
+            self._routes.clear()
+            self._routes_config = self.config
+        route = self._routes[(ctx.api_key, ctx.api_version)] = (handler, mt.cls)
+        return route
 
     def tick(self, now_ms: int) -> list[Reply]:
         """Fire every timer due by ``now_ms``; returns the replies they produce."""
@@ -197,7 +214,13 @@ class GroupCoordinator:
     # ------------------------------------------------------------------ time
 
     def _advance(self, now_ms: int) -> None:
-        for deadline, action in self.env.timers.due(now_ms):
+        timers = self.env.timers
+        deadline = timers.next_deadline()
+        if deadline is None or deadline > now_ms:  # (most requests: nothing due)
+            timers.move_to(now_ms)
+            self.env.now_ms = now_ms
+            return
+        for deadline, action in timers.due(now_ms):
             self.env.now_ms = max(deadline, self.env.now_ms)
             action()
         self.env.now_ms = now_ms

@@ -9,7 +9,8 @@ client that does not yet know the broker's versions can read it.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import Any
 
 from .errors import DecodeError, EncodeError
 from .messages import Struct
@@ -33,25 +34,22 @@ def response_header_version(registry: Registry, api_key: int, version: int) -> i
     return 1 if registry.response(api_key).is_flexible(version) else 0
 
 
-@dataclass
+@dataclass(slots=True, weakref_slot=True)  # (the server frees a big request's objects when it dies)
 class Request:
-    """A decoded request frame."""
+    """A decoded request frame. ``api_key``, ``version`` and ``correlation_id`` are the
+    header's, copied out once (every layer of the server reads them)."""
 
     header: Struct  # a RequestHeader: request_api_key, request_api_version, correlation_id, client_id
     body: Struct
     header_version: int
+    api_key: int = field(init=False)
+    version: int = field(init=False)
+    correlation_id: int = field(init=False)
 
-    @property
-    def api_key(self) -> int:
-        return int(self.header.request_api_key)  # type: ignore[attr-defined]
-
-    @property
-    def version(self) -> int:
-        return int(self.header.request_api_version)  # type: ignore[attr-defined]
-
-    @property
-    def correlation_id(self) -> int:
-        return int(self.header.correlation_id)  # type: ignore[attr-defined]
+    def __post_init__(self) -> None:
+        h: Any = self.header
+        self.api_key, self.version = h.request_api_key, h.request_api_version
+        self.correlation_id = h.correlation_id
 
 
 @dataclass
@@ -95,7 +93,7 @@ def decode_request(registry: Registry, frame: bytes | bytearray | memoryview, *,
     """Decode a request frame (without its size prefix). Requests describe themselves."""
     buf = bytes(frame)
     key, version = peek_request_key(buf)
-    layout = _layout(registry, "request", key, version)
+    layout = registry.frame_layouts.get(("request", key, version)) or _layout(registry, "request", key, version)
     if layout is not None:
         hv, header_type, body_type = layout
         try:
@@ -103,7 +101,7 @@ def decode_request(registry: Registry, frame: bytes | bytearray | memoryview, *,
         except DecodeError as e:
             raise e.shift(base) from None
         try:
-            body = body_type.decode(buf[pos:], version, base=base + pos)
+            body = body_type.decode_rest(buf, pos, version, base=base)
         except DecodeError as e:
             e.header = header
             raise
@@ -165,14 +163,33 @@ def encode_response(registry: Registry, body: Struct, version: int, correlation_
     key = body_type.api_key
     assert key is not None
     # (For a version with no spec, the body's encoder refuses it, naming the version.)
-    hv, header_type, _ = (_layout(registry, "response", key, version)
+    hv, header_type, _ = (registry.frame_layouts.get(("response", key, version))
+                          or _layout(registry, "response", key, version)
                           or (0, registry["ResponseHeader"], body_type))
     w = bytearray(4) if size_prefix else bytearray()
-    header_type.encode_into(header_type.new(correlation_id=correlation_id), hv, w)
+    head = _response_header(registry, header_type, hv)
+    if head is not None and -0x80000000 <= correlation_id <= 0x7FFFFFFF:
+        w += head
+        _PREFIX.pack_into(w, len(w) - len(head), correlation_id)
+    else:  # (an out-of-range id: the header's encoder names the field)
+        header_type.encode_into(header_type.new(correlation_id=correlation_id), hv, w)
     body_type.encode_into(body, version, w)
     if size_prefix:
         _PREFIX.pack_into(w, 0, len(w) - 4)
     return bytes(w)
+
+
+def _response_header(registry: Registry, header_type: MessageType, hv: int) -> bytes | None:
+    """The response header at version ``hv`` with correlation id 0, when the id is its
+    first four bytes and nothing else in it varies (then an answer's header is this with
+    the id written in, not an object encoded per response); else None. Once per registry."""
+    key = ("response-header", header_type.name, hv)
+    head = registry.frame_layouts.get(key, False)
+    if head is False:
+        zero, one = (header_type.encode(header_type.new(correlation_id=c), hv) for c in (0, 1))
+        head = zero if one == _PREFIX.pack(1) + zero[4:] and zero[:4] == bytes(4) else None
+        registry.frame_layouts[key] = head
+    return head
 
 
 def add_size_prefix(frame: bytes) -> bytes:

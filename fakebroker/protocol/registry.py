@@ -81,14 +81,18 @@ class MessageType:
 
     def decode(self, data: bytes | bytearray | memoryview, version: int, *, base: int = 0) -> Struct:
         """Decode exactly ``data``; bytes left over are an error (rule ``trailing-bytes``)."""
-        buf = bytes(data)
+        return self.decode_rest(bytes(data), 0, version, base=base)
+
+    def decode_rest(self, buf: bytes, pos: int, version: int, *, base: int = 0) -> Struct:
+        """Decode exactly ``buf[pos:]`` without copying it (a frame's body after its header);
+        offsets in errors count from ``buf``'s start plus ``base``."""
         try:
-            obj, pos = self.decode_from(buf, 0, version)
+            obj, end = self.decode_from(buf, pos, version)
         except DecodeError as e:
             raise e.shift(base) from None
-        if pos != len(buf):
-            raise DecodeError(self.name, base + pos, "trailing-bytes",
-                              f"{len(buf) - pos} byte(s) left after the message")
+        if end != len(buf):
+            raise DecodeError(self.name, base + end, "trailing-bytes",
+                              f"{len(buf) - end} byte(s) left after the message")
         return obj
 
     def encode_into(self, obj: Struct, version: int, w: bytearray) -> None:
@@ -147,9 +151,10 @@ class Registry:
         self.types: dict[str, MessageType] = {}
         self.requests: dict[int, MessageType] = {}
         self.responses: dict[int, MessageType] = {}
-        # framing.py's per (kind, API key, version) header version and types (entries never
-        # change: specs are only ever added, and an API key never changes hands).
-        self.frame_layouts: dict[tuple[str, int, int], tuple[int, MessageType, MessageType]] = {}
+        # framing.py's per (kind, API key, version) header version and types, and its
+        # response header templates (entries never change: specs are only ever added, and
+        # an API key never changes hands).
+        self.frame_layouts: dict[tuple[str, Any, int], Any] = {}
         for spec in specs:
             self.add(spec)
 

@@ -323,6 +323,7 @@ class FakeBroker:
         self._wake = asyncio.Event()
         self._timer_task: asyncio.Task[None] | None = None
         self._loop_handler: Any = None
+        self._loop: Any = None  # the loop it serves on, from ``start`` (read per frame)
         self.tick_failures = Throttled(log, "coordinator timers failed; retrying in "
                                             f"{TICK_RETRY_MS} ms on the broker's clock")
         self.refused_connections = Throttled(log, "connection refused: "
@@ -368,7 +369,7 @@ class FakeBroker:
         host = self.config.advertised_host or bound
         self.ctx = BrokerContext(self.registry, self.config, self.clock, host, port,
                                  self.supported_versions())
-        loop = asyncio.get_running_loop()
+        loop = self._loop = asyncio.get_running_loop()
         self._loop_handler = loop.get_exception_handler()
         loop.set_exception_handler(self._loop_exception)
         for rec in self.recorders:
@@ -533,7 +534,7 @@ class FakeBroker:
         if pos:
             del buf[:pos]
             if conn.read_since is not None:  # a frame or its size prefix is complete:
-                conn.read_since = asyncio.get_running_loop().time()  # the next read begins
+                conn.read_since = self._loop.time()  # the next read begins
         if conn.input_ended or conn.closed:
             return
         full = len(conn.frames) >= _READ_AHEAD or conn.buffered >= limit
@@ -748,7 +749,8 @@ class FakeBroker:
                 return self._encode(conn, req, verdict.answer, [])
         notes: list[str] = []
         if not len(self.hooks):  # the common case: no Call to build, no action to carry out
-            self._record_request(conn, frame, req, None, notes)
+            if self.recorders:
+                self._record_request(conn, frame, req, None, notes)
             body = await self.route(conn, req, prepared)
             if body is None or body is NO_REPLY:
                 return None if body is None else b""  # (None: the route closed the connection)
@@ -794,7 +796,7 @@ class FakeBroker:
 
     def _encode(self, conn: Connection, req: Request, body: Struct, notes: list[str]) -> bytes | None:
         """The response frame (size prefix included), recorded; None closes the connection."""
-        if getattr(type(body), "_message_type", None) is not self.registry.response(req.api_key):
+        if getattr(type(body), "_message_type", None) is not self.registry.responses.get(req.api_key):
             log.error("connection %d: a hook answered %s with %s; closing", conn.id,
                       self.registry.api_name(req.api_key), type(body).__name__)
             conn.close_reason = "hook answered with the wrong type"
