@@ -8,19 +8,30 @@ timed part is everything after the join / leave: the engine's work and the scrip
 members' (small) share. Time is virtual: a round is one heartbeat interval, or N virtual
 ms when that is longer (connect groups' sessions are then lengthened to 3 N ms, so no
 member expires between its own heartbeats). The per-heartbeat column is the figure to
-compare across N (it should stay flat). Each run starts after a full collection (the
-setup's garbage is not charged to the run); a row is the median of at least ``--repeats``
-runs and of enough runs to time ``--min-heartbeats`` heartbeats, so that a small group's
-figure is not the median of a few 50 ms runs. ``--no-gc`` times with the collector off.
+compare across N (it should stay flat).
+
+A row is one group, changed again and again: join after join (each a new member), or leave
+after leave (the member with the smallest id each time), each run starting from the group
+the last one left converged, and timed alone. The figure is the runs' CPU over their
+heartbeats, not a median of runs: with the collector on, the runs go on until they hold
+``--full-collections`` of the collector's automatic full collections, so every size pays
+for as many as its window causes (CPython runs one once the objects promoted since the
+last one exceed a quarter of the heap's long-lived ones: a fixed share per promoted object
+whatever the heap, but one 10,000-member run holds one where one 1000-member run holds
+none, and its short window never even reaches a middle-generation collection). The full
+collections' count and their share are printed beside it (timed with ``gc.callbacks``).
+Rows also run for at least ``--repeats`` runs and ``--min-heartbeats`` heartbeats. The
+setup's garbage is collected before the first run. ``--no-gc`` times with the collector
+off (its share, by difference).
 
 Groups: consumer groups with the ``uniform`` and ``range`` server-side assignors (units are
 partitions of one topic), and connect groups (units are connectors and tasks; the selected
 worker installs a balanced sticky target computed in the bench, not timed separately).
 
     python bench/reconcile.py                 # N = 10, 100, 1000
-    python bench/reconcile.py --sizes 1000 10000 --repeats 5
-    python bench/reconcile.py --sizes 1000 10000 --repeats 5 --no-gc
-    python bench/reconcile.py --sizes 10 100 --repeats 9 --json
+    python bench/reconcile.py --sizes 1000 10000
+    python bench/reconcile.py --sizes 1000 10000 --no-gc
+    python bench/reconcile.py --sizes 10 100 --json
 """
 
 from __future__ import annotations
@@ -29,11 +40,10 @@ import argparse
 import gc
 import json
 import platform
-import statistics
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -137,17 +147,41 @@ class Run:
     virtual_ms: int
 
 
-def measure(driver: Driver[Any], change: str, collector: bool = True) -> Run:
+class Collector:
+    """The collector's automatic collections while a run is timed (a ``gc.callbacks``
+    entry): how many full ones, and the CPU they and the younger ones took."""
+
+    def __init__(self) -> None:
+        self.timing = False
+        self.full = 0
+        self.full_ms = 0.0
+        self.all_ms = 0.0
+        self._start = 0.0
+
+    def __call__(self, phase: str, info: dict[str, int]) -> None:
+        if not self.timing:
+            return
+        if phase == "start":
+            self._start = time.process_time()
+            return
+        ms = (time.process_time() - self._start) * 1000
+        self.all_ms += ms
+        if info["generation"] == 2:
+            self.full += 1
+            self.full_ms += ms
+
+
+def measure(driver: Driver[Any], change: str, run: int, collector: Collector) -> Run:
+    """One join (a new member, ``run`` numbering it) or one leave, timed until stable."""
     n = len(driver.members)
     interval = driver.engine.config.heartbeat_interval_ms
     driver.step_ms = max(1, interval // (n + 1))
     start_beats, start_now = driver.heartbeats, driver.now_ms
-    gc.collect()  # every run starts with the collector in the same state, not the setup's debt
-    if not collector:
-        gc.disable()
+    collector.timing = True
     t0 = time.process_time()
     if change == "join":
-        new = driver.add(SimMember("m99999", subscription=frozenset({TOPIC})
+        # "n..." sorts after the setup's "m..." ids: the newcomer heartbeats last.
+        new = driver.add(SimMember(f"n{run:05d}", subscription=frozenset({TOPIC})
                                    if isinstance(driver.engine.policy, ServerAssigned)
                                    else frozenset(), client_assignors=ASSIGNORS))
         driver.beat(new.member_id)
@@ -157,7 +191,7 @@ def measure(driver: Driver[Any], change: str, collector: bool = True) -> Run:
         del driver.members[gone]
     rounds = driver.converge(max_rounds=20)
     cpu = (time.process_time() - t0) * 1000
-    gc.enable()
+    collector.timing = False
     return Run(cpu, rounds, driver.heartbeats - start_beats, driver.now_ms - start_now)
 
 
@@ -170,13 +204,46 @@ KINDS: dict[str, Callable[[int], Driver[Any]]] = {
 }
 
 
+def measure_row(kind: str, n: int, change: str, args: argparse.Namespace) -> dict[str, Any]:
+    """Runs on one group until the row has enough of them (see the module docstring)."""
+    driver = KINDS[kind](n)
+    collector = Collector()
+    gc.collect()  # the setup's garbage is not charged to the first run
+    gc.callbacks.append(collector)
+    if args.no_gc:
+        gc.disable()
+    # A row changes its group by at most a tenth of its size (and MAX_RUNS changes).
+    max_runs = min(MAX_RUNS, max(args.repeats, n // 10))
+    runs: list[Run] = []
+    try:
+        while len(runs) < max_runs and (
+                len(runs) < args.repeats
+                or sum(r.heartbeats for r in runs) < args.min_heartbeats
+                or (not args.no_gc and collector.full < args.full_collections)):
+            runs.append(measure(driver, change, len(runs), collector))
+    finally:
+        gc.enable()
+        gc.callbacks.remove(collector)
+    cpu, beats = sum(r.cpu_ms for r in runs), sum(r.heartbeats for r in runs)
+    return {"kind": kind, "members": n, "units": 10 * n, "change": change,
+            "us_per_heartbeat": 1000 * cpu / beats, "cpu_ms": cpu, "heartbeats": beats,
+            "runs": len(runs), "cpu_ms_all": [round(r.cpu_ms, 3) for r in runs],
+            "full_collections": collector.full, "full_collection_ms": collector.full_ms,
+            "collector_ms": collector.all_ms,
+            "rounds": runs[0].rounds, "heartbeats_per_run": runs[0].heartbeats,
+            "virtual_ms": runs[0].virtual_ms}
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 100, 1000])
     ap.add_argument("--repeats", type=int, default=5, help="runs per row, at least")
     ap.add_argument("--min-heartbeats", type=int, default=20_000,
-                    help=f"more runs (up to {MAX_RUNS}) until this many heartbeats are timed: "
-                         "a small group's run is short, and short runs are noisy")
+                    help="more runs until this many heartbeats are timed: a small group's "
+                         "run is short, and short runs are noisy")
+    ap.add_argument("--full-collections", type=int, default=3,
+                    help="with the collector on, more runs until the timed ones hold this many "
+                         "automatic full collections")
     ap.add_argument("--no-gc", action="store_true",
                     help="the garbage collector off while timing (its share, by difference)")
     ap.add_argument("--kinds", nargs="+", default=list(KINDS), choices=list(KINDS))
@@ -186,30 +253,27 @@ def main(argv: list[str] | None = None) -> int:
     for kind in args.kinds:
         for n in args.sizes:
             for change in ("join", "leave"):
-                runs: list[Run] = []
-                while len(runs) < args.repeats or (
-                        sum(r.heartbeats for r in runs) < args.min_heartbeats
-                        and len(runs) < MAX_RUNS):
-                    runs.append(measure(KINDS[kind](n), change, collector=not args.no_gc))
-                rows.append({"kind": kind, "members": n, "units": 10 * n, "change": change,
-                             "cpu_ms_median": statistics.median(r.cpu_ms for r in runs),
-                             "cpu_ms_all": [round(r.cpu_ms, 3) for r in runs],
-                             "runs": len(runs), "rounds": runs[0].rounds, "heartbeats": runs[0].heartbeats,
-                             "virtual_ms": runs[0].virtual_ms})
+                r = measure_row(kind, n, change, args)
+                rows.append(r)
                 if not args.json:
-                    r = rows[-1]
-                    print(f"{kind:<17} N={n:<5} {change:<5}  median {r['cpu_ms_median']:9.2f} ms CPU"
-                          f" = {1000 * r['cpu_ms_median'] / r['heartbeats']:6.1f} us/heartbeat"
-                          f"  ({r['runs']} runs; {r['rounds']} rounds, {r['heartbeats']} "
-                          f"heartbeats, {r['virtual_ms']} virtual ms)", flush=True)
+                    short = "" if args.no_gc or r["full_collections"] >= args.full_collections \
+                        else " (fewer than --full-collections: the run limit came first)"
+                    print(f"{kind:<17} N={n:<5} {change:<5} {r['us_per_heartbeat']:6.1f} us/heartbeat"
+                          f"  ({r['runs']} runs, {r['heartbeats']} heartbeats, {r['cpu_ms']:.0f} ms CPU;"
+                          f" collector {1000 * r['collector_ms'] / r['heartbeats']:.1f} us/heartbeat,"
+                          f" {r['full_collections']} full: {1000 * r['full_collection_ms'] / r['heartbeats']:.1f};"
+                          f" a run: {r['rounds']} rounds, {r['heartbeats_per_run']} heartbeats,"
+                          f" {r['virtual_ms']} virtual ms){short}", flush=True)
     if args.json:
         print(json.dumps({"python": platform.python_version(), "machine": platform.machine(),
                           "repeats": args.repeats, "min_heartbeats": args.min_heartbeats,
+                          "full_collections": args.full_collections,
                           "collector": not args.no_gc, "results": rows}, indent=2))
     else:
-        print(f"python {platform.python_version()} on {platform.machine()}, median of each "
-              f"row's runs (at least {args.repeats}, and {args.min_heartbeats} heartbeats), "
-              f"garbage collector {'off' if args.no_gc else 'on'} while timing")
+        print(f"python {platform.python_version()} on {platform.machine()}, each row's CPU over its "
+              f"heartbeats (at least {args.repeats} runs and {args.min_heartbeats} heartbeats"
+              + ("" if args.no_gc else f", and {args.full_collections} full collections")
+              + f"), garbage collector {'off' if args.no_gc else 'on'} while timing")
     return 0
 
 
