@@ -622,9 +622,10 @@ class GroupEngine(Generic[U]):
             return PrepareResult(error=rejected.error, rule=rejected.rule,
                                  message=rejected.message, outcome=expired)
         members = tuple(
-            PreparedMember(mid, self._current_of(mid).member_epoch, md.instance_id,
-                           md.client_assignors, self.target(mid))
-            for mid, (md, _) in sorted(self._metadata.items()))
+            PreparedMember(mid, self._current_of(mid).member_epoch,
+                           self._metadata[mid][0].instance_id,
+                           self._metadata[mid][0].client_assignors, self.target(mid))
+            for mid in sorted(self._metadata))
         return PrepareResult(group_epoch=self._group_epoch, members=members, outcome=expired)
 
     def install_assignment(self, member_id: str, member_epoch: int, group_epoch: int,
