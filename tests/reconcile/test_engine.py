@@ -230,6 +230,29 @@ def test_invalid_member_epochs() -> None:
     assert engine.heartbeat(hb("m1", -5), 0).error == E.INVALID_REQUEST
 
 
+def test_static_members_are_found_by_instance_id_through_replacement_leave_and_rebuild() -> None:
+    """The engine's instance id index follows the metadata records: a replacement moves
+    the instance id to the new member id, a leave drops it, a rebuild restores it."""
+    engine, _ = consumer_engine(static_membership=True)
+    engine.heartbeat(join("a", instance_id="i-a"), 0)
+    engine.heartbeat(join("b", instance_id="i-b"), 1)
+    engine.heartbeat(join("c"), 2)
+    assert (engine.static_member("i-a"), engine.static_member("i-b")) == ("a", "b")
+    assert engine.heartbeat(hb("a", engine.member("a").current.member_epoch, instance_id="i-a"),
+                            3).error == E.NONE
+    assert engine.heartbeat(hb("a", -2, instance_id="i-a"), 4).error == E.NONE
+    assert engine.static_member("i-a") == "a"  # still held: it left for now
+    assert engine.heartbeat(join("a2", instance_id="i-a"), 5).error == E.NONE
+    assert engine.static_member("i-a") == "a2"
+    assert engine.heartbeat(hb("a", 1, instance_id="i-a"), 6).error == E.FENCED_INSTANCE_ID
+    assert engine.heartbeat(hb("b", -1, instance_id="i-b"), 7).error == E.NONE
+    assert engine.static_member("i-b") is None
+    assert engine.heartbeat(hb("b", 1, instance_id="i-b"), 8).error == E.UNKNOWN_MEMBER_ID
+    for records in (engine.store.log, compact(engine.store.log)):  # type: ignore[attr-defined]
+        rebuilt = GroupEngine.rebuild(records, engine.config, engine.policy, now_ms=9)
+        assert [rebuilt.static_member(i) for i in ("i-a", "i-b", "i-x")] == ["a2", None, None]
+
+
 def test_time_never_goes_back() -> None:
     engine, _ = consumer_engine()
     engine.heartbeat(join("m1"), 100)

@@ -224,6 +224,9 @@ class GroupEngine(Generic[U]):
         # for the collector to walk.
         self._written: dict[str, CurrentAssignmentValue[U]] = {}
         self._owner: dict[U, str] = {}   # derived: unit -> member holding it
+        # derived: instance id -> the members whose metadata names it, sorted (one, unless
+        # records say otherwise): a static member's heartbeat looks its holder up in O(1).
+        self._instances: dict[str, tuple[str, ...]] = {}
         # transient
         # (kind, member id) -> (kind, member id, the member epoch a rebalance timer is for)
         self._timers: Timers[tuple[str, str, int]] = Timers()
@@ -369,8 +372,8 @@ class GroupEngine(Generic[U]):
 
     def static_member(self, instance_id: str) -> str | None:
         """The member holding ``instance_id``, if any."""
-        return next((mid for mid, (md, _) in sorted(self._metadata.items())
-                     if md.instance_id == instance_id), None)
+        holders = self._instances.get(instance_id)
+        return holders[0] if holders else None
 
     def _require_static_member(self, instance_id: str, member_id: str) -> None:
         """Kafka's throwIfStaticMemberIsUnknown / throwIfInstanceIdIsFenced."""
@@ -786,8 +789,16 @@ class GroupEngine(Generic[U]):
             self._catalog_epoch = record.epoch
         elif isinstance(record, MemberMetadataRecord):
             self._metadata_version += 1
+            mid = record.member_id
+            previous = self._metadata.get(mid)
+            if previous is not None and (instance_id := previous[0].instance_id) is not None:
+                rest = tuple(m for m in self._instances[instance_id] if m != mid)
+                if rest:
+                    self._instances[instance_id] = rest
+                else:
+                    del self._instances[instance_id]
             if record.value is None:
-                self._metadata.pop(record.member_id, None)
+                self._metadata.pop(mid, None)
             else:
                 v = record.value
                 md = MemberMetadata(instance_id=v.instance_id, client_id=v.client_id,
@@ -796,7 +807,10 @@ class GroupEngine(Generic[U]):
                                     subscription=frozen(v.subscription),
                                     server_assignor=v.server_assignor,
                                     client_assignors=v.client_assignors)
-                self._metadata[record.member_id] = (md, v.group_epoch)
+                self._metadata[mid] = (md, v.group_epoch)
+                if md.instance_id is not None:
+                    self._instances[md.instance_id] = tuple(sorted(
+                        (*self._instances.get(md.instance_id, ()), mid)))
         elif isinstance(record, TargetAssignmentMetadataRecord):
             self._assignment_epoch = record.assignment_epoch
             for epoch in [e for e in self._membership if e < record.assignment_epoch]:
