@@ -20,8 +20,10 @@ last one exceed a quarter of the heap's long-lived ones: a fixed share per promo
 whatever the heap, but one 10,000-member run holds one where one 1000-member run holds
 none, and its short window never even reaches a middle-generation collection). The full
 collections' count and their share are printed beside it (timed with ``gc.callbacks``).
-Rows also run for at least ``--repeats`` runs and ``--min-heartbeats`` heartbeats. The
-setup's garbage is collected before the first run. ``--no-gc`` times with the collector
+Rows also run for at least ``--repeats`` runs and ``--min-heartbeats`` heartbeats, and
+for at most 200 runs that change the group by at most a fifth of its size (a row that
+stops short of its full collections says so). The setup's garbage is collected before the
+first run. ``--no-gc`` times with the collector
 off (its share, by difference).
 
 Groups: consumer groups with the ``uniform`` and ``range`` server-side assignors (units are
@@ -212,8 +214,8 @@ def measure_row(kind: str, n: int, change: str, args: argparse.Namespace) -> dic
     gc.callbacks.append(collector)
     if args.no_gc:
         gc.disable()
-    # A row changes its group by at most a tenth of its size (and MAX_RUNS changes).
-    max_runs = min(MAX_RUNS, max(args.repeats, n // 10))
+    # A row changes its group by at most a fifth of its size (and MAX_RUNS changes).
+    max_runs = min(MAX_RUNS, max(args.repeats, n // 5))
     runs: list[Run] = []
     try:
         while len(runs) < max_runs and (

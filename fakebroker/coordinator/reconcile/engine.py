@@ -141,6 +141,10 @@ class Outcome:
     events: tuple[GroupEvent, ...] = ()
 
     def __add__(self, other: Outcome) -> Outcome:
+        if not (other.records or other.events):
+            return self
+        if not (self.records or self.events):
+            return other  # most calls: no timer fired before the request
         return Outcome(self.records + other.records, self.events + other.events)
 
 
