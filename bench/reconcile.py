@@ -27,7 +27,8 @@ first run. ``--no-gc`` times with the collector
 off (its share, by difference).
 
 Groups: consumer groups with the ``uniform`` and ``range`` server-side assignors (units are
-partitions of one topic), and connect groups (units are connectors and tasks; the selected
+partitions of one topic; ``consumer/static`` is ``uniform`` with static members, each
+heartbeat naming its instance id as Kafka's consumer does), and connect groups (units are connectors and tasks; the selected
 worker installs a balanced sticky target computed in the bench, not timed separately).
 
     python bench/reconcile.py                 # N = 10, 100, 1000
@@ -78,12 +79,17 @@ def member_ids(n: int) -> list[str]:
     return [f"m{i:05d}" for i in range(n)]
 
 
+def instance_of(member_id: str, static: bool) -> str | None:
+    """A static member's instance id (static groups: every member has one)."""
+    return f"i-{member_id}" if static else None
+
+
 def stable_records(assignment: dict[str, frozenset[Any]], md: MemberMetadata,
-                   catalog: dict[str, tuple[Any, ...]]) -> list[Record]:
+                   catalog: dict[str, tuple[Any, ...]], static: bool = False) -> list[Record]:
     out: list[Record] = []
     for mid in sorted(assignment):
         out.append(MemberMetadataRecord(GROUP, mid, MemberMetadataValue(
-            EPOCH, None, "", "", md.rebalance_timeout_ms,
+            EPOCH, instance_of(mid, static), "", "", md.rebalance_timeout_ms,
             tuple(sorted(md.subscription)), None, md.client_assignors)))
     out.append(UnitSetMetadataRecord(GROUP, EPOCH, tuple(sorted(catalog.items()))))
     out.append(GroupMetadataRecord(GROUP, EPOCH))
@@ -97,7 +103,7 @@ def stable_records(assignment: dict[str, frozenset[Any]], md: MemberMetadata,
     return out
 
 
-def consumer_setup(n: int, assignor: str) -> Driver[TopicPartition]:
+def consumer_setup(n: int, assignor: str, static: bool = False) -> Driver[TopicPartition]:
     catalog = topic_catalog({TOPIC: ("T", 10 * n)})
     md = MemberMetadata(rebalance_timeout_ms=60_000, subscription=frozenset({TOPIC}))
     spec = AssignmentSpec(tuple(AssignorMember(m, None, md.subscription, frozenset())
@@ -107,7 +113,8 @@ def consumer_setup(n: int, assignor: str) -> Driver[TopicPartition]:
     policy: ServerAssigned[TopicPartition] = ServerAssigned(
         resolver=lambda key: catalog.get(key, ()), default=assignor)
     engine: GroupEngine[TopicPartition] = GroupEngine.rebuild(
-        stable_records(assignment, md, catalog), EngineConfig(GROUP), policy)
+        stable_records(assignment, md, catalog, static),
+        EngineConfig(GROUP, static_membership=static), policy)
     return _driver(engine, assignment, md, None)
 
 
@@ -136,7 +143,8 @@ def _driver(engine: GroupEngine[Any], assignment: dict[str, frozenset[Any]], md:
     for mid, units in assignment.items():
         driver.add(SimMember(mid, subscription=md.subscription,
                              client_assignors=md.client_assignors or None, epoch=EPOCH,
-                             owned=units, joined=True))
+                             owned=units, joined=True,
+                             instance_id=instance_of(mid, engine.config.static_membership)))
     assert driver.is_stable()
     return driver
 
@@ -183,9 +191,12 @@ def measure(driver: Driver[Any], change: str, run: int, collector: Collector) ->
     t0 = time.process_time()
     if change == "join":
         # "n..." sorts after the setup's "m..." ids: the newcomer heartbeats last.
-        new = driver.add(SimMember(f"n{run:05d}", subscription=frozenset({TOPIC})
+        mid = f"n{run:05d}"
+        new = driver.add(SimMember(mid, subscription=frozenset({TOPIC})
                                    if isinstance(driver.engine.policy, ServerAssigned)
-                                   else frozenset(), client_assignors=ASSIGNORS))
+                                   else frozenset(), client_assignors=ASSIGNORS,
+                                   instance_id=instance_of(
+                                       mid, driver.engine.config.static_membership)))
         driver.beat(new.member_id)
     else:
         gone = min(driver.members)
@@ -202,6 +213,7 @@ MAX_RUNS = 200
 KINDS: dict[str, Callable[[int], Driver[Any]]] = {
     "consumer/uniform": lambda n: consumer_setup(n, "uniform"),
     "consumer/range": lambda n: consumer_setup(n, "range"),
+    "consumer/static": lambda n: consumer_setup(n, "uniform", static=True),
     "connect": connect_setup,
 }
 
