@@ -159,23 +159,34 @@ class Run:
 
 class Collector:
     """The collector's automatic collections while a run is timed (a ``gc.callbacks``
-    entry): how many full ones, and the CPU they and the younger ones took."""
+    entry): how many full ones, and the CPU they and the younger ones took. With
+    ``promotions``, also how many objects middle-generation collections moved to the old
+    generation (what brings the next full collection nearer), counted by listing the old
+    generation around each: slow, so the times are then not for comparison."""
 
-    def __init__(self) -> None:
+    def __init__(self, promotions: bool = False) -> None:
         self.timing = False
         self.full = 0
         self.full_ms = 0.0
         self.all_ms = 0.0
+        self.promotions = promotions
+        self.promoted = 0
         self._start = 0.0
+        self._old = 0
 
     def __call__(self, phase: str, info: dict[str, int]) -> None:
         if not self.timing:
             return
+        middle = self.promotions and info["generation"] == 1
         if phase == "start":
+            if middle:
+                self._old = len(gc.get_objects(2))
             self._start = time.process_time()
             return
         ms = (time.process_time() - self._start) * 1000
         self.all_ms += ms
+        if middle:
+            self.promoted += len(gc.get_objects(2)) - self._old
         if info["generation"] == 2:
             self.full += 1
             self.full_ms += ms
@@ -221,7 +232,7 @@ KINDS: dict[str, Callable[[int], Driver[Any]]] = {
 def measure_row(kind: str, n: int, change: str, args: argparse.Namespace) -> dict[str, Any]:
     """Runs on one group until the row has enough of them (see the module docstring)."""
     driver = KINDS[kind](n)
-    collector = Collector()
+    collector = Collector(promotions=args.promotions)
     gc.collect()  # the setup's garbage is not charged to the first run
     gc.callbacks.append(collector)
     if args.no_gc:
@@ -244,8 +255,25 @@ def measure_row(kind: str, n: int, change: str, args: argparse.Namespace) -> dic
             "runs": len(runs), "cpu_ms_all": [round(r.cpu_ms, 3) for r in runs],
             "full_collections": collector.full, "full_collection_ms": collector.full_ms,
             "collector_ms": collector.all_ms,
+            "promoted": collector.promoted if args.promotions else None,
             "rounds": runs[0].rounds, "heartbeats_per_run": runs[0].heartbeats,
             "virtual_ms": runs[0].virtual_ms}
+
+
+def describe(r: dict[str, Any], args: argparse.Namespace) -> str:
+    """A row as one line of the table."""
+    per_beat = 1000 / r["heartbeats"]
+    parts = [f"{r['runs']} runs, {r['heartbeats']} heartbeats, {r['cpu_ms']:.0f} ms CPU",
+             f"collector {r['collector_ms'] * per_beat:.1f} us/heartbeat, "
+             f"{r['full_collections']} full: {r['full_collection_ms'] * per_beat:.1f}"]
+    if args.promotions:
+        parts.append(f"promoted {r['promoted'] / r['heartbeats']:.2f}/heartbeat")
+    parts.append(f"a run: {r['rounds']} rounds, {r['heartbeats_per_run']} heartbeats, "
+                 f"{r['virtual_ms']} virtual ms")
+    short = "" if args.no_gc or r["full_collections"] >= args.full_collections \
+        else " (fewer than --full-collections: the run limit came first)"
+    return (f"{r['kind']:<17} N={r['members']:<5} {r['change']:<5} "
+            f"{r['us_per_heartbeat']:6.1f} us/heartbeat  ({'; '.join(parts)}){short}")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -260,6 +288,9 @@ def main(argv: list[str] | None = None) -> int:
                          "automatic full collections")
     ap.add_argument("--no-gc", action="store_true",
                     help="the garbage collector off while timing (its share, by difference)")
+    ap.add_argument("--promotions", action="store_true",
+                    help="also count the objects promoted to the old generation (slow: the "
+                         "times are then not for comparison)")
     ap.add_argument("--kinds", nargs="+", default=list(KINDS), choices=list(KINDS))
     ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
     args = ap.parse_args(argv)
@@ -270,14 +301,7 @@ def main(argv: list[str] | None = None) -> int:
                 r = measure_row(kind, n, change, args)
                 rows.append(r)
                 if not args.json:
-                    short = "" if args.no_gc or r["full_collections"] >= args.full_collections \
-                        else " (fewer than --full-collections: the run limit came first)"
-                    print(f"{kind:<17} N={n:<5} {change:<5} {r['us_per_heartbeat']:6.1f} us/heartbeat"
-                          f"  ({r['runs']} runs, {r['heartbeats']} heartbeats, {r['cpu_ms']:.0f} ms CPU;"
-                          f" collector {1000 * r['collector_ms'] / r['heartbeats']:.1f} us/heartbeat,"
-                          f" {r['full_collections']} full: {1000 * r['full_collection_ms'] / r['heartbeats']:.1f};"
-                          f" a run: {r['rounds']} rounds, {r['heartbeats_per_run']} heartbeats,"
-                          f" {r['virtual_ms']} virtual ms){short}", flush=True)
+                    print(describe(r, args), flush=True)
     if args.json:
         print(json.dumps({"python": platform.python_version(), "machine": platform.machine(),
                           "repeats": args.repeats, "min_heartbeats": args.min_heartbeats,
