@@ -1,35 +1,42 @@
 """CPU cost of reconciling a group after one member joins and after one leaves.
 
 A group of N members owning 10 x N units has converged (built from its records, not
-timed). Then one member joins (or the member with the smallest id leaves), and every
-member heartbeats once per round, honestly (revoking at once, acknowledging in its next
-heartbeat), until every member is STABLE at the new target with exactly its units. The
-timed part is everything after the join / leave: the engine's work and the scripted
-members' (small) share. Time is virtual: a round is one heartbeat interval, or N virtual
-ms when that is longer (connect groups' sessions are then lengthened to 3 N ms, so no
-member expires between its own heartbeats). The per-heartbeat column is the figure to
-compare across N (it should stay flat).
+timed). Then one member joins, and every member heartbeats once per round, honestly
+(revoking at once, acknowledging in its next heartbeat), until every member is STABLE at
+the new target with exactly its units; then that member leaves, and the group converges
+again. Each of the two is timed alone: the engine's work and the scripted members' (small)
+share. Time is virtual: a round is one heartbeat interval, or N virtual ms when that is
+longer (connect groups' sessions are then lengthened to 3 N ms, so no member expires
+between its own heartbeats). The per-heartbeat column is the figure to compare across N
+(it should stay flat).
 
-A row is one group, changed again and again: join after join (each a new member), or leave
-after leave (the member with the smallest id each time), each run starting from the group
-the last one left converged, and timed alone. The figure is the runs' CPU over their
-heartbeats, not a median of runs: with the collector on, the runs go on until they hold
-``--full-collections`` of the collector's automatic full collections, so every size pays
-for as many as its window causes (CPython runs one once the objects promoted since the
-last one exceed a quarter of the heap's long-lived ones: a fixed share per promoted object
-whatever the heap, but one 10,000-member run holds one where one 1000-member run holds
-none, and its short window never even reaches a middle-generation collection). The full
-collections' count and their share are printed beside it (timed with ``gc.callbacks``).
+A pair of rows (join, leave) is one group, through cycles of a join and the newcomer's
+leave, so that every run makes the same change to the same group (a row of joins alone
+would drift from 10 units a member, and the assignors would move more units run after
+run). A row's figure is its runs' CPU over their heartbeats, not a median of runs, with
+the full collections of both rows charged to both per heartbeat (the cycle is periodic,
+so they tend to fall in the same half of every cycle). With the collector on, cycles go
+on until the runs hold ``--full-collections`` of the collector's automatic full
+collections, so that every size pays for as many as its changes cause. (CPython runs one
+once the objects promoted to the old generation since the last one exceed a quarter of
+it: a steady share per promoted object, but one 10,000-member run holds one where one
+1000-member run holds none, and its 2000 heartbeats do not even reach a middle-generation
+collection.) The count and the CPU of the full collections, and
+of all the collector's work, are printed beside each row (timed with ``gc.callbacks``).
 Rows also run for at least ``--repeats`` runs and ``--min-heartbeats`` heartbeats, and
-for at most 200 runs that change the group by at most a fifth of its size (a row that
-stops short of its full collections says so). The setup's garbage is collected before the
-first run. ``--no-gc`` times with the collector
+for at most 200 cycles (a row that stops short of its full collections says so). The
+setup's garbage is collected before the first run. ``--no-gc`` times with the collector
 off (its share, by difference).
+
+The engines write to a ``CompactedRecordStore`` (what a compacted log keeps): an
+append-only in-memory log would grow with every run, so a row's heap, and what its full
+collections walk, would depend on how many runs it took.
 
 Groups: consumer groups with the ``uniform`` and ``range`` server-side assignors (units are
 partitions of one topic; ``consumer/static`` is ``uniform`` with static members, each
-heartbeat naming its instance id as Kafka's consumer does), and connect groups (units are connectors and tasks; the selected
-worker installs a balanced sticky target computed in the bench, not timed separately).
+heartbeat naming its instance id as Kafka's consumer does), and connect groups (units are
+connectors and tasks; the selected worker installs a balanced sticky target computed in
+the bench, not timed separately).
 
     python bench/reconcile.py                 # N = 10, 100, 1000
     python bench/reconcile.py --sizes 1000 10000
@@ -59,7 +66,8 @@ from fakebroker.coordinator.reconcile import (ClientAssignor, ConnectUnit, Engin
 from fakebroker.coordinator.reconcile.assignors import AssignorMember  # noqa: E402
 from fakebroker.coordinator.reconcile.connect import connect_policy  # noqa: E402
 from fakebroker.coordinator.reconcile.member import NO_PAYLOAD  # noqa: E402
-from fakebroker.coordinator.reconcile.records import (CurrentAssignmentRecord,  # noqa: E402
+from fakebroker.coordinator.reconcile.records import (CompactedRecordStore,  # noqa: E402
+                                                      CurrentAssignmentRecord,
                                                       CurrentAssignmentValue,
                                                       GroupMetadataRecord, MemberMetadataRecord,
                                                       MemberMetadataValue, Record,
@@ -114,7 +122,7 @@ def consumer_setup(n: int, assignor: str, static: bool = False) -> Driver[TopicP
         resolver=lambda key: catalog.get(key, ()), default=assignor)
     engine: GroupEngine[TopicPartition] = GroupEngine.rebuild(
         stable_records(assignment, md, catalog, static),
-        EngineConfig(GROUP, static_membership=static), policy)
+        EngineConfig(GROUP, static_membership=static), policy, store=CompactedRecordStore())
     return _driver(engine, assignment, md, None)
 
 
@@ -133,7 +141,7 @@ def connect_setup(n: int) -> Driver[ConnectUnit]:
     # longer: members would then expire between their own heartbeats.
     config = EngineConfig.connect(GROUP, session_timeout_ms=max(10_000, 3 * n))
     engine: GroupEngine[ConnectUnit] = GroupEngine.rebuild(
-        stable_records(frozen, md, catalog), config, connect_policy())
+        stable_records(frozen, md, catalog), config, connect_policy(), store=CompactedRecordStore())
     return _driver(engine, frozen, md, round_robin_installer(units))
 
 
@@ -192,8 +200,8 @@ class Collector:
             self.full_ms += ms
 
 
-def measure(driver: Driver[Any], change: str, run: int, collector: Collector) -> Run:
-    """One join (a new member, ``run`` numbering it) or one leave, timed until stable."""
+def measure(driver: Driver[Any], change: str, member_id: str, collector: Collector) -> Run:
+    """``member_id`` joins (a new member) or leaves, timed until the group is stable."""
     n = len(driver.members)
     interval = driver.engine.config.heartbeat_interval_ms
     driver.step_ms = max(1, interval // (n + 1))
@@ -201,18 +209,15 @@ def measure(driver: Driver[Any], change: str, run: int, collector: Collector) ->
     collector.timing = True
     t0 = time.process_time()
     if change == "join":
-        # "n..." sorts after the setup's "m..." ids: the newcomer heartbeats last.
-        mid = f"n{run:05d}"
-        new = driver.add(SimMember(mid, subscription=frozenset({TOPIC})
+        new = driver.add(SimMember(member_id, subscription=frozenset({TOPIC})
                                    if isinstance(driver.engine.policy, ServerAssigned)
                                    else frozenset(), client_assignors=ASSIGNORS,
                                    instance_id=instance_of(
-                                       mid, driver.engine.config.static_membership)))
+                                       member_id, driver.engine.config.static_membership)))
         driver.beat(new.member_id)
     else:
-        gone = min(driver.members)
-        driver.engine.leave(gone, driver.now_ms)
-        del driver.members[gone]
+        driver.engine.leave(member_id, driver.now_ms)
+        del driver.members[member_id]
     rounds = driver.converge(max_rounds=20)
     cpu = (time.process_time() - t0) * 1000
     collector.timing = False
@@ -229,48 +234,73 @@ KINDS: dict[str, Callable[[int], Driver[Any]]] = {
 }
 
 
-def measure_row(kind: str, n: int, change: str, args: argparse.Namespace) -> dict[str, Any]:
-    """Runs on one group until the row has enough of them (see the module docstring)."""
+CHANGES = ("join", "leave")
+
+
+def measure_rows(kind: str, n: int, args: argparse.Namespace) -> list[dict[str, Any]]:
+    """The join and the leave rows of one group: cycles of a join and the newcomer's leave
+    until both rows have enough runs (see the module docstring)."""
     driver = KINDS[kind](n)
-    collector = Collector(promotions=args.promotions)
+    collectors = {change: Collector(promotions=args.promotions) for change in CHANGES}
+    runs: dict[str, list[Run]] = {change: [] for change in CHANGES}
+
+    def enough() -> bool:
+        full = sum(c.full for c in collectors.values())
+        return all(len(rs) >= args.repeats and sum(r.heartbeats for r in rs) >= args.min_heartbeats
+                   for rs in runs.values()) and (args.no_gc or full >= args.full_collections)
+
     gc.collect()  # the setup's garbage is not charged to the first run
-    gc.callbacks.append(collector)
+    gc.callbacks.extend(collectors.values())
     if args.no_gc:
         gc.disable()
-    # A row changes its group by at most a fifth of its size (and MAX_RUNS changes).
-    max_runs = min(MAX_RUNS, max(args.repeats, n // 5))
-    runs: list[Run] = []
     try:
-        while len(runs) < max_runs and (
-                len(runs) < args.repeats
-                or sum(r.heartbeats for r in runs) < args.min_heartbeats
-                or (not args.no_gc and collector.full < args.full_collections)):
-            runs.append(measure(driver, change, len(runs), collector))
+        cycle = 0
+        while cycle < MAX_RUNS and not enough():
+            # "n..." sorts after the setup's "m..." ids: the newcomer heartbeats last.
+            newcomer = f"n{cycle:05d}"
+            for change in CHANGES:
+                runs[change].append(measure(driver, change, newcomer, collectors[change]))
+            cycle += 1
     finally:
         gc.enable()
-        gc.callbacks.remove(collector)
-    cpu, beats = sum(r.cpu_ms for r in runs), sum(r.heartbeats for r in runs)
-    return {"kind": kind, "members": n, "units": 10 * n, "change": change,
-            "us_per_heartbeat": 1000 * cpu / beats, "cpu_ms": cpu, "heartbeats": beats,
-            "runs": len(runs), "cpu_ms_all": [round(r.cpu_ms, 3) for r in runs],
-            "full_collections": collector.full, "full_collection_ms": collector.full_ms,
+        for collector in collectors.values():
+            gc.callbacks.remove(collector)
+    # The cycle is periodic and so is the collector: its full collections tend to fall in
+    # the same half of every cycle. Both rows are charged them per heartbeat.
+    full_both = sum(c.full for c in collectors.values())
+    full_ms_both = sum(c.full_ms for c in collectors.values())
+    beats_both = sum(r.heartbeats for rs in runs.values() for r in rs)
+    rows = []
+    for change in CHANGES:
+        rs, collector = runs[change], collectors[change]
+        cpu, beats = sum(r.cpu_ms for r in rs), sum(r.heartbeats for r in rs)
+        amortized = cpu - collector.full_ms + full_ms_both * beats / beats_both
+        rows.append({
+            "kind": kind, "members": n, "units": 10 * n, "change": change,
+            "us_per_heartbeat": 1000 * amortized / beats, "cpu_ms": cpu, "heartbeats": beats,
+            "runs": len(rs), "cpu_ms_all": [round(r.cpu_ms, 3) for r in rs],
+            "full_collections": collector.full, "full_collections_both": full_both,
+            "full_collection_ms": collector.full_ms, "full_collection_ms_both": full_ms_both,
             "collector_ms": collector.all_ms,
             "promoted": collector.promoted if args.promotions else None,
-            "rounds": runs[0].rounds, "heartbeats_per_run": runs[0].heartbeats,
-            "virtual_ms": runs[0].virtual_ms}
+            "heartbeats_both": beats_both,
+            "rounds": rs[0].rounds, "heartbeats_per_run": rs[0].heartbeats,
+            "virtual_ms": rs[0].virtual_ms})
+    return rows
 
 
 def describe(r: dict[str, Any], args: argparse.Namespace) -> str:
     """A row as one line of the table."""
     per_beat = 1000 / r["heartbeats"]
     parts = [f"{r['runs']} runs, {r['heartbeats']} heartbeats, {r['cpu_ms']:.0f} ms CPU",
-             f"collector {r['collector_ms'] * per_beat:.1f} us/heartbeat, "
-             f"{r['full_collections']} full: {r['full_collection_ms'] * per_beat:.1f}"]
+             f"collector {r['collector_ms'] * per_beat:.1f} us/heartbeat in this row's runs; "
+             f"full collections in the cycles {r['full_collections_both']}, charged "
+             f"{1000 * r['full_collection_ms_both'] / r['heartbeats_both']:.1f} us/heartbeat"]
     if args.promotions:
         parts.append(f"promoted {r['promoted'] / r['heartbeats']:.2f}/heartbeat")
     parts.append(f"a run: {r['rounds']} rounds, {r['heartbeats_per_run']} heartbeats, "
                  f"{r['virtual_ms']} virtual ms")
-    short = "" if args.no_gc or r["full_collections"] >= args.full_collections \
+    short = "" if args.no_gc or r["full_collections_both"] >= args.full_collections \
         else " (fewer than --full-collections: the run limit came first)"
     return (f"{r['kind']:<17} N={r['members']:<5} {r['change']:<5} "
             f"{r['us_per_heartbeat']:6.1f} us/heartbeat  ({'; '.join(parts)}){short}")
@@ -283,8 +313,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--min-heartbeats", type=int, default=20_000,
                     help="more runs until this many heartbeats are timed: a small group's "
                          "run is short, and short runs are noisy")
-    ap.add_argument("--full-collections", type=int, default=3,
-                    help="with the collector on, more runs until the timed ones hold this many "
+    ap.add_argument("--full-collections", type=int, default=2,
+                    help="with the collector on, more cycles until the timed runs hold this many "
                          "automatic full collections")
     ap.add_argument("--no-gc", action="store_true",
                     help="the garbage collector off while timing (its share, by difference)")
@@ -297,8 +327,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict[str, Any]] = []
     for kind in args.kinds:
         for n in args.sizes:
-            for change in ("join", "leave"):
-                r = measure_row(kind, n, change, args)
+            for r in measure_rows(kind, n, args):
                 rows.append(r)
                 if not args.json:
                     print(describe(r, args), flush=True)

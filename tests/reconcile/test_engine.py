@@ -10,7 +10,7 @@ from fakebroker.coordinator.errors import InvariantBroken
 from fakebroker.coordinator.reconcile import (GroupEngine, Heartbeat, MemberRemoved, MemberState,
                                               RemovalReason, compact, group_metadata_records)
 from fakebroker.coordinator.reconcile.assignors import AssignorError
-from fakebroker.coordinator.reconcile.records import (CurrentAssignmentRecord,
+from fakebroker.coordinator.reconcile.records import (CompactedRecordStore, CurrentAssignmentRecord,
                                                       GroupMetadataRecord, MemberMetadataRecord,
                                                       TargetAssignmentMemberRecord,
                                                       TargetAssignmentMetadataRecord,
@@ -285,6 +285,30 @@ def test_record_counts(n: int) -> None:
     assert kinds == {GroupMetadataRecord, UnitSetMetadataRecord, MemberMetadataRecord,
                      TargetAssignmentMemberRecord, TargetAssignmentMetadataRecord,
                      CurrentAssignmentRecord}
+
+
+def test_compacted_store_keeps_what_compacting_the_log_keeps() -> None:
+    """``CompactedRecordStore`` fed the log as it grows (joins, a leave's tombstones, the
+    same member id back) holds ``compact(log)`` at every step, in the same order."""
+    engine = _converged_group(3)
+    log = engine.store.log  # type: ignore[attr-defined]
+    kept = CompactedRecordStore()
+    kept.append(log)
+    assert kept.compacted() == compact(log)
+    driver = Driver(engine, now_ms=1_000)
+    for mid in ("m0", "m1", "m2"):
+        driver.add(SimMember(mid, subscription=FOO, epoch=engine.group_epoch,
+                             owned=engine.member(mid).current.assigned, joined=True))
+    steps = [lambda: driver.add(SimMember("m3", subscription=FOO)),
+             lambda: (engine.leave("m1", driver.now_ms), driver.members.pop("m1")),
+             lambda: driver.add(SimMember("m1", subscription=FOO))]
+    for step in steps:
+        seen = len(log)
+        step()
+        driver.converge()
+        kept.append(log[seen:])
+        assert kept.compacted() == compact(log)
+    assert any(r.key[2] == "m1" for r in kept.compacted())
 
 
 def test_rebuild_restores_state_and_arms_timers() -> None:
