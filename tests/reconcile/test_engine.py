@@ -10,7 +10,7 @@ from fakebroker.coordinator.errors import InvariantBroken
 from fakebroker.coordinator.reconcile import (GroupEngine, Heartbeat, MemberRemoved, MemberState,
                                               RemovalReason, compact, group_metadata_records)
 from fakebroker.coordinator.reconcile.assignors import AssignorError
-from fakebroker.coordinator.reconcile.records import (CurrentAssignmentRecord,
+from fakebroker.coordinator.reconcile.records import (CompactedRecordStore, CurrentAssignmentRecord,
                                                       GroupMetadataRecord, MemberMetadataRecord,
                                                       TargetAssignmentMemberRecord,
                                                       TargetAssignmentMetadataRecord,
@@ -230,6 +230,29 @@ def test_invalid_member_epochs() -> None:
     assert engine.heartbeat(hb("m1", -5), 0).error == E.INVALID_REQUEST
 
 
+def test_static_members_are_found_by_instance_id_through_replacement_leave_and_rebuild() -> None:
+    """The engine's instance id index follows the metadata records: a replacement moves
+    the instance id to the new member id, a leave drops it, a rebuild restores it."""
+    engine, _ = consumer_engine(static_membership=True)
+    engine.heartbeat(join("a", instance_id="i-a"), 0)
+    engine.heartbeat(join("b", instance_id="i-b"), 1)
+    engine.heartbeat(join("c"), 2)
+    assert (engine.static_member("i-a"), engine.static_member("i-b")) == ("a", "b")
+    assert engine.heartbeat(hb("a", engine.member("a").current.member_epoch, instance_id="i-a"),
+                            3).error == E.NONE
+    assert engine.heartbeat(hb("a", -2, instance_id="i-a"), 4).error == E.NONE
+    assert engine.static_member("i-a") == "a"  # still held: it left for now
+    assert engine.heartbeat(join("a2", instance_id="i-a"), 5).error == E.NONE
+    assert engine.static_member("i-a") == "a2"
+    assert engine.heartbeat(hb("a", 1, instance_id="i-a"), 6).error == E.FENCED_INSTANCE_ID
+    assert engine.heartbeat(hb("b", -1, instance_id="i-b"), 7).error == E.NONE
+    assert engine.static_member("i-b") is None
+    assert engine.heartbeat(hb("b", 1, instance_id="i-b"), 8).error == E.UNKNOWN_MEMBER_ID
+    for records in (engine.store.log, compact(engine.store.log)):  # type: ignore[attr-defined]
+        rebuilt = GroupEngine.rebuild(records, engine.config, engine.policy, now_ms=9)
+        assert [rebuilt.static_member(i) for i in ("i-a", "i-b", "i-x")] == ["a2", None, None]
+
+
 def test_time_never_goes_back() -> None:
     engine, _ = consumer_engine()
     engine.heartbeat(join("m1"), 100)
@@ -262,6 +285,30 @@ def test_record_counts(n: int) -> None:
     assert kinds == {GroupMetadataRecord, UnitSetMetadataRecord, MemberMetadataRecord,
                      TargetAssignmentMemberRecord, TargetAssignmentMetadataRecord,
                      CurrentAssignmentRecord}
+
+
+def test_compacted_store_keeps_what_compacting_the_log_keeps() -> None:
+    """``CompactedRecordStore`` fed the log as it grows (joins, a leave's tombstones, the
+    same member id back) holds ``compact(log)`` at every step, in the same order."""
+    engine = _converged_group(3)
+    log = engine.store.log  # type: ignore[attr-defined]
+    kept = CompactedRecordStore()
+    kept.append(log)
+    assert kept.compacted() == compact(log)
+    driver = Driver(engine, now_ms=1_000)
+    for mid in ("m0", "m1", "m2"):
+        driver.add(SimMember(mid, subscription=FOO, epoch=engine.group_epoch,
+                             owned=engine.member(mid).current.assigned, joined=True))
+    steps = [lambda: driver.add(SimMember("m3", subscription=FOO)),
+             lambda: (engine.leave("m1", driver.now_ms), driver.members.pop("m1")),
+             lambda: driver.add(SimMember("m1", subscription=FOO))]
+    for step in steps:
+        seen = len(log)
+        step()
+        driver.converge()
+        kept.append(log[seen:])
+        assert kept.compacted() == compact(log)
+    assert any(r.key[2] == "m1" for r in kept.compacted())
 
 
 def test_rebuild_restores_state_and_arms_timers() -> None:

@@ -31,6 +31,8 @@ class SimMember(Generic[U]):
     subscription: frozenset[str] = frozenset()
     client_assignors: tuple[ClientAssignor, ...] | None = None
     rebalance_timeout_ms: int = 60_000
+    #: Named in every heartbeat, as Kafka's consumer does (static membership).
+    instance_id: str | None = None
     epoch: int = 0
     owned: frozenset[U] = frozenset()
     joined: bool = False
@@ -39,10 +41,12 @@ class SimMember(Generic[U]):
     def heartbeat(self) -> Heartbeat[U]:
         if not self.joined:
             return Heartbeat(member_id=self.member_id, member_epoch=0,
+                             instance_id=self.instance_id,
                              rebalance_timeout_ms=self.rebalance_timeout_ms,
                              subscription=self.subscription, owned=frozenset(),
                              client_assignors=self.client_assignors)
-        return Heartbeat(member_id=self.member_id, member_epoch=self.epoch, owned=self.owned)
+        return Heartbeat(member_id=self.member_id, member_epoch=self.epoch,
+                         instance_id=self.instance_id, owned=self.owned)
 
     def receive(self, result: HeartbeatResult[U]) -> None:
         self.responses += 1

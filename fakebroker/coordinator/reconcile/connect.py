@@ -75,35 +75,45 @@ def require_assignor_valid(a: ClientAssignor) -> None:
 
 # --- assignor and worker selection --------------------------------------------------
 
+def _by_assignors(members: Mapping[str, MemberMetadata]) -> Counter[tuple[ClientAssignor, ...]]:
+    """How many members declare each assignor list. Workers of one group mostly declare the
+    same list: the rules below then look at a few lists, not at every member (and build
+    nothing per member)."""
+    return Counter(md.client_assignors for md in members.values())
+
+
+def _selected(lists: Counter[tuple[ClientAssignor, ...]]) -> str | None:
+    if not lists:
+        return None
+    common = set.intersection(*({a.name for a in lst} for lst in lists))
+    if not common:
+        return None
+    votes: Counter[str] = Counter()
+    for lst, count in lists.items():
+        votes[next(a.name for a in lst if a.name in common)] += count
+    return min(votes, key=lambda name: (-votes[name], name))
+
+
 def selected_assignor(members: Mapping[str, MemberMetadata]) -> str | None:
     """The assignor every member supports; among several, a vote as in the classic
     protocol: each member votes for its first such assignor, most votes wins, ties by
     name. None when the members share none."""
-    with_assignors = [md.client_assignors for _, md in sorted(members.items())]
-    if not with_assignors:
-        return None
-    common = set.intersection(*({a.name for a in lst} for lst in with_assignors))
-    if not common:
-        return None
-    votes = Counter(next(a.name for a in lst if a.name in common) for lst in with_assignors)
-    return min(votes, key=lambda name: (-votes[name], name))
-
-
-def _range(md: MemberMetadata, name: str) -> tuple[int, int]:
-    a = next(a for a in md.client_assignors if a.name == name)
-    return a.minimum_version, a.maximum_version
+    return _selected(_by_assignors(members))
 
 
 def eligible_members(members: Mapping[str, MemberMetadata]) -> list[str]:
     """Members whose version range (for the selected assignor) covers every other
     member's (draft, Worker Selection: A [1-5], B [3-4], C [2-4] -> A), sorted."""
-    name = selected_assignor(members)
+    lists = _by_assignors(members)
+    name = _selected(lists)
     if name is None:
         return []
-    ranges = {mid: _range(md, name) for mid, md in members.items()}
+    ranges = {lst: next((a.minimum_version, a.maximum_version) for a in lst if a.name == name)
+              for lst in lists}
     low = min(lo for lo, _ in ranges.values())
     high = max(hi for _, hi in ranges.values())
-    return sorted(mid for mid, (lo, hi) in ranges.items() if lo <= low and hi >= high)
+    covering = {lst for lst, (lo, hi) in ranges.items() if lo <= low and hi >= high}
+    return sorted(mid for mid, md in members.items() if md.client_assignors in covering)
 
 
 def connect_selector(members: Mapping[str, MemberMetadata], previous: str | None) -> str | None:

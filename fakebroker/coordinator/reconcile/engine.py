@@ -141,6 +141,10 @@ class Outcome:
     events: tuple[GroupEvent, ...] = ()
 
     def __add__(self, other: Outcome) -> Outcome:
+        if not (other.records or other.events):
+            return self
+        if not (self.records or self.events):
+            return other  # most calls: no timer fired before the request
         return Outcome(self.records + other.records, self.events + other.events)
 
 
@@ -218,7 +222,15 @@ class GroupEngine(Generic[U]):
         self._metadata: dict[str, tuple[MemberMetadata, int]] = {}
         self._target: dict[str, MemberTarget[U]] = {}
         self._current: dict[str, CurrentAssignment[U]] = {}
+        # derived: the value each member's current assignment was replayed from. A record
+        # for an unchanged unit set reuses its sorted units, and replaying it reuses the
+        # set: most records only move an epoch, and this way they add no tuple and no set
+        # for the collector to walk.
+        self._written: dict[str, CurrentAssignmentValue[U]] = {}
         self._owner: dict[U, str] = {}   # derived: unit -> member holding it
+        # derived: instance id -> the members whose metadata names it, sorted (one, unless
+        # records say otherwise): a static member's heartbeat looks its holder up in O(1).
+        self._instances: dict[str, tuple[str, ...]] = {}
         # transient
         # (kind, member id) -> (kind, member id, the member epoch a rebalance timer is for)
         self._timers: Timers[tuple[str, str, int]] = Timers()
@@ -364,8 +376,8 @@ class GroupEngine(Generic[U]):
 
     def static_member(self, instance_id: str) -> str | None:
         """The member holding ``instance_id``, if any."""
-        return next((mid for mid, (md, _) in sorted(self._metadata.items())
-                     if md.instance_id == instance_id), None)
+        holders = self._instances.get(instance_id)
+        return holders[0] if holders else None
 
     def _require_static_member(self, instance_id: str, member_id: str) -> None:
         """Kafka's throwIfStaticMemberIsUnknown / throwIfInstanceIdIsFenced."""
@@ -386,8 +398,7 @@ class GroupEngine(Generic[U]):
         before = self._current_of(member_id)
         after = replace(before, member_epoch=STATIC_LEAVE_EPOCH,
                         pending_revocation=EMPTY)
-        records: list[Record] = [CurrentAssignmentRecord(self.group_id, member_id,
-                                                         _current_value(after))]
+        records: list[Record] = [self._current_record(member_id, after)]
         self._commit(records)
         event = MemberEpochChanged(self.group_id, now_ms, member_id, before.state.name,
                                    before.member_epoch, after.state.name, after.member_epoch)
@@ -420,7 +431,7 @@ class GroupEngine(Generic[U]):
             MemberMetadataRecord(self.group_id, new, _md_value(md, md_epoch)),
             TargetAssignmentMemberRecord(self.group_id, new, TargetMemberValue(
                 sorted_units(target.units), target.payload)),
-            CurrentAssignmentRecord(self.group_id, new, _current_value(copy))]
+            self._current_record(new, copy)]
         # (A rebalance deadline never fences a member at -2: only its session is kept.)
         session_deadline = self.deadline(_SESSION, old)
         self._commit(records)
@@ -440,7 +451,7 @@ class GroupEngine(Generic[U]):
             MemberMetadataRecord(self.group_id, old, _md_value(md, md_epoch)),
             TargetAssignmentMemberRecord(self.group_id, old, TargetMemberValue(
                 sorted_units(target.units), target.payload)),
-            CurrentAssignmentRecord(self.group_id, old, _current_value(current))])
+            self._current_record(old, current)])
         if session_deadline is not None:
             self._schedule(_SESSION, old, session_deadline)
 
@@ -545,7 +556,7 @@ class GroupEngine(Generic[U]):
                           target=target.get(mid, MemberTarget()), owned=hb.owned,
                           held_by_other=lambda u: self._owner.get(u, mid) != mid)
         if after != before or not exists:
-            records.append(CurrentAssignmentRecord(self.group_id, mid, _current_value(after)))
+            records.append(self._current_record(mid, after))
             if (after.state, after.member_epoch) != (before.state, before.member_epoch):
                 events.append(MemberEpochChanged(self.group_id, now_ms, mid, before.state.name,
                                                  before.member_epoch, after.state.name,
@@ -618,9 +629,10 @@ class GroupEngine(Generic[U]):
             return PrepareResult(error=rejected.error, rule=rejected.rule,
                                  message=rejected.message, outcome=expired)
         members = tuple(
-            PreparedMember(mid, self._current_of(mid).member_epoch, md.instance_id,
-                           md.client_assignors, self.target(mid))
-            for mid, (md, _) in sorted(self._metadata.items()))
+            PreparedMember(mid, self._current_of(mid).member_epoch,
+                           self._metadata[mid][0].instance_id,
+                           self._metadata[mid][0].client_assignors, self.target(mid))
+            for mid in sorted(self._metadata))
         return PrepareResult(group_epoch=self._group_epoch, members=members, outcome=expired)
 
     def install_assignment(self, member_id: str, member_epoch: int, group_epoch: int,
@@ -781,8 +793,16 @@ class GroupEngine(Generic[U]):
             self._catalog_epoch = record.epoch
         elif isinstance(record, MemberMetadataRecord):
             self._metadata_version += 1
+            mid = record.member_id
+            previous = self._metadata.get(mid)
+            if previous is not None and (instance_id := previous[0].instance_id) is not None:
+                rest = tuple(m for m in self._instances[instance_id] if m != mid)
+                if rest:
+                    self._instances[instance_id] = rest
+                else:
+                    del self._instances[instance_id]
             if record.value is None:
-                self._metadata.pop(record.member_id, None)
+                self._metadata.pop(mid, None)
             else:
                 v = record.value
                 md = MemberMetadata(instance_id=v.instance_id, client_id=v.client_id,
@@ -791,7 +811,10 @@ class GroupEngine(Generic[U]):
                                     subscription=frozen(v.subscription),
                                     server_assignor=v.server_assignor,
                                     client_assignors=v.client_assignors)
-                self._metadata[record.member_id] = (md, v.group_epoch)
+                self._metadata[mid] = (md, v.group_epoch)
+                if md.instance_id is not None:
+                    self._instances[md.instance_id] = tuple(sorted(
+                        (*self._instances.get(md.instance_id, ()), mid)))
         elif isinstance(record, TargetAssignmentMetadataRecord):
             self._assignment_epoch = record.assignment_epoch
             for epoch in [e for e in self._membership if e < record.assignment_epoch]:
@@ -807,17 +830,30 @@ class GroupEngine(Generic[U]):
         else:  # pragma: no cover - the Record union is closed
             raise TypeError(f"not a record: {record!r}")
 
+    def _current_record(self, member_id: str, c: CurrentAssignment[U]) -> CurrentAssignmentRecord[U]:
+        """The record of ``c`` as the member's current assignment."""
+        last, kept = self._written.get(member_id), self._current.get(member_id)
+        assigned = (last.assigned if last is not None and kept is not None
+                    and c.assigned is kept.assigned else sorted_units(c.assigned))
+        return CurrentAssignmentRecord(self.group_id, member_id, CurrentAssignmentValue(
+            member_epoch=c.member_epoch, previous_member_epoch=c.previous_member_epoch,
+            state=c.state, assigned=assigned, pending_revocation=sorted_units(c.pending_revocation),
+            payload=c.payload))
+
     def _replay_current(self, record: CurrentAssignmentRecord[U]) -> None:
         mid = record.member_id
         old = self._current.pop(mid, None)
+        last = self._written.pop(mid, None)
         held_before = old.held if old is not None else EMPTY
         if record.value is None:
             held_after: frozenset[U] = EMPTY
         else:
             v = record.value
+            assigned = (old.assigned if old is not None and last is not None
+                        and v.assigned is last.assigned else frozen(v.assigned))
             new: CurrentAssignment[U] = CurrentAssignment(
                 state=v.state, member_epoch=v.member_epoch,
-                previous_member_epoch=v.previous_member_epoch, assigned=frozen(v.assigned),
+                previous_member_epoch=v.previous_member_epoch, assigned=assigned,
                 pending_revocation=frozen(v.pending_revocation), payload=v.payload)
             held_after = new.held
         # Only the units that change hands: the units kept are this member's already.
@@ -831,6 +867,7 @@ class GroupEngine(Generic[U]):
             self._owner[unit] = mid
         if record.value is not None:
             self._current[mid] = new
+            self._written[mid] = record.value
 
     def _schedule(self, kind: str, member_id: str, deadline: int, epoch: int = 0) -> None:
         self._timers.schedule((kind, member_id), deadline, (kind, member_id, epoch))
@@ -846,14 +883,6 @@ def _md_value(md: MemberMetadata, epoch: int) -> MemberMetadataValue:
                                subscription=tuple(sorted(md.subscription)),
                                server_assignor=md.server_assignor,
                                client_assignors=md.client_assignors)
-
-
-def _current_value(c: CurrentAssignment[U]) -> CurrentAssignmentValue[U]:
-    return CurrentAssignmentValue(member_epoch=c.member_epoch,
-                                  previous_member_epoch=c.previous_member_epoch, state=c.state,
-                                  assigned=sorted_units(c.assigned),
-                                  pending_revocation=sorted_units(c.pending_revocation),
-                                  payload=c.payload)
 
 
 def _catalog_of(units: frozenset[U]) -> tuple[tuple[str, tuple[U, ...]], ...]:

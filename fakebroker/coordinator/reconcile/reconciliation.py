@@ -22,7 +22,6 @@ added to the member's units in the same step.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import replace
 
 from ...protocol.error_codes import ErrorCode
 from ..errors import RuleViolation
@@ -70,20 +69,27 @@ def _still_owns(owned: frozenset[U] | None, revoked: frozenset[U]) -> bool:
 def _next(current: CurrentAssignment[U], member_epoch: int, target_epoch: int,
           target: MemberTarget[U], owned: frozenset[U] | None,
           held_by_other: Callable[[U], bool]) -> CurrentAssignment[U]:
-    kept = current.assigned & target.units
-    to_revoke = current.assigned - kept
+    # A set that does not change is passed on as it is (the engine then writes and replays
+    # no new copy of it): most steps only move an epoch.
+    assigned = current.assigned
+    if assigned <= target.units:
+        kept, to_revoke = assigned, EMPTY
+    else:
+        kept = assigned & target.units
+        to_revoke = assigned - kept
     wanted = target.units - kept
-    unreleased = frozenset(u for u in wanted if held_by_other(u))
-    to_assign = wanted - unreleased
+    unreleased = frozenset(u for u in wanted if held_by_other(u)) if wanted else EMPTY
+    to_assign = wanted - unreleased if unreleased else wanted
 
     if to_revoke and _still_owns(owned, to_revoke):
         # Phase 1: take back, add nothing; the epoch stays.
-        return replace(current.with_epoch(member_epoch), state=S.UNREVOKED_PARTITIONS,
-                       assigned=kept, pending_revocation=to_revoke)
+        return current.with_epoch(member_epoch, state=S.UNREVOKED_PARTITIONS,
+                                  assigned=kept, pending_revocation=to_revoke)
     # Phases 2 and 3: the target epoch, with every target unit that is free.
     state = S.UNRELEASED_PARTITIONS if unreleased else S.STABLE
-    return replace(current.with_epoch(target_epoch), state=state, assigned=kept | to_assign,
-                   pending_revocation=EMPTY, payload=target.payload)
+    return current.with_epoch(target_epoch, state=state,
+                              assigned=kept | to_assign if to_assign else kept,
+                              pending_revocation=EMPTY, payload=target.payload)
 
 
 __all__ = ["reconcile"]

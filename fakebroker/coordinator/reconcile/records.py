@@ -167,6 +167,26 @@ class InMemoryRecordStore:
         return compact(self.log)
 
 
+class CompactedRecordStore:
+    """The view a compacted topic converges to, kept as records arrive: the last record
+    of each key, tombstones dropped, in the order those records were written. Its memory
+    is the group's live state, where ``InMemoryRecordStore`` keeps every record ever
+    written (a long-lived group's log grows with every heartbeat that moves an epoch)."""
+
+    def __init__(self) -> None:
+        self._last: dict[RecordKey, Record] = {}
+
+    def append(self, records: Sequence[Record]) -> None:
+        for record in records:
+            key = record.key
+            self._last.pop(key, None)  # re-inserted last: the order of the last writes
+            if not is_tombstone(record):
+                self._last[key] = record
+
+    def compacted(self) -> list[Record]:
+        return list(self._last.values())
+
+
 def compact(records: Iterable[Record]) -> list[Record]:
     """What compaction keeps: the last record of each key, tombstones dropped, in the
     order those last records were written."""
@@ -188,6 +208,7 @@ __all__ = [
     "RecordKey", "GroupMetadataRecord", "UnitSetMetadataRecord", "MemberMetadataValue",
     "MemberMetadataRecord", "TargetAssignmentMetadataRecord", "TargetMemberValue",
     "TargetAssignmentMemberRecord", "CurrentAssignmentValue", "CurrentAssignmentRecord",
-    "Record", "is_tombstone", "RecordStore", "InMemoryRecordStore", "compact",
+    "Record", "is_tombstone", "RecordStore", "InMemoryRecordStore", "CompactedRecordStore",
+    "compact",
     "group_metadata_records",
 ]

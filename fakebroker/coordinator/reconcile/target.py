@@ -22,7 +22,7 @@ from typing import Generic
 
 from .assignors import Assignor, AssignmentSpec, AssignorMember, kafka_assignors
 from .member import MemberMetadata, MemberTarget
-from .units import U
+from .units import EMPTY, U
 
 #: key -> its units in order (empty when the key names nothing, e.g. a missing topic).
 Resolver = Callable[[str], tuple[U, ...]]
@@ -66,14 +66,17 @@ class ServerAssigned(Generic[U]):
                 current_target: Mapping[str, MemberTarget[U]],
                 catalog: Mapping[str, tuple[U, ...]]) -> tuple[str, dict[str, frozenset[U]]]:
         name = self.choose(members)
+        ids = sorted(members)  # not sorted(items()): no (id, metadata) pair per member
+        none: MemberTarget[U] = MemberTarget()
         spec = AssignmentSpec(
             members=tuple(AssignorMember(
-                member_id=mid, instance_id=md.instance_id, subscription=md.subscription,
-                current=current_target.get(mid, MemberTarget()).units)
-                for mid, md in sorted(members.items())),
+                member_id=mid, instance_id=members[mid].instance_id,
+                subscription=members[mid].subscription,
+                current=current_target.get(mid, none).units)
+                for mid in ids),
             catalog=catalog)
         assignment = self.assignors[name].assign(spec)
-        return name, {mid: assignment.get(mid, frozenset()) for mid in sorted(members)}
+        return name, {mid: assignment.get(mid, EMPTY) for mid in ids}
 
 
 @dataclass

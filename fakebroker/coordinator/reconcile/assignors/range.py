@@ -27,19 +27,30 @@ class RangeAssignor:
 
     def assign(self, spec: AssignmentSpec[U]) -> dict[str, frozenset[U]]:
         ordered = sorted(spec.members, key=_order)
-        out: dict[str, set[U]] = {m.member_id: set() for m in ordered}
+        # Each key's runs first (subscriber -> where its run starts and ends), then each
+        # member's units in one go: no set per member kept alive through the whole pass,
+        # and a member whose units are unchanged gets its current set back.
+        runs: list[tuple[tuple[U, ...], dict[str, tuple[int, int]]]] = []
         for key in sorted(spec.catalog):
             units = spec.catalog[key]
-            subscribers = [m for m in ordered if key in m.subscription]
+            subscribers = [m.member_id for m in ordered if key in m.subscription]
             if not subscribers or not units:
                 continue
             quota, extra = divmod(len(units), len(subscribers))
+            bounds: dict[str, tuple[int, int]] = {}
             start = 0
-            for index, member in enumerate(subscribers):
+            for index, member_id in enumerate(subscribers):
                 size = quota + (1 if index < extra else 0)
-                out[member.member_id].update(units[start:start + size])
+                bounds[member_id] = (start, start + size)
                 start += size
-        return {mid: frozenset(units) for mid, units in sorted(out.items())}
+            runs.append((units, bounds))
+        out: dict[str, frozenset[U]] = {}
+        for member in ordered:
+            mid = member.member_id
+            mine = frozenset(u for units, bounds in runs if mid in bounds
+                             for u in units[bounds[mid][0]:bounds[mid][1]])
+            out[mid] = member.current if mine == member.current else mine
+        return {mid: out[mid] for mid in sorted(out)}
 
 
 __all__ = ["RangeAssignor", "NAME"]

@@ -49,30 +49,34 @@ def _homogeneous(spec: AssignmentSpec[U]) -> dict[str, frozenset[U]]:
     held_anywhere = frozenset().union(*(m.current for m in members)) & valid
     unassigned: list[U] = list(filterfalse(held_anywhere.__contains__, universe))
     quota, extra = divmod(len(universe), len(members))
-    out: dict[str, list[U]] = {}
-    kept_whole: dict[str, frozenset[U]] = {}  # members keeping exactly their current units
+    # A member keeping exactly its current units gets that set back (not copied, nothing
+    # built for it); the others a list of what they keep, filled up below.
+    out: dict[str, frozenset[U] | list[U]] = {}
     room: list[tuple[str, int]] = []
     claimed: set[U] = set()  # a unit two members claim is kept by the first only
     for member in members:
         limit = quota + (1 if extra > 0 else 0)
         extra -= 1 if extra > 0 else 0
-        keep = sorted((member.current & valid) - claimed)
+        current = member.current
+        if len(current) == limit and current <= valid and current.isdisjoint(claimed):
+            claimed.update(current)
+            out[member.member_id] = current
+            continue
+        keep = sorted((current & valid) - claimed)
         claimed.update(keep)
         out[member.member_id] = keep[:limit]
         unassigned.extend(keep[limit:])
         if len(keep) < limit:
             room.append((member.member_id, limit - len(keep)))
-        elif len(keep) == limit == len(member.current):
-            kept_whole[member.member_id] = member.current  # handed back, not copied
     cursor = 0
     for member_id, space in room:
         take = unassigned[cursor:cursor + space]
-        out[member_id].extend(take)
+        out[member_id].extend(take)  # type: ignore[union-attr]  # a list: it had room
         cursor += len(take)
     if cursor < len(unassigned):
         raise AssignorError(f"{len(unassigned) - cursor} units were left unassigned")
-    return {mid: kept_whole[mid] if mid in kept_whole else frozenset(units)
-            for mid, units in sorted(out.items())}
+    return {mid: out[mid] if isinstance(out[mid], frozenset) else frozenset(out[mid])
+            for mid in sorted(out)}
 
 
 def _heterogeneous(spec: AssignmentSpec[U]) -> dict[str, frozenset[U]]:
@@ -117,7 +121,7 @@ def _heterogeneous(spec: AssignmentSpec[U]) -> dict[str, frozenset[U]]:
     out: dict[str, set[U]] = {m.member_id: set() for m in members}
     for unit, member_id in owner.items():
         out[member_id].add(unit)
-    return {mid: frozenset(units) for mid, units in sorted(out.items())}
+    return {mid: frozenset(out[mid]) for mid in sorted(out)}
 
 
 __all__ = ["UniformAssignor", "NAME", "MAX_BALANCE_ROUNDS"]
