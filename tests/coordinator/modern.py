@@ -3,14 +3,15 @@ codec (the ``Harness`` encodes and decodes every request and reply at its versio
 
 from __future__ import annotations
 
+import gc
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, get_args
 
 from fakebroker.coordinator import FixedTopics
 from fakebroker.coordinator.modern import ConnectGroup, ConsumerGroup
 from fakebroker.coordinator.errors import DraftErrorCode
-from fakebroker.coordinator.reconcile import ConnectUnit
+from fakebroker.coordinator.reconcile import ConnectUnit, Record
 from fakebroker.protocol.error_codes import ErrorCode
 
 from .harness import REG, Harness, make_config
@@ -22,6 +23,13 @@ TOPICS = {"foo": 6, "bar": 3}
 HbTopic = REG["ConsumerGroupHeartbeatRequest"].cls.TopicPartitions  # type: ignore[attr-defined]
 _CG = REG["ConnectGroupHeartbeatRequest"].cls  # type: ignore[attr-defined]
 _IA = REG["ConnectGroupInstallAssignmentRequest"].cls  # type: ignore[attr-defined]
+
+
+def live_records() -> int:
+    """Engine records alive in this process (what the groups' stores keep, among others)."""
+    kinds = get_args(Record)
+    gc.collect()
+    return sum(1 for o in gc.get_objects() if isinstance(o, kinds))
 
 
 def consumer_harness(**config: Any) -> ModernHarness:

@@ -17,7 +17,7 @@ from fakebroker.coordinator.events import (AssignmentComputeRequested, GroupCrea
                                            GroupDeleted, MemberRemoved, RemovalReason)
 
 from .modern import (_CG, _IA, D, E, ModernHarness, cat_struct, connect_assignor,
-                     connect_units, names)
+                     connect_units, live_records, names)
 from .harness import make_config
 
 ALL = ("AC0", "AT1", "AT2", "BC0", "BT1")
@@ -426,3 +426,22 @@ def test_describe_and_list_show_connect_groups(h) -> None:
     assert (E(d.error_code), d.error_message) == (E.GROUP_ID_NOT_FOUND, "Group g is not a classic group.")
     c = h.cgdescribe("g").groups[0]
     assert E(c.error_code) is E.GROUP_ID_NOT_FOUND
+
+
+# ----------------------------------------------------------------------------- memory
+
+def test_a_long_lived_group_keeps_its_live_records_not_every_record_written(h: ModernHarness) -> None:
+    """A coordinator without a group log keeps what a compacted topic would: a group whose
+    members come and go for a long time holds as many records after 60 join/leave cycles
+    as after 10 (it kept every record ever written, so ``fakebroker serve`` grew forever)."""
+    two_workers(h)
+
+    def cycles(n: int) -> None:
+        for _ in range(n):
+            assert h.connect_hb("w3", 0).error_code == 0
+            assert h.connect_hb("w3", -1).member_epoch == -1
+
+    cycles(10)
+    after_10 = live_records()
+    cycles(50)
+    assert live_records() <= after_10

@@ -14,7 +14,7 @@ from fakebroker.coordinator.events import (GroupDeleted, GroupEpochChanged, Memb
 from fakebroker.coordinator.apis.describe_groups import GROUP_AUTHORIZED_OPERATIONS
 
 from .harness import REG
-from .modern import E, assigned, consumer_harness, tid, tps
+from .modern import E, assigned, consumer_harness, live_records, tid, tps
 from .test_offsets import commit, errors
 
 FetchGroup = REG["OffsetFetchRequest"].cls.OffsetFetchRequestGroup  # type: ignore[attr-defined]
@@ -495,3 +495,20 @@ def test_refused_static_rejoin_changes_nothing(h) -> None:
     r = h.cghb("a2", 0, instance_id="i-a", subscribed_topic_names=["foo", "bar"])
     assert (E(r.error_code), r.error_message) == (E.UNKNOWN_SERVER_ERROR, "no")
     assert (engine.durable_state(), engine.timer_state()) == before
+
+
+def test_a_long_lived_group_keeps_its_live_records_not_every_record_written(h) -> None:
+    """As for connect groups: a consumer group whose members come and go holds as many
+    engine records after 60 join/leave cycles as after 10."""
+    joined(h, "m1", "m2")
+    settle(h, "m1", "m2")
+
+    def cycles(n: int) -> None:
+        for _ in range(n):
+            joined(h, "m3")
+            assert h.cghb("m3", -1).member_epoch == -1
+
+    cycles(10)
+    after_10 = live_records()
+    cycles(50)
+    assert live_records() <= after_10

@@ -20,8 +20,9 @@ from ..reconcile import (ClientAssignor, ConnectUnit, EngineConfig, GroupEngine,
                          MemberState, Outcome)
 from ..reconcile.connect import connect_policy, connect_selector, selected_assignor
 from ..reconcile.member import NO_PAYLOAD
-from ..reconcile.records import (CurrentAssignmentRecord, CurrentAssignmentValue,
-                                 GroupMetadataRecord, MemberMetadataRecord, MemberMetadataValue,
+from ..reconcile.records import (CompactedRecordStore, CurrentAssignmentRecord,
+                                 CurrentAssignmentValue, GroupMetadataRecord,
+                                 MemberMetadataRecord, MemberMetadataValue,
                                  Record, RecordStore, TargetAssignmentMemberRecord,
                                  TargetAssignmentMetadataRecord, TargetMemberValue,
                                  UnitSetMetadataRecord)
@@ -40,7 +41,8 @@ class ConnectGroup(ModernGroup[ConnectUnit]):
                  store: RecordStore | None = None) -> None:
         """A new, empty group; or, with ``records``, the group they describe (rebuilt as
         Kafka loads a group: fresh session timeouts from ``env.now_ms``). ``store``: where
-        the engine writes its records (default: in memory); a rebuild does not rewrite
+        the engine writes its records (default: in memory, compacted as a topic would be,
+        so a long-lived group holds its live records only); a rebuild does not rewrite
         ``records`` to it.
         ``classic_member_ids``: members carried over from a classic group (``../migration.py``),
         never selected to compute the assignment."""
@@ -50,6 +52,7 @@ class ConnectGroup(ModernGroup[ConnectUnit]):
                                       max_size=cfg.connect_max_size, fence_removes_member=True)
         policy = connect_policy() if not classic_member_ids else Installed(
             selector=_selector_without(classic_member_ids))
+        store = store if store is not None else CompactedRecordStore()
         engine: GroupEngine[ConnectUnit] = (
             GroupEngine(config, policy, store) if records is None
             else GroupEngine.rebuild(records, config, policy, env.now_ms, store))

@@ -18,6 +18,7 @@ from ..config import CoordinatorConfig
 from ..env import Env
 from ..reconcile import EngineConfig, GroupEngine, ServerAssigned, TopicPartition
 from ..reconcile.assignors import kafka_assignors
+from ..reconcile.records import CompactedRecordStore
 from ..topics import TopicCatalog
 from .group import ModernGroup
 
@@ -42,7 +43,7 @@ class ConsumerGroup(ModernGroup[TopicPartition]):
             EngineConfig(group_id, session_timeout_ms=cfg.consumer_session_timeout_ms,
                          heartbeat_interval_ms=cfg.consumer_heartbeat_interval_ms,
                          max_size=cfg.consumer_max_size, static_membership=True),
-            policy)
+            policy, CompactedRecordStore())  # no log to write to: keep the live records only
         self.policy = policy
         #: RackId per member (kept beside the engine: no assignor here is rack-aware).
         self.racks: dict[str, str | None] = {}
