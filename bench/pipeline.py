@@ -191,6 +191,7 @@ class Usage:
     def __init__(self) -> None:
         self.jvm_mb = self.total_mb = 0.0
         self._cpu: dict[int, float] = {}
+        self._names: dict[int, str] = {}
         self._start: dict[int, float] = {}
         self._own = 0.0
         self._stop = threading.Event()
@@ -213,11 +214,19 @@ class Usage:
         """Children's CPU during the block (a child alive before it counts from then on)."""
         return self._own + sum(c - self._start.get(pid, 0.0) for pid, c in self._cpu.items())
 
+    @property
+    def cpu_split(self) -> dict[str, float]:
+        """The same CPU by process: the JVM, its Python workers, and this (driver) process."""
+        jvm = sum(c - self._start.get(pid, 0.0) for pid, c in self._cpu.items() if self._names.get(pid) == "java")
+        return {"jvm_s": round(jvm, 1), "python_workers_s": round(self.cpu_s - self._own - jvm, 1),
+                "driver_s": round(self._own, 1)}
+
     def _sample(self) -> None:
         jvm = total = 0.0
         for pid, name, rss, cpu in _descendants(os.getpid()):
             total += rss
             self._cpu[pid] = cpu
+            self._names[pid] = name
             if name == "java":
                 jvm += rss
         self.jvm_mb, self.total_mb = max(self.jvm_mb, jvm), max(self.total_mb, total)
@@ -330,6 +339,7 @@ def main() -> int:
                         *counts, st = spark_run(spark, folder)
                         times.append(time.perf_counter() - t)
                     cpus.append(use.cpu_s)
+                    extra.setdefault("cpu_split", []).append(use.cpu_split)
                     extra.setdefault("stages", []).append(st)
                     extra["jvm_peak_rss_mb"] = max(extra.get("jvm_peak_rss_mb", 0), round(use.jvm_mb))
                     extra["jvm_and_workers_peak_rss_mb"] = max(extra.get("jvm_and_workers_peak_rss_mb", 0),

@@ -71,10 +71,22 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
          .config("spark.sql.session.timeZone", "UTC")
          .config("spark.sql.execution.arrow.pyspark.enabled", "true")
          .config("spark.sql.sources.partitionOverwriteMode", "dynamic"))
-    if (master or "").startswith("local"):
-        # One machine: a few shuffle partitions, not Spark's cluster-sized 200 (each one a
-        # Python worker round trip for the per-group steps).
-        b = b.config("spark.sql.shuffle.partitions", str(max(4, 2 * (os.cpu_count() or 2))))
+    # Shuffles are sized by their data, not by a fixed count: many partitions up front,
+    # merged by adaptive execution into ~16 MB (compressed) ones, at least one per core. A
+    # small input gets a few (each is a Python worker round trip for the per-group steps); a
+    # large one sorts each partition in memory (at 16M, 4 fixed partitions spilled to disk).
+    b = (b.config("spark.sql.shuffle.partitions", "400")
+         .config("spark.sql.adaptive.enabled", "true")
+         .config("spark.sql.adaptive.coalescePartitions.enabled", "true")
+         .config("spark.sql.adaptive.advisoryPartitionSizeInBytes", "16m"))
+    # Arrow batches to Python are cut by row count only: with a byte limit set (Spark's
+    # default, 64 MB), Spark 4 re-measures the whole batch after every row it adds, which
+    # for nested columns (lists of structs) cost about a third of the JVM's time per row.
+    b = b.config("spark.sql.execution.arrow.maxBytesPerBatch", str(2**31 - 1))
+    # A partitioned write keeps one file open per partition value (a few days, two tables)
+    # instead of sorting every row by its partition first.
+    b = (b.config("spark.sql.optimizer.plannedWrite.enabled", "false")
+         .config("spark.sql.maxConcurrentOutputFileWriters", "8"))
     for k, v in (conf or {}).items():
         b = b.config(k, v)
     spark = _quietly(b.getOrCreate)

@@ -7,12 +7,11 @@ import os
 import time
 from dataclasses import dataclass, field
 
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from ..inputs import Inputs
-from ..tables import EXCHANGE, REJECT, SOURCE
+from ..tables import DECODED, EXCHANGE, PARTITIONS, REJECT, SOURCE
 from ..warehouse import Warehouse
 from . import pcaps, reports, transcripts
 
@@ -68,20 +67,8 @@ def ingest(wh: Warehouse, inputs: Inputs) -> IngestSummary:
         decoded = parts[0]
         for p in parts[1:]:
             decoded = decoded.unionByName(p)
-        # Read three times (exchanges, rejects, counts): kept on local disk, serialized, so
-        # memory does not grow with the corpus.
-        decoded = decoded.persist(StorageLevel.DISK_ONLY)
-        ex = (decoded.where(F.col("reject").isNull())
-              .withColumn("day", F.coalesce(F.date_format(F.from_unixtime("req_time"), "yyyy-MM-dd"),
-                                            F.lit("unknown")))
-              .select(*EXCHANGE.fieldNames()))
-        wh.append("exchanges", ex)
-        line_rejects.append(decoded.where(F.col("reject").isNotNull()).select(
-            "source", "source_kind", "source_hash", "ref",
-            F.when(F.col("source_kind") == "pcap", "frame").otherwise("line").alias("ref_kind"),
-            F.col("reject").alias("reason")))
-        counts = decoded.groupBy(F.col("reject").isNull().alias("ok")).count().collect()
-        summary.exchanges = sum(r["count"] for r in counts if r["ok"])
+        summary.exchanges, bad = _write_decoded(wh, decoded)
+        line_rejects.append(bad)
     empty = [(p, kind, d, 0, "file", "empty file: nothing to read")
              for kind, files in (("transcript", tx), ("pcap", px)) for p, d in files.items()
              if _size(p) == 0]
@@ -97,11 +84,29 @@ def ingest(wh: Warehouse, inputs: Inputs) -> IngestSummary:
         summary.reject_samples = [f"{r.source}:{r.ref_kind} {r.ref}: {r.reason}"
                                   for r in rej.orderBy("source", "ref").limit(5).collect()]
         rej.unpersist()
-    if parts:  # released only now: released before the rejects were written, they re-ran the whole decode
-        decoded.unpersist()
+    wh.discard_staged()
     if sources:
         wh.append("sources", spark.createDataFrame(sources, SOURCE))
     return summary
+
+
+def _write_decoded(wh: Warehouse, decoded: DataFrame) -> tuple[int, DataFrame]:
+    """Exchanges and rejects from one pass over the decode: written once, split by a
+    partition column into the staging folder; the exchanges' files then move into their
+    table (a rename) and the rejects (few) are read back from theirs. Returns the number
+    of exchanges (from the Parquet footers) and the rejects in the table's shape."""
+    staged = decoded.select(
+        *[c for c in EXCHANGE.fieldNames() if c != "day"], "reject",
+        F.when(F.col("reject").isNull(), F.coalesce(
+            F.date_format(F.from_unixtime("req_time"), "yyyy-MM-dd"), F.lit("unknown"))).alias("day"),
+        F.col("reject").isNull().alias("_exchange"))
+    folder = wh.stage(staged, ["_exchange", *PARTITIONS["exchanges"]])
+    exchanges = wh.adopt_staged(folder / "_exchange=true", "exchanges")
+    rejects = wh.read_staged(folder / "_exchange=false", DECODED).select(
+        "source", "source_kind", "source_hash", "ref",
+        F.when(F.col("source_kind") == "pcap", "frame").otherwise("line").alias("ref_kind"),
+        F.col("reject").alias("reason"))
+    return exchanges, rejects
 
 
 def _size(path: str) -> int | None:

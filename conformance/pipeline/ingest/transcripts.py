@@ -25,6 +25,7 @@ import pyarrow as pa
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_type
+from pyspark.sql.types import StructType
 
 from ..decode import CONNECT_HB, JOIN, LEAVE, SYNC, body_problem, embedded_fields, registry
 from ..tables import BODY, EMBEDDED, transcript_line_schema
@@ -68,6 +69,16 @@ def _source_of(file_path: str) -> str:
                                 else file_path)
 
 
+# The line fields ingest reads, typed as the JSON Schema derives them; the parser skips the
+# others (the frame's raw hex above all: the longest field) instead of copying them into rows.
+READ = ("kind", "conn", "correlation_id", "api_key", "version", "client_id", "time", "vtime_ms", "body")
+
+
+def _read_schema() -> StructType:
+    full = transcript_line_schema()
+    return StructType([full[name] for name in READ])
+
+
 def _parsed(spark: SparkSession, files: dict[str, str]) -> DataFrame:
     """(_path, _block, _pos, value, j): every line of the files parsed once, its body kept
     as JSON text. Parsed in a projection that is not deterministic (the row position), so
@@ -75,7 +86,7 @@ def _parsed(spark: SparkSession, files: dict[str, str]) -> DataFrame:
     return spark.read.text(list(files)).select(
         F.col("_metadata.file_path").alias("_path"), F.col("_metadata.file_block_start").alias("_block"),
         F.monotonically_increasing_id().alias("_pos"), "value",
-        F.from_json("value", transcript_line_schema()).alias("j"))
+        F.from_json("value", _read_schema()).alias("j"))
 
 
 def lines(spark: SparkSession, files: dict[str, str]) -> tuple[DataFrame, DataFrame]:
@@ -164,8 +175,10 @@ def _request_half(q: Column, api: Column) -> Column:
         F.when(hb, F.transform(F.coalesce(q["ClientAssignors"], F.array()), lambda a: F.struct(
             a["Name"].alias("name"), a["MinimumVersion"].alias("min_version"),
             a["MaximumVersion"].alias("max_version")))).alias("assignors"),
-        F.when(join | sync, F.struct(q["ProtocolType"].alias("ptype"), q["Protocols"].alias("protocols"),
-                                     q["Assignments"].alias("plans"))).alias("emb"))
+        F.when(join | sync, F.struct(
+            q["ProtocolType"].alias("ptype"),  # the decoder reads the first protocol's metadata only
+            F.when(F.size(q["Protocols"]) > 0, F.coalesce(q["Protocols"][0]["Metadata"], F.lit(""))).alias("meta"),
+            q["Assignments"].alias("plans"))).alias("emb"))
 
 
 def _response_half(p: Column, api: Column) -> Column:
@@ -190,22 +203,50 @@ def _response_half(p: Column, api: Column) -> Column:
 _EMBEDDED_ARROW = to_arrow_type(EMBEDDED)
 
 
-def _embedded(a: dict[str, Any]) -> dict[str, Any] | None:
-    """Connect's embedded bytes of one JoinGroup or SyncGroup."""
-    q, p = a["q"] or {}, a["p"] or {}
-    req = {"ProtocolType": q.get("ptype"), "Protocols": q.get("protocols"), "Assignments": q.get("plans")}
-    return embedded_fields(a["api"], req, {"Members": p.get("members"), "Assignment": p.get("assignment"),
-                                           "ErrorCode": p.get("error")}) or None
+def _pairs_of(items: list[dict[str, Any]] | None, key: str, value: str) -> tuple[tuple[Any, Any], ...] | None:
+    return None if items is None else tuple((i[key], i[value]) for i in items)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def _embedded(api: str, ptype: str | None, meta: str | None, plans: tuple[tuple[Any, Any], ...] | None,
+              members: tuple[tuple[Any, Any], ...] | None, assignment: str | None,
+              error: int | None) -> dict[str, Any] | None:
+    """Connect's embedded bytes of one JoinGroup or SyncGroup. Cached per worker: a group's
+    rounds, and groups of the same workers, repeat the same bytes."""
+    req = {"ProtocolType": ptype, "Protocols": None if meta is None else [{"Metadata": meta}],
+           "Assignments": None if plans is None else [{"MemberId": m, "Assignment": a} for m, a in plans]}
+    resp = {"Members": None if members is None else [{"MemberId": m, "Metadata": d} for m, d in members],
+            "Assignment": assignment, "ErrorCode": error}
+    return embedded_fields(api, req, resp) or None
+
+
+def _fields_of(arr: pa.Array) -> dict[str, pa.Array]:
+    """A struct array's children, each null where the struct is."""
+    return {f.name: child for f, child in zip(arr.type, arr.flatten())}
 
 
 def _embedded_batch(arg: pa.Array) -> pa.Array:
-    """One Python call per Arrow batch; only the rows that carry embedded bytes (JoinGroup
-    and SyncGroup) become Python objects, the rest stay null."""
-    out: list[dict[str, Any] | None] = [None] * len(arg)
+    """One Python call per Arrow batch, over the rows that carry embedded bytes (JoinGroup
+    and SyncGroup; the rest stay null), read column by column; each distinct result is
+    converted back to Arrow once and the rows take their copy of it."""
     valid = arg.is_valid()
-    for i, a in zip(np.flatnonzero(valid.to_numpy(zero_copy_only=False)), arg.filter(valid).to_pylist()):
-        out[i] = _embedded(a)
-    return pa.array(out, type=_EMBEDDED_ARROW)
+    top = _fields_of(arg.filter(valid))
+    q, p = _fields_of(top["q"]), _fields_of(top["p"])
+    cols = [c.to_pylist() for c in (top["api"], q["ptype"], q["meta"], q["plans"], p["members"],
+                                     p["assignment"], p["error"])]
+    results: list[dict[str, Any] | None] = []
+    seen: dict[int, int] = {}
+    take: list[int | None] = [None] * len(arg)
+    for i, api, ptype, meta, plans, members, assignment, error in zip(
+            np.flatnonzero(valid.to_numpy(zero_copy_only=False)), *cols):
+        out = _embedded(api, ptype, meta, _pairs_of(plans, "MemberId", "Assignment"),
+                        _pairs_of(members, "MemberId", "Metadata"), assignment, error)
+        at = seen.get(id(out))
+        if at is None:
+            at = seen[id(out)] = len(results)
+            results.append(out)
+        take[i] = at
+    return pa.array(results, type=_EMBEDDED_ARROW).take(pa.array(take, type=pa.int32()))
 
 
 # ---------------------------------------------------------------- pairing
