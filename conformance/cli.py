@@ -59,11 +59,10 @@ def main(argv: list[str] | None = None) -> int:
                           "virtual-clock target, two per core for a real-clock one, whose cases mostly "
                           "wait on real time (real workers and brokers)")
     run.add_argument("--jobs", type=int, default=1, metavar="J",
-                     help="run up to J targets at once, in the order given (default 1; make certify: 3, "
-                          "the longest first); each target's output is printed when it finishes. Targets "
-                          "that mostly wait on real time (real workers and brokers) finish sooner; their "
-                          "timing-sensitive cases then share the CPU (waits scaled by wait_scale): on a "
-                          "machine already loaded, fewer")
+                     help="run up to J targets at once (default 1); each target's output is printed "
+                          "when it finishes. Targets that mostly wait on real time (real workers and "
+                          "brokers) finish sooner, but their timing-sensitive cases then share the CPU: "
+                          "on a loaded machine keep 1")
     run.add_argument("--strict", action="store_true", help="a SHOULD not met fails the run")
     run.add_argument("--suite", choices=("coordinator", "worker", "all"),
                      help="requirements to run (default: the target's kind; narrower makes the run PARTIAL)")
