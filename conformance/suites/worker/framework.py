@@ -603,14 +603,14 @@ class WorkerContext(CoordinatorContext):
         # (each stop is a JVM's shutdown of a second or more; Connect 4.2.0's JVM hangs until
         # killed at the 15 s bound once its herder died, CLS-W-11): their logs are taken as
         # they are now. Otherwise all at once, each waited for.
-        overlap = self.target.overlap_stops and self.stop_later is not None
-        if not overlap:
+        stop_later = self.stop_later if self.target.overlap_stops else None
+        if stop_later is None:
             await asyncio.gather(*(asyncio.to_thread(w.terminate) for w in self.workers))
         for w in self.workers:
             self.note(f"worker {w.worker_id} log tail:\n{w.log_tail(15)}")
             self.attachments[f"worker {w.worker_id} log"] = w.log_tail(2000)
-            if overlap:
-                self.stop_later(w)  # type: ignore[misc]
+            if stop_later is not None:
+                stop_later(w)
             else:
                 _remove(w.log_path)
         if self.refusing:
