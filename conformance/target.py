@@ -83,6 +83,7 @@ class Target:
     timing: Timing
     upstream: str | None = None  # "real-kafka": the fake broker proxies to a real Kafka
     launch: str | None = None    # "real-kafka": the harness runs the coordinator (a real Kafka)
+    overlap_stops: bool = False  # a finished case's workers may stop while the next case runs
     description: str = ""
     implementation_name: str = ""
     implementation_version: str = "unknown"
@@ -171,6 +172,13 @@ def rule_upstream_needs_command(data: dict[str, Any]) -> list[str]:
     """Only a worker started by a command is put behind a fake broker fronting a real Kafka."""
     if "upstream" in data["start"] and "command" not in data["start"]:
         return ["start.upstream: needs start.command (a worker target) (rule upstream-needs-command)"]
+    return []
+
+
+def rule_overlap_stops_needs_command(data: dict[str, Any]) -> list[str]:
+    """Only workers the harness starts (by a command) are stopped by it."""
+    if data["start"].get("overlap_stops") and "command" not in data["start"]:
+        return ["start.overlap_stops: needs start.command (a worker target) (rule overlap-stops-needs-command)"]
     return []
 
 
@@ -269,7 +277,7 @@ def validate_target_data(data: Any, schema: dict[str, Any]) -> list[str]:
         return problems
     out: list[str] = []
     for rule in (rule_start_one_way, rule_kind_start_match, rule_upstream_needs_command,
-                 rule_launch_version, rule_placeholders_known, rule_optional_parts,
+                 rule_overlap_stops_needs_command, rule_launch_version, rule_placeholders_known, rule_optional_parts,
                  rule_virtual_clock_builtin_only, rule_session_bounds_ordered,
                  rule_mutant_builtin_only, rule_group_log_declared):
         out += rule(data)
@@ -294,6 +302,7 @@ def parse_target(data: dict[str, Any], path: str) -> Target:
         protocols=frozenset(data["protocols"]), capabilities=frozenset(data.get("capabilities", [])),
         builtin=start.get("builtin"), bootstrap=start.get("bootstrap"), command=start.get("command"),
         timing=timing, upstream=start.get("upstream"), launch=start.get("launch"),
+        overlap_stops=start.get("overlap_stops", False),
         description=data.get("description", ""),
         implementation_name=impl.get("name", data["name"]),
         implementation_version=impl.get("version", "unknown"),

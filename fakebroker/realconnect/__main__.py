@@ -38,7 +38,8 @@ def _start(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
     w = ConnectWorker(WorkerSettings(
         bootstrap=args.bootstrap, group=args.group, protocol=args.protocol, rest_port=args.rest_port,
-        client_id=args.client_id, topic_prefix=args.topic_prefix, session_timeout_ms=args.session_timeout_ms,
+        client_id=args.client_id, topic_prefix=args.topic_prefix, status_topic=args.status_topic,
+        session_timeout_ms=args.session_timeout_ms,
         rebalance_timeout_ms=args.rebalance_timeout_ms, heartbeat_interval_ms=args.heartbeat_interval_ms,
         scheduled_rebalance_max_delay_ms=args.scheduled_rebalance_delay_ms,
         # In the foreground the worker's log is this command's output (the harness keeps it).
@@ -73,6 +74,10 @@ def main(argv: list[str] | None = None) -> int:
     st.add_argument("--topic-prefix", default=None,
                     help="internal topics PREFIX-configs/-offsets/-status instead of the group's "
                          "(groups sharing a prefix share their connectors)")
+    st.add_argument("--status-topic", default=None,
+                    help="the status topic instead of PREFIX-status: a worker writes its tasks' statuses "
+                         "there, also while it stops (one per group: a stopping worker cannot overwrite "
+                         "those of another group's worker sharing the other topics)")
     st.add_argument("--client-id", default=None, help="client.id of the worker's group member")
     st.add_argument("--session-timeout-ms", type=int, default=6000)
     st.add_argument("--rebalance-timeout-ms", type=int, default=20000)

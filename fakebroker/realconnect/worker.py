@@ -58,6 +58,7 @@ class WorkerSettings:
     protocol: str | None = "sessioned"  # connect.protocol: eager | compatible | sessioned (None: Connect's default)
     rest_port: int = 0  # 0: a free one
     topic_prefix: str | None = None  # internal topics: <prefix>-configs/-offsets/-status
+    status_topic: str | None = None  # instead of <prefix>-status (e.g. one per group)
     scheduled_rebalance_max_delay_ms: int | None = 3000  # None: Connect's default (300000)
     session_timeout_ms: int = 6000
     heartbeat_interval_ms: int = 1000
@@ -86,7 +87,7 @@ class WorkerSettings:
             "value.converter.schemas.enable": "false",
             "config.storage.topic": f"{prefix}-configs",
             "offset.storage.topic": f"{prefix}-offsets",
-            "status.storage.topic": f"{prefix}-status",
+            "status.storage.topic": self.status_topic or f"{prefix}-status",
             "config.storage.replication.factor": 1,
             "offset.storage.replication.factor": 1,
             "status.storage.replication.factor": 1,

@@ -18,6 +18,10 @@ import pytest
 
 from conformance.certificate import allure_binary, render_allure
 
+# One test process (make test: --dist loadgroup): its module-scoped run happens once, not once
+# per process that gets one of its tests.
+pytestmark = pytest.mark.xdist_group("allure-report")
+
 ROOT = Path(__file__).resolve().parents[2]
 CASES = "CLS-JOIN-03 or CLS-JOIN-04 or C848-REC-01 or CLS-HB-08"
 

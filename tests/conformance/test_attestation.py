@@ -23,6 +23,10 @@ from conformance.provenance import artefact_files, digest_files
 from conformance.target import load_target
 from fakebroker.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
 
+# One test process (make test: --dist loadgroup): its module-scoped run happens once, not once
+# per process that gets one of its tests.
+pytestmark = pytest.mark.xdist_group("attestation")
+
 ROOT = Path(__file__).resolve().parents[2]
 FAKEBROKER = ROOT / "fixtures" / "targets" / "fakebroker.toml"
 SCHEMA = json.loads((ROOT / "schemas" / "attestation.schema.json").read_text())

@@ -26,7 +26,7 @@ def test_which_targets_share_one_kafka(tmp_path: Path) -> None:
     # its workers' task statuses into the same status topic, so each keeps its own Kafka.
     fixed = tmp_path / "fixed.toml"
     fixed.write_text((TARGETS / "apache-connect-eager.toml").read_text()
-                     .replace("--topic-prefix {topic_prefix}", "--topic-prefix mine"))
+                     .replace("{topic_prefix}", "mine"))
     assert not shareable(load_target(fixed))
 
 

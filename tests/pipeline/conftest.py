@@ -1,4 +1,6 @@
-"""One local SparkSession for every pipeline test, with small-test settings."""
+"""One local SparkSession per test process, with small-test settings: each module is an
+xdist_group of its own (its module-scoped warehouse built once), so under `make test` the
+modules run side by side, each process with a Spark JVM of its own."""
 
 from __future__ import annotations
 

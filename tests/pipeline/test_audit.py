@@ -9,7 +9,7 @@ import pytest
 
 from .scenario import Script
 
-pytestmark = pytest.mark.xdist_group("spark")  # one worker, one JVM
+pytestmark = pytest.mark.xdist_group("spark-audit")  # one worker per module: fixtures built once
 
 
 def incremental(plant: str | None = None) -> Script:

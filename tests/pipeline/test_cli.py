@@ -15,7 +15,7 @@ from .test_audit import eager
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.xdist_group("spark")  # one worker, one JVM
+pytestmark = pytest.mark.xdist_group("spark-cli")  # one worker per module: fixtures built once
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import pytest
 
 from .test_audit import delayed, eager, incremental
 
-pytestmark = pytest.mark.xdist_group("spark")
+pytestmark = pytest.mark.xdist_group("spark-report_browser")
 
 
 def _chromium() -> str:

@@ -175,3 +175,10 @@ def test_captured_worker_assignments_decode_with_our_spec() -> None:
             assert mt.encode_versioned(body, version) == raw
             got |= _units(body.assignment)
         assert got == {("conn-a", None), ("conn-a", 0), ("conn-a", 1), ("conn-b", None), ("conn-b", 0)}
+
+
+def test_the_status_topic_can_be_one_of_its_own() -> None:
+    """--status-topic: the harness gives each group its own, the other topics stay the prefix's."""
+    own = WorkerSettings(bootstrap="h:1", topic_prefix="p", status_topic="p-g1-status").worker_properties(1)
+    assert (own["status.storage.topic"], own["config.storage.topic"]) == ("p-g1-status", "p-configs")
+    assert WorkerSettings(bootstrap="h:1", topic_prefix="p").worker_properties(1)["status.storage.topic"] == "p-status"

@@ -27,6 +27,7 @@ import time
 import urllib.error
 import urllib.request
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -259,36 +260,54 @@ def spawn_worker(target: Target, bootstrap: str, group: str, worker_id: str | No
     return WorkerProcess(wid, group, command, proc, log_path, rest_port=rest_port)
 
 
+def _remove(path: str) -> None:
+    try:
+        os.unlink(path)
+    except OSError:
+        pass
+
+
+def stop_and_remove(w: WorkerProcess, timeout_s: float = 15.0) -> None:
+    """Stop ``w`` (SIGTERM, SIGKILL after ``timeout_s``) and remove its log."""
+    w.terminate(timeout_s)
+    _remove(w.log_path)
+
+
 def rest_get(port: int, path: str) -> Any:
     with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=5) as r:
         return json.loads(r.read().decode())
 
 
-def seed_work(target: Target, bootstrap: str, topic_prefix: str = TOPIC_PREFIX, attempts: int = 3) -> None:
+# Generous: the first Apache Connect worker writes its class archive as it stops
+# (fakebroker.realconnect.fast_start); killed meanwhile, the next one writes it.
+SEED_STOP_TIMEOUT_S = 120.0
+
+
+def seed_work(target: Target, bootstrap: str, topic_prefix: str = TOPIC_PREFIX, attempts: int = 3,
+              stop_later: Callable[[WorkerProcess, float], None] | None = None) -> None:
     """Connectors in place before any case runs, for a worker with a REST API whose internal
     topics every case shares (its command fixes them): one worker, alone in a group of its
     own, creates them (its command names them); once its REST API lists every connector
     with its tasks it is stopped. Every case's worker then starts with the same work in the
     config topic, at the same config offset, as a worker joining a running cluster does.
     A seeding worker that exits is started again (its REST port, picked free, may have been
-    taken meanwhile), up to ``attempts`` times."""
-    for attempt in range(1, attempts + 1):
+    taken meanwhile), up to ``attempts`` times. ``stop_later``: the seeding worker's stop
+    need not be waited for (a target with overlap_stops)."""
+    stop = stop_later or stop_and_remove
+    for _ in range(attempts):
         w = spawn_worker(target, bootstrap, f"conformance-seed-{uuid.uuid4().hex[:6]}", "seed",
                          topic_prefix=topic_prefix)
         try:
-            if _wait_for_work(target, w):
-                return
-            if attempt == attempts:
-                raise RuntimeError(f"the seeding worker exited ({w.proc.returncode}), {attempts} times; "
-                                   f"last log:\n{w.log_tail()}")
-        finally:
-            # Generous: the first Apache Connect worker writes its class archive as it stops
-            # (fakebroker.realconnect.fast_start); killed meanwhile, the next one writes it.
-            w.terminate(timeout_s=120)
-            try:
-                os.unlink(w.log_path)
-            except OSError:
-                pass
+            listed = _wait_for_work(target, w)
+        except BaseException:
+            stop_and_remove(w, SEED_STOP_TIMEOUT_S)
+            raise
+        if listed:
+            stop(w, SEED_STOP_TIMEOUT_S)
+            return
+        tail = w.log_tail()
+        stop_and_remove(w, SEED_STOP_TIMEOUT_S)
+    raise RuntimeError(f"the seeding worker exited ({w.proc.returncode}), {attempts} times; last log:\n{tail}")
 
 
 CONNECTORS_OPTION = re.compile(r"--connectors[ =](\S+)")
@@ -345,6 +364,7 @@ class WorkerSession:
     version: str = "unknown"
     kafka: Any = None  # fakebroker.realkafka.RealKafka when the target asks for one
     topic_prefix: str = TOPIC_PREFIX  # this process's internal topics ({topic_prefix})
+    stopping: list[threading.Thread] = field(default_factory=list)  # stop_later's, shared by copies
 
     @classmethod
     def start(cls, target: Target, workerinput: dict[str, Any] | None = None) -> WorkerSession:
@@ -361,13 +381,24 @@ class WorkerSession:
                                      RealClock(), upstream=kafka.bootstrap if kafka else None)
             session.broker = BrokerThread(broker).start()
             if kafka is not None and "rest" in target.capabilities:
-                seed_work(target, session.broker.bootstrap, session.topic_prefix)
+                seed_work(target, session.broker.bootstrap, session.topic_prefix,
+                          stop_later=session.stop_later if target.overlap_stops else None)
         except BaseException:
             session.stop()
             raise
         return session
 
+    def stop_later(self, w: WorkerProcess, timeout_s: float = 15.0) -> None:
+        """Stop ``w`` on a thread of its own (SIGTERM now, SIGKILL after ``timeout_s``), then
+        remove its log; ``stop`` waits for every such stop."""
+        thread = threading.Thread(target=stop_and_remove, args=(w, timeout_s), name=f"stop {w.worker_id}",
+                                  daemon=True)
+        thread.start()
+        self.stopping.append(thread)
+
     def stop(self) -> None:
+        for thread in self.stopping:
+            thread.join()
         if self.broker is not None:
             self.broker.stop()
         if self.kafka is not None:
@@ -377,15 +408,17 @@ class WorkerSession:
         assert self.broker is not None
         clock = RealCaseClock(self.target.timing.wait_scale)
         return WorkerContext(self.target, requirement, self.broker.bootstrap, clock, recording, self.broker,
-                             self.topic_prefix)
+                             self.topic_prefix, self.stop_later)
 
 
 class WorkerContext(CoordinatorContext):
     def __init__(self, target: Target, requirement: Requirement, bootstrap: str, clock: RealCaseClock,
-                 recording: Recorder, broker: BrokerThread, topic_prefix: str = TOPIC_PREFIX) -> None:
+                 recording: Recorder, broker: BrokerThread, topic_prefix: str = TOPIC_PREFIX,
+                 stop_later: Callable[[WorkerProcess], None] | None = None) -> None:
         super().__init__(target, requirement, bootstrap, clock, recording)
         self.broker_thread = broker
         self.topic_prefix = topic_prefix
+        self.stop_later = stop_later  # the session's, for a target with overlap_stops
         self.recorder: RecordingBroker = broker.broker  # type: ignore[assignment]
         self.workers: list[WorkerProcess] = []
         self.first_seen = len(self.recorder.snapshot())
@@ -566,15 +599,20 @@ class WorkerContext(CoordinatorContext):
         self.recording.adopt((ev for _, ev in frames), lambda ev: names[id(ev)])
 
     async def close(self) -> None:
-        # All at once: each stop is a JVM's shutdown of seconds, and the case is decided.
-        await asyncio.gather(*(asyncio.to_thread(w.terminate) for w in self.workers))
+        # The case is decided. With overlap_stops its workers stop while the next case runs
+        # (each stop is a JVM's shutdown of a second or more; Connect 4.2.0's JVM hangs until
+        # killed at the 15 s bound once its herder died, CLS-W-11): their logs are taken as
+        # they are now. Otherwise all at once, each waited for.
+        stop_later = self.stop_later if self.target.overlap_stops else None
+        if stop_later is None:
+            await asyncio.gather(*(asyncio.to_thread(w.terminate) for w in self.workers))
         for w in self.workers:
             self.note(f"worker {w.worker_id} log tail:\n{w.log_tail(15)}")
             self.attachments[f"worker {w.worker_id} log"] = w.log_tail(2000)
-            try:
-                os.unlink(w.log_path)
-            except OSError:
-                pass
+            if stop_later is not None:
+                stop_later(w)
+            else:
+                _remove(w.log_path)
         if self.refusing:
             self.recorder.refuse_group(self.group_id, refused=False)
         self.add_worker_exchanges()

@@ -1,0 +1,37 @@
+"""Suite-wide: keep `--dist loadgroup` (make test) grouping by `xdist_group` on pytest 9.2.
+
+pytest-xdist marks a grouped test for its scheduler by appending ``@<group>`` to the test's
+node id through ``item._nodeid``, a field pytest 9.2 no longer reads (node ids are
+structured there: pytest-dev/pytest-xdist#1386). Every ``xdist_group`` was then silently
+ignored: the Spark pipeline's modules ran on every test process at once, each building its
+module's warehouse and starting a Spark JVM of its own. On an older pytest xdist's own
+suffix is there and nothing changes.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def group_suffix(item: pytest.Item) -> str | None:
+    """``@<group>`` as xdist's loadgroup scheduler reads it (several groups joined by ``_``)."""
+    names = sorted({str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                    for m in item.iter_markers("xdist_group")})
+    return "@" + "_".join(names) if names else None
+
+
+@pytest.hookimpl(trylast=True)  # after xdist's own, which may have added it already
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not getattr(config.option, "loadgroup", False):  # set in an xdist worker under --dist loadgroup
+        return
+    try:
+        from _pytest.nodeid import NodeId  # pytest >= 9.2
+    except ImportError:
+        return
+    for item in items:
+        suffix = group_suffix(item)
+        if suffix is not None and not item.nodeid.endswith(suffix):
+            item._id = NodeId.parse(item.nodeid + suffix)  # type: ignore[attr-defined]
+            if not item.nodeid.endswith(suffix):
+                raise pytest.UsageError(f"cannot mark {item.nodeid} for its xdist_group {suffix[1:]} "
+                                        f"on pytest {pytest.__version__}")
