@@ -44,6 +44,16 @@ def decode_assignment(data: bytes, what: str) -> tuple[int, Any]:
         raise Violation(what, "a strictly decodable Connect assignment", str(e)) from None
 
 
+def leader_assignment_to(sync_request: Any, member_id: str, what: str) -> tuple[int, Any]:
+    """The assignment a leader's SyncGroup request gives ``member_id``, strictly decoded; a
+    leader that leaves the member out of its assignments is a violation, not a crash."""
+    given = [a.assignment for a in sync_request.assignments if a.member_id == member_id]
+    if not given:
+        raise Violation(what, f"an entry for {member_id} in the leader's SyncGroup assignments",
+                        sorted(a.member_id for a in sync_request.assignments))
+    return decode_assignment(bytes(given[0]), what)
+
+
 def metadata_sent(ctx: WorkerContext, join_request: Any, protocol: str) -> Any:
     """The worker's metadata for ``protocol`` in its JoinGroup request, strictly decoded."""
     data = next(p.metadata for p in join_request.protocols if p.name == protocol)
@@ -502,17 +512,15 @@ async def revoke_before_assign(ctx: WorkerContext) -> None:
 async def only_new_work(ctx: WorkerContext) -> None:
     w, peer, join, sync, psync = await worker_leads_with_peer(ctx)
     leader_id = join.response.member_id
-    own = next(a for a in sync.request.assignments if a.member_id == leader_id)
     owned = allocation_of(metadata_sent(ctx, join.request, join.response.protocol_name))
-    _, asg = decode_assignment(bytes(own.assignment), "the leader's own assignment")
+    _, asg = leader_assignment_to(sync.request, leader_id, "the leader's own assignment")
     ctx.expect_equal(units_of(asg.assignment) & owned, set(), "already-owned work listed again as assigned")
 
 
 @case("CONN-INC-09", suite=W, timeout_s=120)
 async def balance_by_revoking(ctx: WorkerContext) -> None:
     w, peer, join, sync, psync = await worker_leads_with_peer(ctx)
-    own = next(a for a in sync.request.assignments if a.member_id == join.response.member_id)
-    _, asg = decode_assignment(bytes(own.assignment), "the leader's own assignment")
+    _, asg = leader_assignment_to(sync.request, join.response.member_id, "the leader's own assignment")
     ctx.check(bool(units_of(asg.revoked)), "the leader's assignment to itself when a peer joins",
               "revokes part of its work to balance", "revokes nothing")
     # In the next round the revoked work goes to the peer.
@@ -992,8 +1000,7 @@ async def new_leader_keeps_running_delay(ctx: WorkerContext) -> None:
     await asyncio.sleep(1.0)  # a while into the delay
     ctx.expect_error(await peer.leave(), "NONE", "the leader peer's LeaveGroup (harness)")
     nxt = await ctx.worker_synced(w, after=sync)
-    own = next(a for a in nxt.request.assignments if a.member_id == wid)
-    _, asg = decode_assignment(bytes(own.assignment), "the new leader's own assignment")
+    _, asg = leader_assignment_to(nxt.request, wid, "the new leader's own assignment")
     elapsed = (nxt.t_request - sync.t_response) * 1000
     expected = delay - elapsed
     tolerance = 500 + 0.1 * delay
