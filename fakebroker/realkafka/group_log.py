@@ -32,7 +32,8 @@ the state changes waiting at that moment, in the order submitted, as ONE record 
 one Produce request (Kafka takes exactly one batch per partition per request; a batch of
 whole state changes is still all or nothing), up to ``MAX_BATCH_BYTES``, and resolves
 each future with its state change's ``Batch`` (its offsets) once Kafka has acknowledged
-it, or with ``GroupLogError`` (nothing is retried).
+it, or with ``GroupLogError`` (only a refusal that appended nothing, such as a partition
+whose leadership the broker has not taken up yet, is sent again).
 ``append`` is ``submit`` and waiting for the answer: the engine's synchronous store. The
 fake broker submits instead, so its event loop never waits on Kafka, and holds every
 answer until the writes made before it are acknowledged (``FakeBroker``'s write-behind,
@@ -221,6 +222,11 @@ async def ensure_topic(conn: KafkaConnection, topic: str, *,
     return created
 
 
+#: Produce errors for a batch the broker did not append, and that a later try may see
+#: accepted: NOT_LEADER_OR_FOLLOWER (6), UNKNOWN_TOPIC_OR_PARTITION (3), LEADER_NOT_AVAILABLE (5).
+NOT_APPENDED_RETRIABLE = frozenset({3, 5, 6})
+
+
 async def produce_batch(conn: KafkaConnection, topic: str, partition: int, batch: bytes, *,
                         timeout_ms: int = 30_000, registry: Registry | None = None) -> int:
     """Produce one batch with acks=-1; returns the base offset the broker gave it."""
@@ -229,8 +235,15 @@ async def produce_batch(conn: KafkaConnection, topic: str, partition: int, batch
     body = pr.new(transactional_id=None, acks=-1, timeout_ms=timeout_ms, topic_data=[
         pr.cls.TopicProduceData(name=topic, partition_data=[  # type: ignore[attr-defined]
             pr.cls.PartitionProduceData(index=partition, records=batch)])])  # type: ignore[attr-defined]
-    resp = (await conn.send(body, PRODUCE_VERSION, timeout_s=timeout_ms / 1000 + 5)).response
-    p = resp.responses[0].partition_responses[0]
+    deadline = time.monotonic() + timeout_ms / 1000
+    while True:
+        resp = (await conn.send(body, PRODUCE_VERSION, timeout_s=timeout_ms / 1000 + 5)).response
+        p = resp.responses[0].partition_responses[0]
+        # A partition whose leader the broker has not taken up yet (just created, or moving)
+        # refuses the batch without appending it: sending it again cannot duplicate it.
+        if p.error_code not in NOT_APPENDED_RETRIABLE or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.1)
     if p.error_code:
         raise GroupLogError(f"Produce {topic}-{partition}: error {p.error_code}"
                             f"{': ' + p.error_message if getattr(p, 'error_message', None) else ''}")
