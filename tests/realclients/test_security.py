@@ -118,8 +118,11 @@ def joins_with_librdkafka(conf: dict[str, Any]) -> list[int]:
 
 def joins_with_kafka_python(conf: dict[str, Any]) -> list[int]:
     from kafka import KafkaConsumer
+    # metadata_max_age_ms: kafka-python may join before its first Metadata answer names the
+    # topic's partitions and then assign nothing ("No partition metadata"); it rejoins once a
+    # refresh shows them, so refresh within the wait rather than after 5 min.
     c = KafkaConsumer(TOPIC, **conf, group_id=f"sec-{next(_groups)}", session_timeout_ms=6000,
-                      heartbeat_interval_ms=1000, auto_offset_reset="earliest")
+                      heartbeat_interval_ms=1000, auto_offset_reset="earliest", metadata_max_age_ms=1000)
     try:
         deadline = time.monotonic() + WAIT_S
         while time.monotonic() < deadline:
