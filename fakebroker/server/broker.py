@@ -100,6 +100,9 @@ class Connection:
     ended: bool = False  # forgotten by the broker
     sasl: SaslGate | None = None  # the listener's SASL: this connection's authentication
     close_after_reply: str | None = None  # answer, then close (a refused SASL exchange)
+    # The answer being sent, for the recorders: recorded once written, so a transcript never
+    # holds a response the connection could no longer carry (the client had reset it).
+    unrecorded: _Sent | None = None
     broker: FakeBroker | None = field(default=None, repr=False)
 
     # A route's only handles on the connection it answers for.
@@ -121,6 +124,18 @@ class Connection:
     read_since: float | None = None
     read_partial: bool = False
     idle_timer: asyncio.TimerHandle | None = None
+
+
+@dataclass(slots=True)
+class _Sent:
+    """A response frame and what the recorders record of it."""
+
+    api_key: int
+    version: int
+    correlation_id: int
+    body: Struct
+    frame: bytes
+    notes: list[str] | None
 
 
 class _Link(asyncio.Protocol):
@@ -653,6 +668,8 @@ class FakeBroker:
         else:
             if out:  # empty: a hook dropped the reply
                 conn.transport.write(out)
+                if conn.unrecorded is not None:
+                    self._record_sent(conn)
             if conn.close_after_reply is None:
                 return
             conn.closed_by, conn.close_reason = "broker", conn.close_after_reply
@@ -811,10 +828,23 @@ class FakeBroker:
             return None
         if conn.closed:
             return None  # the client left while it waited: the reply is discarded
-        for rec in list(self.recorders):
-            rec.response(self.registry, conn.id, req.api_key, req.version, req.correlation_id,
-                         body, out, self.clock.now_ms(), notes)
+        if self.recorders:
+            conn.unrecorded = _Sent(req.api_key, req.version, req.correlation_id, body, out, notes)
         return out
+
+    def _record_sent(self, conn: Connection) -> None:
+        """Record the answer just written, unless the write found the connection gone (a
+        client that reset it: asyncio drops the bytes and closes the transport)."""
+        sent, conn.unrecorded = conn.unrecorded, None
+        assert sent is not None
+        if conn.transport.is_closing():
+            log.debug("connection %d: %s response (correlation id %d) not sent: the connection "
+                      "is gone", conn.id, self.registry.api_name(sent.api_key), sent.correlation_id)
+            return
+        now = self.clock.now_ms()
+        for rec in list(self.recorders):
+            rec.response(self.registry, conn.id, sent.api_key, sent.version, sent.correlation_id,
+                         sent.body, sent.frame, now, sent.notes)
 
     def _decide(self, call: Call, notes: list[str]) -> Action | None:
         if not len(self.hooks):
@@ -905,9 +935,9 @@ class FakeBroker:
             body = api_versions.response(self.ctx, ErrorCode.UNSUPPORTED_VERSION)
             out = encode_response(self.registry, body, 0, header.correlation_id,  # type: ignore[attr-defined]
                                   size_prefix=True)
-            for rec in list(self.recorders):
-                rec.response(self.registry, conn.id, api_versions.API_KEY, 0,
-                             header.correlation_id, body, out, self.clock.now_ms())  # type: ignore[attr-defined]
+            if self.recorders:
+                conn.unrecorded = _Sent(api_versions.API_KEY, 0, header.correlation_id,  # type: ignore[attr-defined]
+                                        body, out, None)
             return out
         log.error("connection %d: malformed request: %s; closing", conn.id, e)
         conn.close_reason = f"malformed request: {e}"
