@@ -108,10 +108,9 @@ class GroupCoordinator:
         if (heartbeat_api.API_KEY, api_version) not in self._routes or \
                 self._routes_config is not self.config:
             return None
-        deadline = self.env.timers.next_deadline()
-        if deadline is not None and deadline <= now_ms:
+        if not self.env.timers.idle_until(now_ms):
             return None
-        self._advance(now_ms)
+        self.env.now_ms = now_ms
         error = heartbeat_api.decide(self, group_id, generation_id, member_id, group_instance_id)
         self._advance(now_ms)  # as ``handle``: a timer the heartbeat set for "now" fires too
         return int(error), (self.env.take_replies() if self.env.replies else [])
@@ -238,9 +237,7 @@ class GroupCoordinator:
 
     def _advance(self, now_ms: int) -> None:
         timers = self.env.timers
-        deadline = timers.next_deadline()
-        if deadline is None or deadline > now_ms:  # (most requests: nothing due)
-            timers.move_to(now_ms)
+        if timers.idle_until(now_ms):  # (most requests: nothing due)
             self.env.now_ms = now_ms
             return
         for deadline, action in timers.due(now_ms):

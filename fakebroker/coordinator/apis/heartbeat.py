@@ -39,10 +39,7 @@ def decide(coord: GroupCoordinator, group_id: str, generation_id: int, member_id
     (``GroupCoordinator.heartbeat``)."""
     try:
         require_group_id_not_empty(group_id)
-        if migration.carried_over(coord, group_id, member_id) is not None:
-            # Migration M7: a classic member carried into a connect group must rejoin.
-            raise RuleViolation(ErrorCode.REBALANCE_IN_PROGRESS, "heartbeat-carried-over")
-        group = _classic_group(coord, group_id)
+        group = _classic_group(coord, group_id, member_id)
         require_group_not_dead(group)
         require_member_identity(group, member_id, group_instance_id)
         require_generation_matches(group, generation_id)
@@ -51,11 +48,15 @@ def decide(coord: GroupCoordinator, group_id: str, generation_id: int, member_id
         return v.error
 
 
-def _classic_group(coord: GroupCoordinator, group_id: str) -> ClassicGroup:
+def _classic_group(coord: GroupCoordinator, group_id: str, member_id: str) -> ClassicGroup:
     group = coord.groups.get(group_id)
-    if not isinstance(group, ClassicGroup):  # absent, or another type: "Group %s not found."
+    if not isinstance(group, ClassicGroup):
+        if migration.carried_over(coord, group_id, member_id) is not None:
+            # Migration M7: a classic member carried into a connect group must rejoin.
+            raise RuleViolation(ErrorCode.REBALANCE_IN_PROGRESS, "heartbeat-carried-over")
+        # Absent, or another type: "Group %s not found."
         raise RuleViolation(ErrorCode.UNKNOWN_MEMBER_ID, "heartbeat-group-exists")
-    return group
+    return group  # (a classic group carries no member over: checked only otherwise)
 
 
 def _error_for_state(coord: GroupCoordinator, group: ClassicGroup, member_id: str) -> ErrorCode:
