@@ -336,3 +336,21 @@ def test_recorders_and_hooks_see_every_heartbeat() -> None:
     recorded, hooked = asyncio.run(go())
     assert recorded == [12]
     assert hooked == [12]
+
+
+def test_a_registry_with_other_heartbeat_specs_never_takes_the_fast_path() -> None:
+    import dataclasses
+
+    from fakebroker.protocol import Registry
+    from fakebroker.protocol.heartbeat_frame import fits
+
+    specs = [mt.spec for mt in REG.types.values()]
+    assert fits(REG) and fits(Registry(specs))  # the same specs, loaded again
+    other = [dataclasses.replace(s, latest_version_unstable=not s.latest_version_unstable)
+             if s.name == "HeartbeatResponse" else s for s in specs]
+    without = [s for s in specs if s.name != "HeartbeatRequest"]
+    for registry in (Registry(other), Registry(without)):
+        assert not fits(registry)
+        assert not FakeBroker(BrokerConfig(port=0), registry=registry)._fast_heartbeats
+    assert FakeBroker(BrokerConfig(port=0))._fast_heartbeats
+    assert not FakeBroker(BrokerConfig(port=0), fast_heartbeats=False)._fast_heartbeats
