@@ -18,7 +18,10 @@ Every request goes through one pipeline (``_exchange``): decode, request-side ho
 route, response-side hooks, encode. A route answers the request: a broker-side handler
 (``apis``), the group coordinator, or in proxy mode the upstream broker (``proxy``), which
 sees the client connection only through ``Connection.waits_until`` and ``Connection.end``.
-Every frame read or written, and every connection closing, is given to the attached
+One exception, the most frequent request: a plain Heartbeat, while nothing else must see
+requests (no hook, recorder, proxy, ACLs, SASL or group log), is read from its bytes and
+answered by the coordinator's same rules without the pipeline (``_heartbeat``); anything
+unusual about it takes the pipeline. Every frame read or written, and every connection closing, is given to the attached
 recorders (``fakebroker.intercept.recording``).
 
 Layers (checked by the import-linter contract in pyproject.toml): the server imports
