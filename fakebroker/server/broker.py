@@ -608,7 +608,8 @@ class FakeBroker:
             conn.buffered -= len(frame)
             if conn.reading_paused:
                 self._split(conn)  # (a refused size queues the end: served in turn)
-            if (frame.startswith(_HEARTBEAT_KEY) and self._fast_heartbeats and conn.sasl is None
+            if (frame.startswith(_HEARTBEAT_KEY) and len(frame) < OFFLOAD_DECODE_BYTES
+                    and self._fast_heartbeats and conn.sasl is None
                     and not self.recorders and not len(self.hooks) and self.proxy is None
                     and self.authorizer is None and self._writes is None):
                 try:
