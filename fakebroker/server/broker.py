@@ -21,8 +21,8 @@ sees the client connection only through ``Connection.waits_until`` and ``Connect
 One exception, the most frequent request: a plain Heartbeat, while nothing else must see
 requests (no hook, recorder, proxy, ACLs, SASL or group log), is read from its bytes and
 answered by the coordinator's same rules without the pipeline (``_heartbeat``); anything
-unusual about it takes the pipeline. Every frame read or written, and every connection closing, is given to the attached
-recorders (``fakebroker.intercept.recording``).
+unusual about it takes the pipeline. Every frame read or written, and every connection
+closing, is given to the attached recorders (``fakebroker.intercept.recording``).
 
 Layers (checked by the import-linter contract in pyproject.toml): the server imports
 ``intercept`` (hooks, recording interface), ``coordinator``, ``client`` and ``protocol``
