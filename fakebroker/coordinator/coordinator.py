@@ -23,6 +23,7 @@ from typing import Any
 
 from ..protocol import Registry, Struct, default_registry
 from .apis import HANDLERS, PREPARERS, PROTOCOL_OF_API
+from .apis import heartbeat as heartbeat_api
 from .classic.group import ClassicGroup
 from .classic.rebalance import Rebalancer
 from .config import CoordinatorConfig
@@ -96,6 +97,27 @@ class GroupCoordinator:
             handler(self, ctx, body, prepared)
         self._advance(now_ms)  # a timer the request set for "now" (e.g. a zero delay) fires too
         return self.env.take_replies()
+
+    def heartbeat(self, api_version: int, group_id: str, generation_id: int, member_id: str,
+                  group_instance_id: str | None, now_ms: int) -> tuple[int, list[Reply]] | None:
+        """A Heartbeat given by its fields, for a server's fast path: what ``handle`` does
+        for a Heartbeat body (the same rules: ``apis.heartbeat.decide``), answered with its
+        error code and the other replies ready now (a timer's). None, with nothing done,
+        until ``handle`` has served a Heartbeat of this version under this config (its
+        checks passed), or while a timer is due: then go through ``handle``."""
+        if (heartbeat_api.API_KEY, api_version) not in self._routes or \
+                self._routes_config is not self.config:
+            return None
+        if not self.env.timers.idle_until(now_ms):
+            return None
+        self.env.now_ms = now_ms
+        error = heartbeat_api.decide(self, group_id, generation_id, member_id, group_instance_id)
+        self._advance(now_ms)  # as ``handle``: a timer the heartbeat set for "now" fires too
+        return int(error), (self.env.take_replies() if self.env.replies else [])
+
+    def has_events(self) -> bool:
+        """Events wait for ``drain_events``."""
+        return bool(self.env.events)
 
     def _route(self, ctx: RequestContext, body: Struct) -> tuple[Any, type[Struct]]:
         """``handle``'s checks of a request: its API, body type and version (remembered)."""
@@ -215,9 +237,7 @@ class GroupCoordinator:
 
     def _advance(self, now_ms: int) -> None:
         timers = self.env.timers
-        deadline = timers.next_deadline()
-        if deadline is None or deadline > now_ms:  # (most requests: nothing due)
-            timers.move_to(now_ms)
+        if timers.idle_until(now_ms):  # (most requests: nothing due)
             self.env.now_ms = now_ms
             return
         for deadline, action in timers.due(now_ms):

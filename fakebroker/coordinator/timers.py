@@ -98,6 +98,15 @@ class Timers(Generic[T]):
             raise ValueError(f"time went backwards: {now_ms} < {self._now}")
         self._now = now_ms
 
+    def idle_until(self, now_ms: int) -> bool:
+        """If no timer is due by ``now_ms``, move time there and return True (most inputs:
+        no generator made); else return False with time unmoved (``due`` fires them)."""
+        self._settle()
+        if self._heap and self._heap[0][0] <= now_ms:
+            return False
+        self.move_to(now_ms)
+        return True
+
     def due(self, now_ms: int) -> Iterator[tuple[int, T]]:
         """Move time to ``now_ms``, then pop every timer due by then, in order (timers
         scheduled meanwhile included)."""

@@ -18,8 +18,11 @@ Every request goes through one pipeline (``_exchange``): decode, request-side ho
 route, response-side hooks, encode. A route answers the request: a broker-side handler
 (``apis``), the group coordinator, or in proxy mode the upstream broker (``proxy``), which
 sees the client connection only through ``Connection.waits_until`` and ``Connection.end``.
-Every frame read or written, and every connection closing, is given to the attached
-recorders (``fakebroker.intercept.recording``).
+One exception, the most frequent request: a plain Heartbeat, while nothing else must see
+requests (no hook, recorder, proxy, ACLs, SASL or group log), is read from its bytes and
+answered by the coordinator's same rules without the pipeline (``_heartbeat``); anything
+unusual about it takes the pipeline. Every frame read or written, and every connection
+closing, is given to the attached recorders (``fakebroker.intercept.recording``).
 
 Layers (checked by the import-linter contract in pyproject.toml): the server imports
 ``intercept`` (hooks, recording interface), ``coordinator``, ``client`` and ``protocol``
@@ -47,6 +50,8 @@ from ..coordinator.topics import FixedTopics
 from ..protocol import DecodeError, EncodeError, Registry, Struct, default_registry
 from ..protocol.error_codes import ErrorCode
 from ..protocol.framing import Request, decode_request, encode_response
+from ..protocol.heartbeat_frame import fits as heartbeat_frames_fit
+from ..protocol.heartbeat_frame import heartbeat_answer, read_heartbeat
 from ..intercept.hooks import (Action, Call, Close, Continue, Defer, Delay, Drop, ErrorResponse,
                                Hold, Hooks, Respond)
 from ..intercept.recording import Recording
@@ -66,6 +71,8 @@ from .throttle import Throttled
 log = logging.getLogger("fakebroker")
 RecordingT = TypeVar("RecordingT", bound=Recording)
 _FRAME_SIZE = 4
+_HEARTBEAT_API = 12
+_HEARTBEAT_KEY = _HEARTBEAT_API.to_bytes(2, "big")  # a request frame's first bytes
 _READ_AHEAD = 16  # frames read ahead of the one being served (pipelining)
 # After a coordinator tick raised: retry on the broker's clock, not at once (a tick that
 # keeps failing must not spin the loop), and keep every other connection served.
@@ -308,6 +315,9 @@ class FakeBroker:
     # through a future) is written behind: see ``WriteBehind``.
     connect_store: RecordStore | None = None
     connect_records: Sequence[EngineRecord] = ()
+    # Plain Heartbeats skip the generic pipeline when nothing else must see them (see
+    # ``_heartbeat``); False sends every request through it (the differential tests).
+    fast_heartbeats: bool = True
 
     def __post_init__(self) -> None:
         # Consumer groups assign from the broker's topics, with the ids Metadata reports; the
@@ -322,6 +332,7 @@ class FakeBroker:
                                             connect_store=self._writes or self.connect_store)
         self.hooks = Hooks(self.registry)
         self.recorders: list[Recording] = []
+        self._fast_heartbeats = self.fast_heartbeats and heartbeat_frames_fit(self.registry)
         # Exchanges running, and those of them waiting on something outside (a parked
         # coordinator reply, the clock, a gate) with the test that says they can go on:
         # ``quiet()`` reads them so virtual-time drivers know when the broker is idle.
@@ -612,6 +623,20 @@ class FakeBroker:
             conn.buffered -= len(frame)
             if conn.reading_paused:
                 self._split(conn)  # (a refused size queues the end: served in turn)
+            if (frame.startswith(_HEARTBEAT_KEY) and len(frame) < OFFLOAD_DECODE_BYTES
+                    and self._fast_heartbeats and conn.sasl is None
+                    and not self.recorders and not len(self.hooks) and self.proxy is None
+                    and self.authorizer is None and self._writes is None):
+                try:
+                    out = self._heartbeat(conn, frame)
+                except Exception:  # noqa: BLE001 - a bug must cost one connection, never the server
+                    self._busy += 1
+                    self._answered(conn, error=True)
+                    continue
+                if out is not None:
+                    conn.in_flight -= 1
+                    conn.transport.write(out)
+                    continue
             self._busy += 1
             coro = self._exchange(conn, frame)
             if len(self.hooks) or self.proxy is not None:
@@ -626,6 +651,31 @@ class FakeBroker:
                 self._answered(conn, error=True)
             else:
                 _Parked(self, conn, coro).wait(awaited)
+
+    def _heartbeat(self, conn: Connection, frame: bytes) -> bytes | None:
+        """The fast path of a plain Heartbeat (``protocol.heartbeat_frame``), taken only when
+        nothing else has to see the request (no hook, recorder, proxy, ACLs, SASL, group
+        log: ``_serve_next`` checks): its fields read from the bytes, the coordinator's one
+        Heartbeat implementation (``GroupCoordinator.heartbeat``), an answer copied from one
+        encoded once. Returns the response frame, or None with nothing done: the frame then
+        takes the generic pipeline (``_exchange``), which answers it the same way."""
+        fields = read_heartbeat(frame)
+        if fields is None:
+            return None
+        version, correlation_id, group_id, generation_id, member_id, instance_id = fields
+        if not self._advertised(_HEARTBEAT_API, version):
+            return None
+        outcome = self.coordinator.heartbeat(version, group_id, generation_id, member_id,
+                                             instance_id, self.clock.now_ms())
+        if outcome is None:
+            return None
+        conn.requests += 1
+        error, replies = outcome
+        if replies or self.coordinator.has_events():
+            self._deliver(replies)
+        else:
+            self._wake.set()  # (as ``_deliver``: the session deadline moved)
+        return heartbeat_answer(self.registry, version, correlation_id, error)
 
     def _wait_for(self, conn: Connection, task: asyncio.Future[bytes | None]) -> None:
         conn.exchange = task

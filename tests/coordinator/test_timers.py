@@ -192,3 +192,17 @@ def test_against_the_model(seed: int) -> None:
         assert t.deadline(key) == (m.timers[key][0] if key in m.timers else None)
         assert sorted(t.keys()) == sorted(m.timers)  # type: ignore[type-var]
         assert len(t._heap) <= 2 * len(m.timers) + 64 + 1
+
+
+def test_idle_until_moves_time_only_when_nothing_is_due() -> None:
+    t: Timers[str] = Timers()
+    t.schedule("a", 10, "a1")
+    t.schedule("a", 30, "a2")  # postponed: its stale candidate at 10 is not due
+    assert t.idle_until(20)
+    assert not t.idle_until(30)  # due at 30: time stays at 20, ``due`` fires it
+    with pytest.raises(ValueError, match="backwards"):
+        t.idle_until(19)
+    assert drain(t, 30) == [(30, "a2")]
+    assert t.idle_until(1000)
+    with pytest.raises(ValueError, match="backwards"):
+        drain(t, 999)

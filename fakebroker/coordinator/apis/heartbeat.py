@@ -28,27 +28,35 @@ S = ClassicGroupState
 
 def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
     b: Any = body
-    member_id: str = b.member_id
-    try:
-        require_group_id_not_empty(b.group_id)
-        if migration.carried_over(coord, b.group_id, member_id) is not None:
-            # Migration M7: a classic member carried into a connect group must rejoin.
-            raise RuleViolation(ErrorCode.REBALANCE_IN_PROGRESS, "heartbeat-carried-over")
-        group = _classic_group(coord, b.group_id)
-        require_group_not_dead(group)
-        require_member_identity(group, member_id, b.group_instance_id)
-        require_generation_matches(group, b.generation_id)
-        error = _error_for_state(coord, group, member_id)
-    except RuleViolation as v:
-        error = v.error
+    error = decide(coord, b.group_id, b.generation_id, b.member_id, b.group_instance_id)
     coord.env.reply(ctx, coord.registry["HeartbeatResponse"].new(error_code=int(error)))
 
 
-def _classic_group(coord: GroupCoordinator, group_id: str) -> ClassicGroup:
+def decide(coord: GroupCoordinator, group_id: str, generation_id: int, member_id: str,
+           group_instance_id: str | None) -> ErrorCode:
+    """A heartbeat's effect on the groups (its session timer restarted) and its error code:
+    the one implementation of the rules, for ``handle`` and the server's fast path
+    (``GroupCoordinator.heartbeat``)."""
+    try:
+        require_group_id_not_empty(group_id)
+        group = _classic_group(coord, group_id, member_id)
+        require_group_not_dead(group)
+        require_member_identity(group, member_id, group_instance_id)
+        require_generation_matches(group, generation_id)
+        return _error_for_state(coord, group, member_id)
+    except RuleViolation as v:
+        return v.error
+
+
+def _classic_group(coord: GroupCoordinator, group_id: str, member_id: str) -> ClassicGroup:
     group = coord.groups.get(group_id)
-    if not isinstance(group, ClassicGroup):  # absent, or another type: "Group %s not found."
+    if not isinstance(group, ClassicGroup):
+        if migration.carried_over(coord, group_id, member_id) is not None:
+            # Migration M7: a classic member carried into a connect group must rejoin.
+            raise RuleViolation(ErrorCode.REBALANCE_IN_PROGRESS, "heartbeat-carried-over")
+        # Absent, or another type: "Group %s not found."
         raise RuleViolation(ErrorCode.UNKNOWN_MEMBER_ID, "heartbeat-group-exists")
-    return group
+    return group  # (a classic group carries no member over: checked only otherwise)
 
 
 def _error_for_state(coord: GroupCoordinator, group: ClassicGroup, member_id: str) -> ErrorCode:

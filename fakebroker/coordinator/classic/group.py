@@ -160,9 +160,13 @@ class ClassicGroup:
     def set_protocols(self, member: ClassicMember, protocols: tuple[ProtocolMetadata, ...]) -> None:
         """Replace a member's protocols, keeping the per-protocol counts right.
         A name listed twice by one member counts once (Kafka would count it twice)."""
-        self._protocol_counts.subtract(member.protocol_names)
+        before = member.protocol_names
         member.protocols = protocols
-        self._protocol_counts.update(member.protocol_names)
+        after = member.protocol_names
+        if after == before:  # (a rejoin, as a rebalance's every member: no count moves)
+            return
+        self._protocol_counts.subtract(before)
+        self._protocol_counts.update(after)
         self._protocol_counts += Counter()  # drop names no member lists any more
 
     # ------------------------------------------------------------------ changes
