@@ -61,8 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     run.add_argument("--jobs", type=int, default=1, metavar="J",
                      help="run up to J targets at once (default 1); each target's output is printed "
                           "when it finishes. Targets that mostly wait on real time (real workers and "
-                          "brokers) finish sooner, but their timing-sensitive cases then share the CPU: "
-                          "on a loaded machine keep 1")
+                          "brokers) finish sooner; their cases then share the CPU (make certify runs the "
+                          "bundled targets 3 at a time)")
     run.add_argument("--strict", action="store_true", help="a SHOULD not met fails the run")
     run.add_argument("--suite", choices=("coordinator", "worker", "all"),
                      help="requirements to run (default: the target's kind; narrower makes the run PARTIAL)")

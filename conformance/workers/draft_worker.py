@@ -78,6 +78,9 @@ MUTANTS: dict[str, WorkerMutant] = {
         "keeps the HeartbeatIntervalMs of its first answer and ignores later ones", "C848-W-17"),
     "draft-heartbeat-flood": WorkerMutant(
         "heartbeats ten times as often as HeartbeatIntervalMs asks", "C848-W-17"),
+    "draft-revocation-acknowledged-late": WorkerMutant(
+        "releases revoked work but acknowledges it only with its next regular heartbeat, an interval later",
+        "C848-W-02"),
     "draft-leaves-silently": WorkerMutant(
         "on shutdown, closes its connection without a heartbeat at epoch -1", "C848-W-18"),
     "draft-bounce-not-restored": WorkerMutant(
@@ -195,7 +198,7 @@ class DraftWorker:
             if revoked:   # release first, acknowledge at once, start nothing in between
                 self.owned = self.owned - revoked
                 log("revoked", units=revoked.show())
-                now = True
+                now = self.mutant != "draft-revocation-acknowledged-late"
             else:
                 if new != self.owned:
                     log("assigned", units=(new - self.owned).show())

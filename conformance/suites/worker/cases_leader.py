@@ -144,6 +144,10 @@ async def remaining_delay_on_return(ctx: WorkerContext) -> None:
     got = next(iter(r2.delays.values()))
     ctx.check(abs(got - expected) <= tolerance, "ScheduledDelay when a worker returns within the delay",
               f"the remaining delay, about {d} - {elapsed:.0f} = {expected:.0f} ms (±{tolerance:.0f})", got)
-    early = units_of(r2.given[back.member.member_id].assignment)
+    given = r2.given.get(back.member.member_id)
+    if given is None:  # a leader that leaves a member out: a violation, not a harness crash
+        raise Violation("the leader's assignments in the round the returning worker joined",
+                        f"an entry for {back.member.member_id}", sorted(r2.given))
+    early = units_of(given.assignment)
     ctx.check(not early, "work given to the returning worker before the remaining delay ends", "none",
               sorted(early))

@@ -198,6 +198,7 @@ class WorkerProcess:
     log_path: str
     rest_port: int = 0
     started: float = field(default_factory=time.monotonic)
+    first_request: float | None = None  # when the coordinator saw its first request (WorkerContext)
 
     def log_tail(self, n: int = 40) -> str:
         try:
@@ -567,6 +568,8 @@ class WorkerContext(CoordinatorContext):
         ``within_ms`` as given: a window in which something must NOT happen must not be
         stretched by the target's ``wait_scale`` past the time it is about."""
         scale = self.target.timing.wait_scale if scaled else 1.0
+        if w is not None:
+            await self._started(w)
         deadline = time.monotonic() + within_ms * scale / 1000
         last_hb = time.monotonic()
         while True:
@@ -577,6 +580,24 @@ class WorkerContext(CoordinatorContext):
                 return None
             last_hb = await self._keep_alive(keep_alive, last_hb)
             await asyncio.sleep(0.02)  # polling the recorder; the bound is the deadline
+
+    async def _started(self, w: WorkerProcess) -> None:
+        """Until ``w``'s first request reached the coordinator (its start-up: a process's
+        imports, a JVM's), at most the target's ``startup_timeout_s`` (scaled) from its spawn.
+        A window a case gives the worker opens no earlier than the worker itself: on a starved
+        CPU (three Connect JVM targets beside it, load ~25) a Python worker took ~20 s to send
+        its first request, past a 20 s window for its first JoinGroup. Windows after the
+        worker's first request are untouched; a worker that never sends one still meets its
+        window (as none), only later."""
+        bound = w.started + self.target.timing.startup_timeout_s * self.target.timing.wait_scale
+        while w.first_request is None:
+            first = next((s for s in self.recorder.snapshot(self.first_seen) if s.client_id == w.worker_id), None)
+            if first is not None:
+                w.first_request = first.t_request
+            elif time.monotonic() >= bound or not w.alive():
+                return
+            else:
+                await asyncio.sleep(0.02)  # polling the recorder; the bound is the start-up timeout
 
     async def worker_synced(self, w: WorkerProcess, *, after: Seen | None = None,
                             within_ms: int = 20_000, keep_alive: list[Any] | None = None) -> Seen:
