@@ -27,6 +27,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import StructType
 
+from ..archives import settle_archives
 from ..decode import CONNECT_HB, JOIN, LEAVE, SYNC, body_problem, embedded_fields, registry
 from ..tables import BODY, EMBEDDED, transcript_line_schema
 from .frames import as_decoded
@@ -130,6 +131,7 @@ def _problems(arg: pa.Array) -> pa.Array:
     """Why each line is a reject, null for a good one: ``line_problem`` of a line Spark could
     not read as an event (``bad``), the strict codec's refusal of a request or response
     body. One Python call per Arrow batch; only those lines become Python objects."""
+    settle_archives()
     out: list[str | None] = [None] * len(arg)
     valid = arg.is_valid()
     rows = arg.filter(valid)
@@ -229,6 +231,7 @@ def _embedded_batch(arg: pa.Array) -> pa.Array:
     """One Python call per Arrow batch, over the rows that carry embedded bytes (JoinGroup
     and SyncGroup; the rest stay null), read column by column; each distinct result is
     converted back to Arrow once and the rows take their copy of it."""
+    settle_archives()
     valid = arg.is_valid()
     top = _fields_of(arg.filter(valid))
     q, p = _fields_of(top["q"]), _fields_of(top["p"])
