@@ -16,6 +16,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
+from ..archives import settle_archives
 from ..tables import DECODED
 
 COLUMNS = DECODED.fieldNames()
@@ -55,6 +56,7 @@ def in_groups(df: DataFrame, keys: list[str], order: str,
         return pa.RecordBatch.from_pylist(rows, schema=arrow_schema)
 
     def run(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        settle_archives()
         key = operator.itemgetter(*keys)
         carry: list[dict[str, Any]] = []
         for b in batches:

@@ -10,6 +10,7 @@ import pandas as pd
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from ..archives import settle_archives
 from ..decode import Frame, pair
 from ..tables import DECODED
 from ..tcp import ACK, SYN, Problem, Segment, reassemble, segments, split_frames
@@ -26,6 +27,7 @@ def _conn(s: Segment) -> str:
 
 
 def _parse(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    settle_archives()
     for pdf in batches:
         for r in pdf.itertuples(index=False):
             rows = []

@@ -22,11 +22,13 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import StructType
 
+from ..archives import settle_archives
 from ..decode import CONNECT_HB, JOIN, LEAVE, SYNC, body_problem, embedded_fields, registry
 from ..tables import BODY, EMBEDDED, transcript_line_schema
 from .frames import as_decoded
@@ -129,14 +131,28 @@ _refusal_cached = functools.lru_cache(maxsize=1 << 15)(_refusal)
 def _problems(arg: pa.Array) -> pa.Array:
     """Why each line is a reject, null for a good one: ``line_problem`` of a line Spark could
     not read as an event (``bad``), the strict codec's refusal of a request or response
-    body. One Python call per Arrow batch; only those lines become Python objects."""
-    out: list[str | None] = [None] * len(arg)
+    body. One Python call per Arrow batch. A batch repeats its bodies (a member's heartbeats
+    and their answers), so the bodies are told apart in Arrow (a dictionary encoding) and
+    Python sees each distinct (kind, API, body) of the batch once."""
+    settle_archives()
+    out = np.full(len(arg), None, dtype=object)
     valid = arg.is_valid()
-    rows = arg.filter(valid)
-    cols = [rows.field(f).to_pylist() for f in ("bad", "kind", "api_key", "body")]
-    for i, bad, kind, key, body in zip(np.flatnonzero(valid.to_numpy(zero_copy_only=False)), *cols):
-        out[i] = line_problem(bad) if bad is not None else _refusal_cached(kind, key, body)
-    return pa.array(out, type=pa.string())
+    bad = arg.field("bad")
+    for i in np.flatnonzero(pc.and_(valid, bad.is_valid()).to_numpy(zero_copy_only=False)):
+        out[i] = line_problem(bad[i].as_py())
+    rows = np.flatnonzero(pc.and_(valid, bad.is_null()).to_numpy(zero_copy_only=False))
+    if len(rows):
+        body = pc.dictionary_encode(arg.field("body").take(rows))
+        response = pc.equal(arg.field("kind").take(rows), "response").to_numpy(zero_copy_only=False)
+        api_key = arg.field("api_key").take(rows).to_numpy(zero_copy_only=False)
+        distinct, which = np.unique(np.stack([body.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+                                              response.astype(np.int64), api_key.astype(np.int64)], axis=1),
+                                    axis=0, return_inverse=True)
+        texts = body.dictionary.to_pylist()
+        found = np.array([_refusal_cached("response" if r else "request", int(k), texts[b])
+                          for b, r, k in distinct.tolist()], dtype=object)
+        out[rows] = found[which.reshape(-1)]
+    return pa.array(out.tolist(), type=pa.string())
 
 
 # ---------------------------------------------------------------- each line's half of the exchange
@@ -229,6 +245,7 @@ def _embedded_batch(arg: pa.Array) -> pa.Array:
     """One Python call per Arrow batch, over the rows that carry embedded bytes (JoinGroup
     and SyncGroup; the rest stay null), read column by column; each distinct result is
     converted back to Arrow once and the rows take their copy of it."""
+    settle_archives()
     valid = arg.is_valid()
     top = _fields_of(arg.filter(valid))
     q, p = _fields_of(top["q"]), _fields_of(top["p"])
