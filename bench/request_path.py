@@ -49,6 +49,9 @@ class _Transport:
     def close(self) -> None:
         pass
 
+    def is_closing(self) -> bool:
+        return False
+
     def pause_reading(self) -> None:
         pass
 
