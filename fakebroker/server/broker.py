@@ -51,6 +51,7 @@ from ..protocol import DecodeError, EncodeError, Registry, Struct, default_regis
 from ..protocol.error_codes import ErrorCode
 from ..protocol.framing import Request, decode_request, encode_response
 from ..protocol.heartbeat_frame import fits as heartbeat_frames_fit
+from ..protocol.heartbeat_frame import API_KEY as HEARTBEAT_API
 from ..protocol.heartbeat_frame import heartbeat_answer, read_heartbeat
 from ..intercept.hooks import (Action, Call, Close, Continue, Defer, Delay, Drop, ErrorResponse,
                                Hold, Hooks, Respond)
@@ -71,8 +72,7 @@ from .throttle import Throttled
 log = logging.getLogger("fakebroker")
 RecordingT = TypeVar("RecordingT", bound=Recording)
 _FRAME_SIZE = 4
-_HEARTBEAT_API = 12
-_HEARTBEAT_KEY = _HEARTBEAT_API.to_bytes(2, "big")  # a request frame's first bytes
+_HEARTBEAT_KEY = HEARTBEAT_API.to_bytes(2, "big")  # a request frame's first bytes
 _READ_AHEAD = 16  # frames read ahead of the one being served (pipelining)
 # After a coordinator tick raised: retry on the broker's clock, not at once (a tick that
 # keeps failing must not spin the loop), and keep every other connection served.
@@ -663,7 +663,7 @@ class FakeBroker:
         if fields is None:
             return None
         version, correlation_id, group_id, generation_id, member_id, instance_id = fields
-        if not self._advertised(_HEARTBEAT_API, version):
+        if not self._advertised(HEARTBEAT_API, version):
             return None
         outcome = self.coordinator.heartbeat(version, group_id, generation_id, member_id,
                                              instance_id, self.clock.now_ms())
