@@ -188,7 +188,7 @@ class _FirstMemberVoteGroup(ClassicGroup):
 
 
 def _wide_session_bounds(coord: GroupCoordinator) -> None:
-    coord.config = coord.env.config = dataclasses.replace(
+    coord.config = dataclasses.replace(
         coord.config, min_session_timeout_ms=1, max_session_timeout_ms=2**31 - 1)
 
 

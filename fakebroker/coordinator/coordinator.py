@@ -50,8 +50,7 @@ class GroupCoordinator:
         store per group), e.g. ``realkafka.group_log.KafkaGroupLog``; see
         ``restore_connect_groups`` for the way back."""
         self.registry = registry if registry is not None else default_registry()
-        self.config = config if config is not None else CoordinatorConfig()
-        self.env = Env(self.registry, self.config)
+        self.env = Env(self.registry, config if config is not None else CoordinatorConfig())
         # One namespace for every group type, as in Kafka.
         self.groups: dict[str, Group] = {}
         self.offsets = OffsetStore()
@@ -63,7 +62,17 @@ class GroupCoordinator:
         # ``handle``'s checks passed once per (API key, version) under ``config``: the
         # handler and the body class it takes (every request would repeat them).
         self._routes: dict[tuple[int, int], tuple[Any, type[Struct]]] = {}
-        self._routes_config = self.config
+
+    @property
+    def config(self) -> CoordinatorConfig:
+        """The coordinator's settings; the groups read the same object through ``env``."""
+        return self.env.config
+
+    @config.setter
+    def config(self, config: CoordinatorConfig) -> None:
+        # The routes were checked against the old settings (its enabled protocols).
+        self.env.config = config
+        self._routes.clear()
 
     # ------------------------------------------------------------------ inputs
 
@@ -87,7 +96,7 @@ class GroupCoordinator:
         every parked join). Replies to requests parked earlier may come first.
         ``prepared``: what ``prepare`` returned for this very body, if anything."""
         route = self._routes.get((ctx.api_key, ctx.api_version))
-        if route is None or type(body) is not route[1] or self._routes_config is not self.config:
+        if route is None or type(body) is not route[1]:
             route = self._route(ctx, body)
         handler = route[0]
         self._advance(now_ms)
@@ -105,8 +114,7 @@ class GroupCoordinator:
         error code and the other replies ready now (a timer's). None, with nothing done,
         until ``handle`` has served a Heartbeat of this version under this config (its
         checks passed), or while a timer is due: then go through ``handle``."""
-        if (heartbeat_api.API_KEY, api_version) not in self._routes or \
-                self._routes_config is not self.config:
+        if (heartbeat_api.API_KEY, api_version) not in self._routes:
             return None
         if not self.env.timers.idle_until(now_ms):
             return None
@@ -131,9 +139,6 @@ class GroupCoordinator:
             raise TypeError(f"expected a {mt.name}, got {type(body).__name__}")
         if not mt.supports(ctx.api_version):
             raise ValueError(f"{mt.name} has no version {ctx.api_version}")
-        if self._routes_config is not self.config:
-            self._routes.clear()
-            self._routes_config = self.config
         route = self._routes[(ctx.api_key, ctx.api_version)] = (handler, mt.cls)
         return route
 

@@ -36,6 +36,18 @@ def test_api_keys() -> None:
         CoordinatorConfig(rebalance_protocols=("classic", "share"))
 
 
+def test_a_new_config_is_routed_under_at_once() -> None:
+    # A route checked under the old settings (connect enabled) is not reused under new
+    # ones without it, and the groups read the same settings as the coordinator.
+    coord = GroupCoordinator(REG)
+    hb = REG["ConnectGroupHeartbeatRequest"].new(group_id="g", member_id="m")
+    coord.handle(RequestContext(1, 1000, 0, "c", "h"), hb, 0)
+    coord.config = CoordinatorConfig(rebalance_protocols=("classic",))
+    assert coord.env.config is coord.config
+    with pytest.raises(ValueError, match="enabled protocol"):
+        coord.handle(RequestContext(1, 1000, 1, "c", "h"), hb, 0)
+
+
 def test_defaults_are_kafkas() -> None:
     c = CoordinatorConfig()
     assert (c.initial_rebalance_delay_ms, c.min_session_timeout_ms, c.max_session_timeout_ms,
