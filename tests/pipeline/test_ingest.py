@@ -175,29 +175,3 @@ def test_goldens_and_apache_connect_audit_clean(spark, tmp_path):
     assert [r.revoked for r in real] == [["conn-a"]]  # the worker's metadata and assignments decoded
     found = audit(ex).collect()
     assert found == [], [(v.source, v.ref, v.detail) for v in found[:5]]
-
-
-def test_a_refused_body_is_a_reject_on_every_line_that_carries_it(spark, corpus, monkeypatch):
-    """Each distinct body is judged once, apart from the scan, and its refusal joined back by
-    the body's text: a refused line repeated later in the file is a reject there too, with
-    the same reason. Past ``BROADCAST_REFUSED`` refusals they are joined by a shuffle rather
-    than sent to every task: the same rejects."""
-    from conformance.pipeline.ingest import transcripts
-    d, _, _, _ = corpus
-    lines = (d / "mistyped.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
-    expected = _mistyped(incremental(), d.parent / "mistyped-expected.jsonl")
-    first = min(n for n, why in expected.items() if why.startswith("request body"))
-    again = d.parent / "repeated" / "mistyped-twice.jsonl"
-    again.parent.mkdir(exist_ok=True)
-    again.write_text("".join(lines) + lines[first - 1], encoding="utf-8")
-
-    def rejects() -> list[tuple[int, str]]:
-        df = transcripts.ingest(spark, {str(again): "h"})
-        return sorted((r.ref, r.reject) for r in df.where("reject is not null").collect())
-
-    broadcast = rejects()
-    assert [n for n, _ in broadcast] == sorted([*expected, len(lines) + 1])
-    assert dict(broadcast)[len(lines) + 1] == dict(broadcast)[first]
-    assert dict(broadcast)[first].startswith(expected[first])
-    monkeypatch.setattr(transcripts, "BROADCAST_REFUSED", 0)
-    assert rejects() == broadcast

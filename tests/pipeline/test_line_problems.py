@@ -1,7 +1,5 @@
-"""The strict codec's verdicts, judged apart from the scan: ``transcripts._refusals`` over
-distinct (kind, API, body) rows keeps exactly the bodies the codec refuses, each with the
-reason judging it alone gives; ``transcripts._line_problems`` says why each line Spark could
-not read is bad."""
+"""The reject reasons of one Arrow batch of lines (``transcripts._problems``): each distinct
+(kind, API, body) is judged once, and every row gets what judging it alone gives."""
 
 from __future__ import annotations
 
@@ -10,51 +8,56 @@ import json
 import pyarrow as pa
 
 from conformance.pipeline.decode import body_problem, registry
-from conformance.pipeline.ingest.transcripts import _line_problems, _refusals, line_problem
+from conformance.pipeline.ingest.transcripts import _problems, line_problem
 
+CHECK = pa.struct([("bad", pa.string()), ("kind", pa.string()), ("api_key", pa.int64()), ("body", pa.string())])
 HEARTBEAT = 12
-BODIES = pa.schema([("kind", pa.string()), ("api_key", pa.int64()), ("body", pa.string())])
 
 
-def _alone(kind: str, api_key: int, text: str) -> str | None:
+def _alone(row: dict | None) -> str | None:
+    """One row judged by itself, the rule ``_problems`` applies to a batch."""
+    if row is None:
+        return None
+    if row["bad"] is not None:
+        return line_problem(row["bad"])
     try:
-        return body_problem(registry(), kind, api_key, json.loads(text))
+        return body_problem(registry(), row["kind"], row["api_key"], json.loads(row["body"]))
     except ValueError as e:
-        return f"{kind} body: invalid JSON: {e}"
+        return f"{row['kind']} body: invalid JSON: {e}"
 
 
-def _batch(rows: list[tuple[str, int, str]]) -> pa.RecordBatch:
-    return pa.RecordBatch.from_pylist([dict(zip(BODIES.names, r)) for r in rows], schema=BODIES)
+def _frame(kind: str, api_key: int, body: dict | str) -> dict:
+    return {"bad": None, "kind": kind, "api_key": api_key,
+            "body": body if isinstance(body, str) else json.dumps(body)}
 
 
-def test_only_refused_bodies_come_back_each_with_its_own_reason():
-    good_req = json.dumps({"GroupId": "g", "GenerationId": 3, "MemberId": "m1", "GroupInstanceId": None})
-    good_resp = json.dumps({"ThrottleTimeMs": 0, "ErrorCode": 0})
+def test_a_batch_gets_each_rows_own_verdict():
+    good_req = {"GroupId": "g", "GenerationId": 3, "MemberId": "m1", "GroupInstanceId": None}
+    good_resp = {"ThrottleTimeMs": 0, "ErrorCode": 0}
     rows = [
-        ("request", HEARTBEAT, good_req),
-        ("response", HEARTBEAT, good_resp),
-        ("request", HEARTBEAT, good_req.replace("3", '"three"')),  # wrong type
-        ("request", HEARTBEAT, good_resp),  # the response's text as a request: refused
-        ("response", HEARTBEAT, good_req),  # and the request's text as a response
-        ("request", 13, good_req),  # the heartbeat's text as a LeaveGroup request (no GenerationId)
-        ("request", HEARTBEAT, '{"GroupId": '),  # not JSON
+        _frame("request", HEARTBEAT, good_req),
+        None,  # a good header or close line: nothing to judge
+        _frame("response", HEARTBEAT, good_resp),
+        _frame("request", HEARTBEAT, {**good_req, "GenerationId": "three"}),  # wrong type
+        {"bad": '{"kind": "request", "conn": ', "kind": None, "api_key": None, "body": None},
+        _frame("request", HEARTBEAT, good_req),  # repeats of the first two
+        _frame("response", HEARTBEAT, good_resp),
+        _frame("request", HEARTBEAT, good_resp),  # the response's text as a request: refused
+        _frame("response", HEARTBEAT, good_req),  # and the request's text as a response
+        _frame("request", 13, good_req),  # the heartbeat's text as a LeaveGroup request (no GenerationId)
+        {"bad": "", "kind": None, "api_key": None, "body": None},
+        _frame("response", HEARTBEAT, good_resp),
     ]
-    out = [r for b in _refusals(iter([_batch(rows[:3]), _batch([]), _batch(rows[3:])]))
-           for r in b.to_pylist()]
-    expected = [{"kind": k, "api_key": a, "body": t, "problem": _alone(k, a, t)}
-                for k, a, t in rows if _alone(k, a, t) is not None]
-    assert out == expected
-    assert [r["body"] for r in out] == [rows[i][2] for i in (2, 3, 4, 5, 6)]
-    assert "GenerationId" in out[0]["problem"] and "invalid JSON" in out[-1]["problem"]
+    got = _problems(pa.array(rows, type=CHECK)).to_pylist()
+    assert got == [_alone(r) for r in rows]
+    assert got[0] is None and got[2] is None and got[5] is None and got[11] is None
+    assert got[3] and "GenerationId" in got[3]
+    assert got[4].startswith("truncated line") and got[10].startswith("empty line")
+    assert got[7] and got[8] and got[9]  # same text, another kind or API: judged on its own
 
 
-def test_a_batch_of_good_bodies_yields_nothing():
-    good_resp = json.dumps({"ThrottleTimeMs": 0, "ErrorCode": 0})
-    assert list(_refusals(iter([_batch([("response", HEARTBEAT, good_resp)])]))) == []
-
-
-def test_bad_lines_get_line_problem_and_the_others_null():
-    lines = ['{"kind": "request", "conn": ', None, "", "[1]", None]
-    assert _line_problems(pa.array(lines, type=pa.string())).to_pylist() == [
-        line_problem(lines[0]), None, line_problem(""), line_problem("[1]"), None]
-    assert _line_problems(pa.array([], type=pa.string())).to_pylist() == []
+def test_a_batch_with_no_frames_or_no_rows():
+    assert _problems(pa.array([None, None], type=CHECK)).to_pylist() == [None, None]
+    assert _problems(pa.array([], type=CHECK)).to_pylist() == []
+    bad = {"bad": "[1]", "kind": None, "api_key": None, "body": None}
+    assert _problems(pa.array([bad], type=CHECK)).to_pylist() == [line_problem("[1]")]

@@ -3,27 +3,26 @@ parses each line against the schema derived from ``schemas/transcript.schema.jso
 kept as its JSON text, then typed by ``tables.BODY`` in a column of its own, so it is parsed
 once), column expressions take each line's own half of the exchange's fields, a window pairs
 each connection's requests and responses, and Python runs only where no Spark expression
-can: the strict codec's check of each distinct body (``refused_bodies``, a job of its own
-whose few refusals the scan joins back by the body's text), the reason a bad line is bad
-(``_line_problems``, after pairing, on those lines only), and Connect's embedded bytes
-(JoinGroup and SyncGroup only, an Arrow UDF with cached decoders).
+can: the strict codec's check of every body and the reason a bad line is bad (``_problems``,
+one Arrow UDF in the same scan, the codec run once per body a worker has not seen lately),
+and Connect's embedded bytes (JoinGroup and SyncGroup only, an Arrow UDF with cached
+decoders).
 
-The text is read three times: a cheap count of lines per file split (line numbers without a
-sort), the distinct bodies for the codec, then one scan that parses each line once; no line
-of the scan crosses to Python. Shuffles: the distinct bodies', and one, by (file,
-connection, correlation id), of the narrow per-line fields (a file number, not its path);
-bad lines go through it with no connection, so they pair with nothing."""
+The text is read twice: a cheap count of lines per file split (line numbers without a sort),
+then one scan that parses each line once. Shuffles: one, by (file, connection, correlation
+id), of the narrow per-line fields (a file number, not its path); bad lines go through it
+with no connection, so they pair with nothing."""
 
 from __future__ import annotations
 
 import functools
 import json
 import urllib.parse
-from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_type
@@ -123,44 +122,37 @@ def _refusal(kind: str, api_key: int, text: str) -> str | None:
         return f"{kind} body: invalid JSON: {e}"
 
 
-REFUSED = "kind string, api_key long, body string, problem string"
-# Past this many refused bodies the refusals are joined by a shuffle, not sent to every task.
-BROADCAST_REFUSED = 100_000
+# A connection repeats its bodies (every heartbeat of a member in a generation is the same
+# text), so the codec reads each body once per worker while it is recent: bounded, so a
+# worker's memory does not grow with the corpus (~700 bytes a body).
+_refusal_cached = functools.lru_cache(maxsize=1 << 15)(_refusal)
 
 
-def _refusals(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """The strict codec's refusal of each distinct (kind, API, body) it refuses; the bodies
-    it reads are dropped. One Python call per body, once in the whole corpus."""
+def _problems(arg: pa.Array) -> pa.Array:
+    """Why each line is a reject, null for a good one: ``line_problem`` of a line Spark could
+    not read as an event (``bad``), the strict codec's refusal of a request or response
+    body. One Python call per Arrow batch. A batch repeats its bodies (a member's heartbeats
+    and their answers), so the bodies are told apart in Arrow (a dictionary encoding) and
+    Python sees each distinct (kind, API, body) of the batch once."""
     settle_archives()
-    for b in batches:
-        rows = [(k, a, t, _refusal(k, a, t)) for k, a, t in zip(*(b.column(c).to_pylist()
-                                                                  for c in ("kind", "api_key", "body")))]
-        refused = [r for r in rows if r[3] is not None]
-        if refused:
-            yield pa.RecordBatch.from_arrays([pa.array(c) for c in zip(*refused)],
-                                             names=["kind", "api_key", "body", "problem"])
-
-
-def refused_bodies(spark: SparkSession, files: dict[str, str]) -> DataFrame:
-    """(kind, api_key, body, problem) of every request or response body of the files that
-    the strict codec refuses, each distinct (kind, API, body text) judged once: the JVM
-    parses the lines and tells the bodies apart (a map-side distinct, then one shuffle of
-    the distinct ones), so Python sees a body once however often a member repeats it,
-    instead of every line of the corpus crossing to Python. Exact: the body's text as the
-    scan reads it, compared whole."""
-    j = F.col("j")
-    return (spark.read.text(list(files))
-            # the row position keeps the parse in one projection (see ``_parsed``)
-            .select(F.monotonically_increasing_id().alias("_pos"), F.from_json("value", _read_schema()).alias("j"))
-            .where(j["kind"].isin("request", "response") & j["api_key"].isNotNull() & j["body"].startswith("{"))
-            .select(j["kind"].alias("kind"), j["api_key"].alias("api_key"), j["body"].alias("body"))
-            .distinct().mapInArrow(_refusals, REFUSED))
-
-
-def _line_problems(bad: pa.Array) -> pa.Array:
-    """``line_problem`` of each line Spark could not read as an event; null elsewhere."""
-    settle_archives()
-    return pa.array([None if t is None else line_problem(t) for t in bad.to_pylist()], type=pa.string())
+    out = np.full(len(arg), None, dtype=object)
+    valid = arg.is_valid()
+    bad = arg.field("bad")
+    for i in np.flatnonzero(pc.and_(valid, bad.is_valid()).to_numpy(zero_copy_only=False)):
+        out[i] = line_problem(bad[i].as_py())
+    rows = np.flatnonzero(pc.and_(valid, bad.is_null()).to_numpy(zero_copy_only=False))
+    if len(rows):
+        body = pc.dictionary_encode(arg.field("body").take(rows))
+        response = pc.equal(arg.field("kind").take(rows), "response").to_numpy(zero_copy_only=False)
+        api_key = arg.field("api_key").take(rows).to_numpy(zero_copy_only=False)
+        distinct, which = np.unique(np.stack([body.indices.to_numpy(zero_copy_only=False).astype(np.int64),
+                                              response.astype(np.int64), api_key.astype(np.int64)], axis=1),
+                                    axis=0, return_inverse=True)
+        texts = body.dictionary.to_pylist()
+        found = np.array([_refusal_cached("response" if r else "request", int(k), texts[b])
+                          for b, r, k in distinct.tolist()], dtype=object)
+        out[rows] = found[which.reshape(-1)]
+    return pa.array(out.tolist(), type=pa.string())
 
 
 # ---------------------------------------------------------------- each line's half of the exchange
@@ -294,7 +286,7 @@ def _pairs(frames: DataFrame) -> DataFrame:
     me = F.struct("kind", "n", "line")
     ev = frames.withColumn("n", n).select("*", nxt.alias("_next"), prev.alias("_prev"))
     orphan = F.coalesce(is_resp & ~F.coalesce(answers(F.col("_prev"), me), F.lit(False)), F.lit(False))
-    return (ev.where(is_req | orphan | F.col("problem").isNotNull() | F.col("bad").isNotNull())
+    return (ev.where(is_req | orphan | F.col("problem").isNotNull())
             .select("*", F.when(is_req & answers(me, F.col("_next")), F.col("_next")).alias("r"),
                     orphan.alias("orphan")))
 
@@ -310,19 +302,6 @@ def title(path: str) -> str | None:
         return None
 
 
-def _refused_table(spark: SparkSession, files: dict[str, str]) -> DataFrame | None:
-    """The refused bodies (``refused_bodies``) as the scan joins them, columns prefixed
-    ``_r_``: none (most corpora), no join; up to ``BROADCAST_REFUSED``, collected and sent
-    to every task; more (a corpus mostly refused), joined by a shuffle, the distinct bodies
-    judged again within the scan's job rather than held in the driver."""
-    refused = refused_bodies(spark, files)
-    few = refused.limit(BROADCAST_REFUSED + 1).collect()
-    if not few:
-        return None
-    table = (F.broadcast(spark.createDataFrame(few, REFUSED)) if len(few) <= BROADCAST_REFUSED else refused)
-    return table.select(*[F.col(c).alias(f"_r_{c}") for c in ("kind", "api_key", "body", "problem")])
-
-
 def ingest(spark: SparkSession, files: dict[str, str]) -> DataFrame:
     """Exchanges and rejects (``reject`` set) of the transcripts, in the decode step's shape."""
     parsed, names = lines(spark, files)
@@ -334,41 +313,35 @@ def ingest(spark: SparkSession, files: dict[str, str]) -> DataFrame:
         is_frame & j["conn"].isNotNull()
         & j["api_key"].isNotNull() & j["version"].isNotNull() & j["correlation_id"].isNotNull()
         & j["body"].startswith("{") & api_of[j["api_key"]].isNotNull()), F.lit(False))
-    # One scan: each line is read and parsed once, and no line crosses to Python. A body the
-    # strict codec refuses (judged once per distinct body, apart) is joined in by its text; a
-    # line Spark could not read goes through pairing as its text, and Python says why after.
-    refused = _refused_table(spark, files)
-    if refused is None:
-        refusal = F.lit(None).cast("string")
-    else:
-        parsed = parsed.join(refused, (kind == F.col("_r_kind")) & (j["api_key"] == F.col("_r_api_key"))
-                             & (j["body"] == F.col("_r_body")), "left")
-        refusal = F.col("_r_problem")
-    parsed = parsed.select("fid", "line", "j", F.when(~ok, F.col("value")).alias("bad"),
-                           F.when(ok & is_frame, refusal).alias("problem"))
-    good = F.col("problem").isNull() & F.col("bad").isNull()
+    # One scan: each line is read and parsed once, and what Python must judge (a line Spark
+    # could not read, the strict codec's check of a body) goes to one Arrow UDF, the rest null.
+    check = F.when(~ok, F.struct(F.col("value").alias("bad"), F.lit(None).cast("string").alias("kind"),
+                                 F.lit(None).cast("long").alias("api_key"), F.lit(None).cast("string").alias("body"))
+                   ).when(is_frame, F.struct(F.lit(None).cast("string").alias("bad"), kind.alias("kind"),
+                                             j["api_key"].alias("api_key"), j["body"].alias("body")))
+    parsed = parsed.withColumn("problem", F.arrow_udf(_problems, "string")(check))
+    good = F.col("problem").isNull()
     # The body parsed once, in its own column: written inline, every field read becomes its
     # own pruned ``from_json`` (Spark's JSON expression optimization), one parse per field.
     parsed = parsed.withColumn("_body", F.when(good & is_frame, F.from_json(j["body"], BODY)))
     body = F.col("_body")
     api = api_of[j["api_key"]]
-    # Header and close lines (a few) are dropped after the shuffle.
+    # No filter here: Spark would push it below the join and run the UDF twice; header and
+    # close lines (a few) are dropped after the shuffle.
     frames = parsed.select(
         "fid", "line", F.when(good, kind).alias("kind"), F.when(good, j["conn"]).alias("conn"),
         F.when(good, j["correlation_id"]).alias("correlation_id"),
         j["api_key"].alias("api_key"), j["version"].alias("version"), j["client_id"].alias("client_id"),
         j["time"].alias("time"), j["vtime_ms"].alias("vtime_ms"),
         F.when(good & (kind == "request"), _request_half(body, api)).alias("q"),
-        F.when(good & (kind == "response"), _response_half(body, api)).alias("p"), "problem", "bad")
+        F.when(good & (kind == "response"), _response_half(body, api)).alias("p"), "problem")
     pairs = _pairs(frames)
     q, p = F.col("q"), F.col("r.p")
     api = api_of[F.col("api_key")]
     join, hb = api == JOIN, api == CONNECT_HB
     embedded = F.arrow_udf(_embedded_batch, EMBEDDED)
     emb_in = F.when(q["emb"].isNotNull(), F.struct(api.alias("api"), q["emb"].alias("q"), p["emb"].alias("p")))
-    why = F.arrow_udf(_line_problems, "string")
-    # Both UDFs in one projection: one Arrow round trip to Python for the two.
-    exchanges = pairs.select("*", embedded(emb_in).alias("_emb"), why("bad").alias("_why")).select(
+    exchanges = pairs.withColumn("_emb", embedded(emb_in)).select(
         "fid", "conn", F.col("line").alias("ref"),
         F.col("r.line").alias("resp_ref"),
         F.col("time").alias("req_time"), F.col("r.time").alias("resp_time"),
@@ -389,7 +362,7 @@ def ingest(spark: SparkSession, files: dict[str, str]) -> DataFrame:
         F.when(hb, p["draft_assigned"]).otherwise(F.col("_emb.assigned")).alias("assigned"),
         F.col("_emb.revoked").alias("revoked"), F.col("_emb.scheduled_delay_ms").alias("scheduled_delay_ms"),
         F.col("_emb.embedded_error").alias("embedded_error"), q["assignors"].alias("assignors"),
-        F.coalesce("problem", "_why", F.when(F.col("orphan"), F.concat(
+        F.coalesce("problem", F.when(F.col("orphan"), F.concat(
             F.lit("response with correlation id "), F.col("correlation_id").cast("string"),
             F.lit(" answers no open request")))).alias("reject"))
     out = exchanges.join(F.broadcast(names), "fid").drop("fid")
