@@ -175,3 +175,21 @@ def test_goldens_and_apache_connect_audit_clean(spark, tmp_path):
     assert [r.revoked for r in real] == [["conn-a"]]  # the worker's metadata and assignments decoded
     found = audit(ex).collect()
     assert found == [], [(v.source, v.ref, v.detail) for v in found[:5]]
+
+
+def test_a_refused_body_is_a_reject_on_every_line_that_carries_it(spark, corpus):
+    """The codec judges each distinct body of a batch once (``transcripts._problems``): a
+    refused line repeated later in the file is a reject there too, with the same reason."""
+    from conformance.pipeline.ingest import transcripts
+    d, _, _, _ = corpus
+    lines = (d / "mistyped.jsonl").read_text(encoding="utf-8").splitlines(keepends=True)
+    expected = _mistyped(incremental(), d.parent / "mistyped-expected.jsonl")
+    first = min(n for n, why in expected.items() if why.startswith("request body"))
+    again = d.parent / "repeated" / "mistyped-twice.jsonl"
+    again.parent.mkdir(exist_ok=True)
+    again.write_text("".join(lines) + lines[first - 1], encoding="utf-8")
+    df = transcripts.ingest(spark, {str(again): "h"})
+    got = dict(sorted((r.ref, r.reject) for r in df.where("reject is not null").collect()))
+    assert sorted(got) == sorted([*expected, len(lines) + 1])
+    assert got[first].startswith(expected[first])
+    assert got[len(lines) + 1] == got[first]
