@@ -6,11 +6,27 @@ structured there: pytest-dev/pytest-xdist#1386). Every ``xdist_group`` was then 
 ignored: the Spark pipeline's modules ran on every test process at once, each building its
 module's warehouse and starting a Spark JVM of its own. On an older pytest xdist's own
 suffix is there and nothing changes.
+
+And one real Kafka per test process: the settings of the ``real_kafka`` fixture (session
+scope, fakebroker.realkafka.fixture) for every test that asks for it.
 """
 
 from __future__ import annotations
 
 import pytest
+
+from fakebroker.realkafka import KafkaSettings
+from fakebroker.realkafka.scenarios import DIFF_SETTINGS
+
+
+@pytest.fixture(scope="session")
+def real_kafka_settings() -> KafkaSettings:
+    """The differential tests' settings (tests/realkafka: 3 partitions per new topic, as their
+    fake twin has), for the proxy's tests too: with two settings each test process started
+    two brokers, ~6 s of CPU each plus ~1.5 s a minute while idle, on a suite bound by the
+    machine's two cores. Tests keep to their own groups and topics (unique names), as they
+    already do within each folder."""
+    return DIFF_SETTINGS
 
 
 def group_suffix(item: pytest.Item) -> str | None:
