@@ -11,9 +11,10 @@ CACHED_BYTECODE = env -u PYTHONDONTWRITEBYTECODE PYTHONPYCACHEPREFIX=$(CURDIR)/.
 setup:
 	bash .ci/setup.sh
 
-# Run the whole test suite: two workers per core (the suite mostly waits on real brokers,
-# workers and timeouts: on two cores, two workers kept 0.4-1.3 of them busy); tests of one
-# xdist_group, such as the Spark pipeline's, stay on one worker.
+# Run the whole test suite: two workers per core (the certifications' cases wait on real
+# brokers and workers); tests of one xdist_group, such as the Spark pipeline's, stay on one
+# worker. The run is bound by the two cores, not by its waits: ~1150-1250 s of CPU
+# (bench/suite_cpu.py; bench/README.md, "make test is bound by the two cores").
 test: setup
 	$(CACHED_BYTECODE) .venv/bin/python -m pytest -n $$(( 2 * $$(nproc) )) --dist loadgroup
 

@@ -9,8 +9,6 @@ import pytest
 
 from .scenario import Script
 
-pytestmark = pytest.mark.xdist_group("spark-audit")  # one worker per module: fixtures built once
-
 
 def incremental(plant: str | None = None) -> Script:
     """KIP-415: w2 joins a group where w1 runs c1, c1-0, c1-1; c1-1 moves to w2 in two rounds."""

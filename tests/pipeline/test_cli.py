@@ -15,8 +15,6 @@ from .test_audit import eager
 
 ROOT = Path(__file__).resolve().parents[2]
 
-pytestmark = pytest.mark.xdist_group("spark-cli")  # one worker per module: fixtures built once
-
 
 @pytest.fixture
 def goldens(tmp_path) -> Path:

@@ -25,8 +25,6 @@ KEY = ("api", "version", "correlation_id", "group_id", "member_id", "generation"
 ROOT = Path(__file__).resolve().parents[2]
 RECORDED = ROOT / "fixtures" / "recorded" / "apache-connect-4.2.0-sessioned-CONN-INC-01.pcap"
 
-pytestmark = pytest.mark.xdist_group("spark-ingest")  # one worker per module: fixtures built once
-
 
 def _exchanges_of(path: Path):
     return list(export_exchanges(load(path, default_registry()), default_registry()))

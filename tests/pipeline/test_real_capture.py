@@ -18,7 +18,7 @@ from tests.realclients.harness import Member, partitions_split, wait_until
 
 from .test_ingest import KEY
 
-pytestmark = [pytest.mark.tshark, pytest.mark.xdist_group("spark-real_capture")]
+pytestmark = pytest.mark.tshark
 TOPIC = "events"
 
 

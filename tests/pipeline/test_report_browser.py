@@ -11,8 +11,6 @@ import pytest
 
 from .test_audit import delayed, eager, incremental
 
-pytestmark = pytest.mark.xdist_group("spark-report_browser")
-
 
 def _chromium() -> str:
     for name in ("chromium", "chromium-browser", "google-chrome"):
