@@ -26,6 +26,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..cache_dir import cache_root
+
 KAFKA_VERSION = "4.2.0"
 POM = Path(__file__).with_name("pom.xml")
 #: Jars the launcher cannot run without; their absence means a broken cache.
@@ -48,14 +50,6 @@ class JavaMissing(RealKafkaError):
 
 class ResolveFailed(RealKafkaError):
     pass
-
-
-def cache_root() -> Path:
-    explicit = os.environ.get("CONNECT_CONFORMANCE_CACHE")
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base).expanduser() / "connect-conformance"
 
 
 def kafka_home(version: str = KAFKA_VERSION) -> Path:
