@@ -21,12 +21,9 @@ import sys
 import threading
 import time
 
-from ..client import ClientError
 from ..realkafka.cli import run_command, serve_until_signalled
-from ..realkafka.group_log import GroupLogError
 from . import CONNECT_VERSION, PROTOCOLS, ConnectWorker, WorkerSettings, cached_libs, ensure_resolved
 from .connectors import parse_connectors
-from .seed import seed_connectors
 from .worker import config_topic
 
 
@@ -71,6 +68,10 @@ def _start(args: argparse.Namespace) -> int:
 
 
 def _seed(args: argparse.Namespace) -> int:
+    # Here, not at the top: every worker of a certification runs `start`, which needs none of it.
+    from ..client import ClientError
+    from ..realkafka.group_log import GroupLogError
+    from .seed import seed_connectors
     try:
         written = seed_connectors(args.bootstrap, args.topic_prefix, parse_connectors(args.connectors),
                                   sessioned=args.protocol in (None, "sessioned"), now_ms=int(time.time() * 1000))
