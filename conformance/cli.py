@@ -196,13 +196,11 @@ def _run_all(targets: list[Target], outs: list[Path], args: argparse.Namespace) 
 def process_count(target: Target, workers: str) -> int:
     """``-n``: a number, or ``auto``: the cores, twice over for a real-clock target (its
     cases wait on real processes far more than they compute: four processes on two cores
-    certify a real Connect worker in about half the time of two), or the target's own
-    ``processes_per_core`` times over (a target whose cases wait with little CPU)."""
+    certify a real Connect worker in about half the time of two)."""
     if workers != "auto":
         return int(workers)
     cores = os.cpu_count() or 1
-    per_core = target.timing.processes_per_core or (1 if target.virtual_clock else 2)
-    return per_core * cores
+    return cores if target.virtual_clock else 2 * cores
 
 
 def _run_pytest(target: Target, out: Path, args: argparse.Namespace,

@@ -59,7 +59,6 @@ class Timing:
     scheduled_rebalance_delay_ms: int = 300_000  # scheduled.rebalance.max.delay.ms
     wait_scale: float = 1.0
     startup_timeout_s: float = 30.0
-    processes_per_core: int | None = None  # -n auto's test processes per core (None: cli.process_count's)
 
 
 @dataclass(frozen=True)

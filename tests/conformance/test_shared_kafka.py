@@ -63,20 +63,6 @@ def test_auto_runs_two_processes_per_core_for_a_real_clock_target(monkeypatch: p
     assert process_count(load_target(TARGETS / "fakebroker.toml"), "3") == 3
 
 
-def test_a_target_may_ask_for_more_processes_per_core(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """kafka-python-worker and apache-kafka wait on real time with little CPU per case:
-    their run is their case time over their processes."""
-    monkeypatch.setattr("os.cpu_count", lambda: 2)
-    for name in ("kafka-python-worker.toml", "apache-kafka.toml"):
-        t = load_target(TARGETS / name)
-        assert t.timing.processes_per_core == 4 and process_count(t, "auto") == 8
-        assert process_count(t, "2") == 2  # -n N wins
-    text = (TARGETS / "fakebroker.toml").read_text().replace("[timing]", "[timing]\nprocesses_per_core = 3")
-    assert "processes_per_core = 3" in text
-    (tmp_path / "t.toml").write_text(text)
-    assert process_count(load_target(tmp_path / "t.toml"), "auto") == 6  # virtual clock too
-
-
 def test_a_bad_process_count_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["run", "--target", str(TARGETS / "fakebroker.toml"), "-n", "many"]) == 2
     assert "-n many" in capsys.readouterr().err
