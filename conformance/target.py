@@ -84,6 +84,7 @@ class Target:
     upstream: str | None = None  # "real-kafka": the fake broker proxies to a real Kafka
     launch: str | None = None    # "real-kafka": the harness runs the coordinator (a real Kafka)
     overlap_stops: bool = False  # a finished case's workers may stop while the next case runs
+    seed_command: str | None = None  # writes the workers' shared work once per test process
     description: str = ""
     implementation_name: str = ""
     implementation_version: str = "unknown"
@@ -128,9 +129,17 @@ class Target:
         assert self.command is not None
         if not all(self.can_leave_unset(n) for n in unset):
             raise ValueError(f"{self.path}: the command always sets {', '.join(sorted(unset))}")
-        text = OPTIONAL_PART.sub(lambda m: "" if _placeholders(m.group(1)) & unset else m.group(1),
-                                 self.command)
-        return text.format(**{k: values.get(k, "") for k in PLACEHOLDERS})
+        return _fill(self.command, unset, values)
+
+    def render_seed_command(self, **values: Any) -> str:
+        """The seed command with ``values`` (its optional parts kept)."""
+        assert self.seed_command is not None
+        return _fill(self.seed_command, frozenset(), values)
+
+
+def _fill(template: str, unset: frozenset[str], values: dict[str, Any]) -> str:
+    text = OPTIONAL_PART.sub(lambda m: "" if _placeholders(m.group(1)) & unset else m.group(1), template)
+    return text.format(**{k: values.get(k, "") for k in PLACEHOLDERS})
 
 
 def _placeholders(template: str) -> set[str]:
@@ -182,6 +191,13 @@ def rule_overlap_stops_needs_command(data: dict[str, Any]) -> list[str]:
     return []
 
 
+def rule_seed_command_needs_upstream(data: dict[str, Any]) -> list[str]:
+    """The seed command writes into the real Kafka the harness starts for a worker target."""
+    if "seed_command" in data["start"] and data["start"].get("upstream") != "real-kafka":
+        return ["start.seed_command: needs start.upstream = \"real-kafka\" (rule seed-command-needs-upstream)"]
+    return []
+
+
 def rule_launch_version(data: dict[str, Any]) -> list[str]:
     """A launched real Kafka is the version the harness provisions; the certificate must not
     name another."""
@@ -196,21 +212,24 @@ def rule_launch_version(data: dict[str, Any]) -> list[str]:
 
 
 def rule_placeholders_known(data: dict[str, Any]) -> list[str]:
-    """Every {placeholder} of the command template is one the harness fills in."""
-    command = data["start"].get("command")
-    if command is None:
-        return []
-    try:
-        names = {f for _, f, _, _ in string.Formatter().parse(command) if f is not None}
-    except ValueError as e:
-        return [f"start.command: not a valid template: {e} (rule placeholders-known)"]
-    unknown = sorted(n for n in names if n not in PLACEHOLDERS)
-    if unknown:
-        return [f"start.command: unknown placeholder(s) {', '.join('{' + n + '}' for n in unknown)}; "
-                f"known: {', '.join(sorted(PLACEHOLDERS))} (rule placeholders-known)"]
-    if data["kind"] == "worker" and "bootstrap" not in names:
-        return ["start.command: a worker command must contain {bootstrap} (rule placeholders-known)"]
-    return []
+    """Every {placeholder} of the command templates is one the harness fills in."""
+    out: list[str] = []
+    for key in ("command", "seed_command"):
+        command = data["start"].get(key)
+        if command is None:
+            continue
+        try:
+            names = {f for _, f, _, _ in string.Formatter().parse(command) if f is not None}
+        except ValueError as e:
+            out.append(f"start.{key}: not a valid template: {e} (rule placeholders-known)")
+            continue
+        unknown = sorted(n for n in names if n not in PLACEHOLDERS)
+        if unknown:
+            out.append(f"start.{key}: unknown placeholder(s) {', '.join('{' + n + '}' for n in unknown)}; "
+                       f"known: {', '.join(sorted(PLACEHOLDERS))} (rule placeholders-known)")
+        elif data["kind"] == "worker" and "bootstrap" not in names:
+            out.append(f"start.{key}: a worker command must contain {{bootstrap}} (rule placeholders-known)")
+    return out
 
 
 def rule_optional_parts(data: dict[str, Any]) -> list[str]:
@@ -277,7 +296,7 @@ def validate_target_data(data: Any, schema: dict[str, Any]) -> list[str]:
         return problems
     out: list[str] = []
     for rule in (rule_start_one_way, rule_kind_start_match, rule_upstream_needs_command,
-                 rule_overlap_stops_needs_command, rule_launch_version, rule_placeholders_known, rule_optional_parts,
+                 rule_overlap_stops_needs_command, rule_seed_command_needs_upstream, rule_launch_version, rule_placeholders_known, rule_optional_parts,
                  rule_virtual_clock_builtin_only, rule_session_bounds_ordered,
                  rule_mutant_builtin_only, rule_group_log_declared):
         out += rule(data)
@@ -302,7 +321,7 @@ def parse_target(data: dict[str, Any], path: str) -> Target:
         protocols=frozenset(data["protocols"]), capabilities=frozenset(data.get("capabilities", [])),
         builtin=start.get("builtin"), bootstrap=start.get("bootstrap"), command=start.get("command"),
         timing=timing, upstream=start.get("upstream"), launch=start.get("launch"),
-        overlap_stops=start.get("overlap_stops", False),
+        overlap_stops=start.get("overlap_stops", False), seed_command=start.get("seed_command"),
         description=data.get("description", ""),
         implementation_name=impl.get("name", data["name"]),
         implementation_version=impl.get("version", "unknown"),

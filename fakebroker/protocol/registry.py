@@ -11,7 +11,8 @@ from typing import Any
 from .compile import Decoder, Encoder, compile_version
 from .errors import DecodeError, EncodeError, SpecError
 from .messages import Struct, make_classes, sent_json
-from .spec import MessageSpec, load_spec, read_spec_file
+from .spec import MessageSpec, build_spec, parse_spec_bytes, read_spec_file
+from .spec_verdicts import passed, remember, verdict_key
 
 
 def default_schema_dir() -> Path:
@@ -187,21 +188,27 @@ class Registry:
             if not root.is_dir():
                 raise SpecError(str(root), "<dir>", "not-a-directory",
                                 "does not exist" if not root.exists() else "is not a directory")
-            found = 0
+            files: list[tuple[Path, bytes]] = []
             for path in sorted(root.rglob("*.json")):
                 if path.name.endswith(".schema.json"):
                     continue
-                if not _looks_like_spec(path):
+                raw = path.read_bytes()
+                if not _looks_like_spec(raw):
                     if root.resolve() != bundled:
                         read_spec_file(path)  # a user's file: broken JSON is refused, not skipped
                     continue
-                spec = load_spec(path)
-                found += 1
-                if not spec.valid_versions.empty:  # Kafka keeps removed APIs as "none"
-                    specs.append(spec)
-            if not found:
+                files.append((path, raw))
+            if not files:
                 raise SpecError(str(root), "<dir>", "no-specs",
                                 "has no spec file (*.json with fields and validVersions)")
+            key = verdict_key([(p.relative_to(root).as_posix(), raw) for p, raw in files])
+            known_good = passed(key)
+            for path, raw in files:
+                spec = build_spec(parse_spec_bytes(raw, str(path)), str(path), check=not known_good)
+                if not spec.valid_versions.empty:  # Kafka keeps removed APIs as "none"
+                    specs.append(spec)
+            if not known_good:
+                remember(key)  # every file of the directory passed
         return cls(specs)
 
     def __getitem__(self, name: str) -> MessageType:
@@ -246,11 +253,10 @@ class Registry:
         raise KeyError(f"no API named {name!r}")
 
 
-def _looks_like_spec(path: Path) -> bool:
+def _looks_like_spec(raw: bytes) -> bool:
     # Cheap sniff: spec files name a "type" and have "fields"; other JSON files under
     # schemas/ (catalogues, fault-plan schemas) are data.
-    head = path.read_text(encoding="utf-8", errors="replace")
-    return '"fields"' in head and '"validVersions"' in head
+    return b'"fields"' in raw and b'"validVersions"' in raw
 
 
 _DEFAULT: Registry | None = None

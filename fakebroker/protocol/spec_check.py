@@ -33,11 +33,12 @@ import re
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
-
-import jsonschema
+from typing import TYPE_CHECKING, Any, Literal
 
 from .errors import SpecError
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = [
     "RULES", "RULE_IDS", "SpecError", "VersionRange",
@@ -310,6 +311,8 @@ def _build_model(doc: Mapping[str, Any], file: str) -> SpecModel:
 @functools.lru_cache(maxsize=1)
 def load_schema() -> dict[str, Any]:
     """The structural schema, checked against the 2020-12 meta-schema once."""
+    import jsonschema  # here, not at the top: a process whose specs are known good never needs it
+
     schema: dict[str, Any] = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
     jsonschema.Draft202012Validator.check_schema(schema)
     return schema
@@ -317,6 +320,8 @@ def load_schema() -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=1)
 def _validator() -> jsonschema.Draft202012Validator:
+    import jsonschema
+
     return jsonschema.Draft202012Validator(load_schema())
 
 

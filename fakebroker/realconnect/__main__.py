@@ -4,8 +4,13 @@
 distributed worker until SIGINT/SIGTERM and prints its REST URL once it answers; with
 ``--connectors conn-a:2,conn-b:1`` it then creates those connectors through REST (Kafka's
 file connectors; see ``fakebroker.realconnect.connectors``). This is the command the
-bundled worker targets (``fixtures/targets/apache-connect-*.toml``) start. Exit codes:
-0 done, 1 failure (the worker's log tail is printed), 2 usage.
+bundled worker targets (``fixtures/targets/apache-connect-*.toml``) start.
+
+``python -m fakebroker.realconnect seed --bootstrap HOST:PORT --topic-prefix P --connectors
+conn-a:2,conn-b:1`` writes those connectors into the config topic of the workers started
+with ``--topic-prefix P``, as a worker would, without starting one (``seed``): the bundled
+targets' ``seed_command``. Exit codes: 0 done, 1 failure (the worker's log tail is printed),
+2 usage.
 """
 
 from __future__ import annotations
@@ -14,10 +19,12 @@ import argparse
 import signal
 import sys
 import threading
+import time
 
 from ..realkafka.cli import run_command, serve_until_signalled
 from . import CONNECT_VERSION, PROTOCOLS, ConnectWorker, WorkerSettings, cached_libs, ensure_resolved
 from .connectors import parse_connectors
+from .worker import config_topic
 
 
 def _resolve(args: argparse.Namespace) -> int:
@@ -60,6 +67,23 @@ def _start(args: argparse.Namespace) -> int:
         stopping.set()
 
 
+def _seed(args: argparse.Namespace) -> int:
+    # Here, not at the top: every worker of a certification runs `start`, which needs none of it.
+    from ..client import ClientError
+    from ..realkafka.group_log import GroupLogError
+    from .seed import seed_connectors
+    try:
+        written = seed_connectors(args.bootstrap, args.topic_prefix, parse_connectors(args.connectors),
+                                  sessioned=args.protocol in (None, "sessioned"), now_ms=int(time.time() * 1000))
+    except (GroupLogError, ClientError, OSError) as e:
+        print(f"[realconnect] seeding {config_topic(args.topic_prefix)} at {args.bootstrap}: {e}",
+              file=sys.stderr, flush=True)
+        return 1
+    print(f"[realconnect] {config_topic(args.topic_prefix)}: "
+          f"{', '.join(written) + ' written' if written else 'every connector there already'}", flush=True)
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m fakebroker.realconnect", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -88,13 +112,20 @@ def main(argv: list[str] | None = None) -> int:
                     help="connectors to create through REST once the worker answers")
     st.add_argument("--connectors-deadline-s", type=float, default=120.0,
                     help="give up creating connectors after this long (default 120)")
+    sd = sub.add_parser("seed", help="write connectors into a config topic, as a worker creating them would")
+    sd.add_argument("--bootstrap", required=True, help="a Kafka (or a fake broker in proxy mode in front of one)")
+    sd.add_argument("--topic-prefix", required=True, help="the workers' --topic-prefix: writes PREFIX-configs")
+    sd.add_argument("--connectors", required=True, metavar="NAME:TASKS,...", help="the connectors to write")
+    sd.add_argument("--protocol", choices=PROTOCOLS, default=None,
+                    help="the workers' connect.protocol: sessioned (or none: Connect's default) also "
+                         "writes the session key their first leader would")
     args = p.parse_args(argv)
-    if args.command == "start":
+    if args.command in ("start", "seed"):
         try:
             parse_connectors(args.connectors)
         except ValueError as e:
             p.error(f"--connectors: {e}")
-    return run_command(p, args, {"resolve": _resolve, "start": _start}, "realconnect")
+    return run_command(p, args, {"resolve": _resolve, "start": _start, "seed": _seed}, "realconnect")
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ could not create instead of raising.
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from collections.abc import Callable
@@ -28,6 +29,8 @@ from typing import Any
 
 SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
+TASK_CLASS = {SINK: "org.apache.kafka.connect.file.FileStreamSinkTask",
+              SOURCE: "org.apache.kafka.connect.file.FileStreamSourceTask"}
 _SPEC = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*):([1-9][0-9]*)$")
 
 
@@ -56,6 +59,24 @@ def parse_connectors(spec: str) -> list[ConnectorSpec]:
     names = [c.name for c in out]
     if len(set(names)) != len(names):
         raise ValueError(f"connector names repeat in {spec!r}")
+    return out
+
+
+def config_records(specs: list[ConnectorSpec], topic: str, datadir: Path) -> list[tuple[bytes, bytes]]:
+    """The config-topic records (key, value) a Connect worker writes when ``specs`` are
+    created through its REST API, in its order: each connector's config (the REST layer
+    adds ``name``), then, connector by connector, its task configs (a file connector hands
+    each task its own config; the worker adds ``task.class``) and the commit record that
+    names how many there are. Keys are ``KafkaConfigBackingStore``'s; values are JSON as its
+    internal converter (JsonConverter, no schemas) writes them."""
+    def record(key: str, value: object) -> tuple[bytes, bytes]:
+        return key.encode(), json.dumps(value, separators=(",", ":")).encode()
+    configs = {c.name: {**c.config(topic, datadir), "name": c.name} for c in specs}
+    out = [record(f"connector-{name}", {"properties": config}) for name, config in configs.items()]
+    for c in specs:
+        task = {**configs[c.name], "task.class": TASK_CLASS[configs[c.name]["connector.class"]]}
+        out += [record(f"task-{c.name}-{i}", {"properties": task}) for i in range(c.tasks)]
+        out.append(record(f"commit-{c.name}", {"tasks": c.tasks}))
     return out
 
 

@@ -47,6 +47,16 @@ logger.reflections.level = error
 """
 
 
+def config_topic(prefix: str) -> str:
+    """The config topic of workers sharing ``prefix`` (``--topic-prefix``)."""
+    return f"{prefix}-configs"
+
+
+def work_topic(prefix: str) -> str:
+    """The one topic the connectors of workers sharing ``prefix`` read or write."""
+    return f"{prefix}-work"
+
+
 class WorkerFailed(RealKafkaError):
     pass
 
@@ -85,7 +95,7 @@ class WorkerSettings:
             "value.converter": "org.apache.kafka.connect.json.JsonConverter",
             "key.converter.schemas.enable": "false",
             "value.converter.schemas.enable": "false",
-            "config.storage.topic": f"{prefix}-configs",
+            "config.storage.topic": config_topic(prefix),
             "offset.storage.topic": f"{prefix}-offsets",
             "status.storage.topic": self.status_topic or f"{prefix}-status",
             "config.storage.replication.factor": 1,
@@ -206,7 +216,7 @@ class ConnectWorker:
     @property
     def work_topic(self) -> str:
         """The one topic this group's connectors read or write."""
-        return f"{self.settings.topic_prefix or self.settings.group}-work"
+        return work_topic(self.settings.topic_prefix or self.settings.group)
 
     def create_connectors(self, specs: list[ConnectorSpec], deadline_s: float,
                           log: Callable[[str], None],

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
 
-from conformance.target import TargetError, load_target
+from conformance.target import Target, TargetError, load_target
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = """
@@ -59,6 +60,13 @@ def test_minimal_coordinator(tmp_path: Path) -> None:
     (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
         'bootstrap = "127.0.0.1:9092"', 'command = "run {bootstrap} [--g {group}"'),
      "start.command", "a '[' is never closed"),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"', 'command = "run {bootstrap}"\nseed_command = "seed {bootstrap}"'),
+     "start.seed_command", "needs start.upstream = \"real-kafka\""),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"',
+        'command = "run {bootstrap}"\nupstream = "real-kafka"\nseed_command = "seed {bootstrap} {broker}"'),
+     "start.seed_command", "unknown placeholder(s) {broker}"),
     ("colour = 1\n" + GOOD, "(top level)", "Additional properties are not allowed ('colour'"),
     (GOOD + "[api_keys]\nConnectGroupHeartbeat = 70000\n", "api_keys.ConnectGroupHeartbeat", "is greater than the maximum"),
     ("name = [", "(file)", "not valid TOML"),
@@ -94,3 +102,29 @@ def test_optional_parts_are_left_out_only_for_unset_settings(tmp_path: Path) -> 
     assert t.render_command(unset=frozenset({"connect_protocol"}), **values) == "w h:1  --s 6000 --fixed x"
     with pytest.raises(ValueError, match="always sets session_timeout_ms"):
         t.render_command(unset=frozenset({"session_timeout_ms"}), **values)
+
+
+def seed_target(tmp_path: Path, seed: str) -> Target:
+    return load_target(write(tmp_path, GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"',
+        f'command = "w {{bootstrap}}"\nupstream = "real-kafka"\nseed_command = {json.dumps(seed)}')))
+
+
+def test_the_seed_command_is_rendered_and_run_to_its_exit(tmp_path: Path) -> None:
+    from conformance.suites.worker.framework import run_seed_command
+    out = tmp_path / "seeded"
+    # (No brackets in the script: [...] marks an optional part of a command template.)
+    t = seed_target(tmp_path, "{python} -c 'import sys; a = sys.argv; a.pop(0); f = a.pop(0); "
+                              "open(f, \"w\").write(\" \".join(a))' "
+                              f"{out} {{bootstrap}} {{topic_prefix}} [--p {{connect_protocol}}]")
+    assert t.render_seed_command(bootstrap="h:1", topic_prefix="pre", connect_protocol="eager",
+                                 python="py").startswith("py -c ")
+    run_seed_command(t, "h:1", "pre")
+    assert out.read_text() == f"h:1 pre --p {t.connect_protocol}"
+
+
+def test_a_failing_seed_command_names_itself_and_its_output(tmp_path: Path) -> None:
+    from conformance.suites.worker.framework import run_seed_command
+    t = seed_target(tmp_path, "{python} -c 'import sys; print(\"no such topic\"); sys.exit(3)' {bootstrap}")
+    with pytest.raises(RuntimeError, match=r"(?s)the seed command .* exited 3:.*no such topic"):
+        run_seed_command(t, "h:1", "pre")

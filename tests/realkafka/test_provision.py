@@ -29,6 +29,7 @@ def no_java(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
     monkeypatch.setenv("PATH", str(empty))
     monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.delenv("REAL_KAFKA_JAVA", raising=False)
+    monkeypatch.setenv("CONNECT_CONFORMANCE_CACHE", str(tmp_path / "cache"))  # versions it remembers
     return empty
 
 
@@ -64,6 +65,24 @@ def test_java_17_is_found(no_java: Path) -> None:
     script(no_java / "java", "echo 'openjdk version \"17.0.15\" 2025-04-15' >&2\n")
     j = provision.find_java()
     assert (j.major, j.version) == (17, "17.0.15")
+
+
+def test_the_version_is_asked_once_per_binary(no_java: Path) -> None:
+    """A Java's version is remembered by the binary's path, size and time: one JVM start to ask,
+    not one per worker; a changed binary is asked again, a refused one every time."""
+    runs = no_java / "runs"
+    java = no_java / "java"
+    script(java, f"echo run >> {runs}\necho 'openjdk version \"17.0.15\" 2025-04-15' >&2\n")
+    assert provision.find_java().version == provision.find_java().version == "17.0.15"
+    assert runs.read_text().count("run") == 1
+    script(java, f"echo run >> {runs}\necho 'openjdk version \"21.0.4\" 2024-07-16' >&2 # longer\n")
+    assert provision.find_java().version == "21.0.4"
+    assert runs.read_text().count("run") == 2
+    script(java, f"echo run >> {runs}\necho 'no version here' >&2\nexit 1\n")
+    for _ in range(2):
+        with pytest.raises(JavaMissing, match="no version here"):
+            provision.find_java()
+    assert runs.read_text().count("run") == 4
 
 
 # ---------------------------------------------------------------------------- Maven and the cache

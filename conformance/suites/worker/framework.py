@@ -287,13 +287,17 @@ SEED_STOP_TIMEOUT_S = 120.0
 def seed_work(target: Target, bootstrap: str, topic_prefix: str = TOPIC_PREFIX, attempts: int = 3,
               stop_later: Callable[[WorkerProcess, float], None] | None = None) -> None:
     """Connectors in place before any case runs, for a worker with a REST API whose internal
-    topics every case shares (its command fixes them): one worker, alone in a group of its
-    own, creates them (its command names them); once its REST API lists every connector
-    with its tasks it is stopped. Every case's worker then starts with the same work in the
-    config topic, at the same config offset, as a worker joining a running cluster does.
-    A seeding worker that exits is started again (its REST port, picked free, may have been
-    taken meanwhile), up to ``attempts`` times. ``stop_later``: the seeding worker's stop
-    need not be waited for (a target with overlap_stops)."""
+    topics every case shares (its command fixes them). Every case's worker then starts with
+    the same work in the config topic, at the same config offset, as a worker joining a
+    running cluster does. A target's ``seed_command`` writes it (run to its exit); without
+    one, one worker of the target's command, alone in a group of its own, creates the
+    connectors its command names through REST and is stopped once its REST API lists every
+    one with its tasks. A seeding worker that exits is started again (its REST port, picked
+    free, may have been taken meanwhile), up to ``attempts`` times. ``stop_later``: the
+    seeding worker's stop need not be waited for (a target with overlap_stops)."""
+    if target.seed_command is not None:
+        run_seed_command(target, bootstrap, topic_prefix)
+        return
     stop = stop_later or stop_and_remove
     for _ in range(attempts):
         w = spawn_worker(target, bootstrap, f"conformance-seed-{uuid.uuid4().hex[:6]}", "seed",
@@ -309,6 +313,24 @@ def seed_work(target: Target, bootstrap: str, topic_prefix: str = TOPIC_PREFIX, 
         tail = w.log_tail()
         stop_and_remove(w, SEED_STOP_TIMEOUT_S)
     raise RuntimeError(f"the seeding worker exited ({w.proc.returncode}), {attempts} times; last log:\n{tail}")
+
+
+def run_seed_command(target: Target, bootstrap: str, topic_prefix: str) -> None:
+    """The target's ``seed_command``, to its exit within the start-up bound; a failure names
+    the command and its output."""
+    command = target.render_seed_command(bootstrap=bootstrap, topic_prefix=topic_prefix,
+                                         python=shlex.quote(sys.executable),
+                                         connect_protocol=target.connect_protocol)
+    bound = target.timing.startup_timeout_s * target.timing.wait_scale
+    try:
+        r = subprocess.run(shlex.split(command), stdin=subprocess.DEVNULL, capture_output=True,
+                           text=True, timeout=bound)
+    except subprocess.TimeoutExpired:
+        raise RuntimeError(f"the seed command {command!r} did not finish within {bound:.0f}s") from None
+    except OSError as e:
+        raise RuntimeError(f"cannot run the seed command {command!r}: {e}") from None
+    if r.returncode != 0:
+        raise RuntimeError(f"the seed command {command!r} exited {r.returncode}:\n{r.stdout}{r.stderr}")
 
 
 CONNECTORS_OPTION = re.compile(r"--connectors[ =](\S+)")

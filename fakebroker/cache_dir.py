@@ -1,0 +1,16 @@
+"""Where the project keeps what it can rebuild, outside the repository:
+``$CONNECT_CONFORMANCE_CACHE`` or ``${XDG_CACHE_HOME:-~/.cache}/connect-conformance``
+(Kafka's and Connect's jars, the Connect worker's class archive, spec-check verdicts)."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+
+def cache_root() -> Path:
+    explicit = os.environ.get("CONNECT_CONFORMANCE_CACHE")
+    if explicit:
+        return Path(explicit).expanduser()
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base).expanduser() / "connect-conformance"
