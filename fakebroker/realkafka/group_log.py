@@ -63,7 +63,7 @@ from ..coordinator.reconcile.units import ConnectUnit
 from ..coordinator.reconcile.wire_records import decode_record, encode_record
 from ..protocol import Registry, default_registry
 from ..protocol.error_codes import error_text
-from .records import Record, fetch_all
+from .records import LEADER_NOT_READY, Record, fetch_all
 
 DEFAULT_TOPIC = "__worker_offsets"
 PRODUCE_VERSION = 9  # flexible, topics by name (v13 switches to topic ids)
@@ -222,11 +222,6 @@ async def ensure_topic(conn: KafkaConnection, topic: str, *,
     return created
 
 
-#: Produce errors for a batch the broker did not append, and that a later try may see
-#: accepted: NOT_LEADER_OR_FOLLOWER (6), UNKNOWN_TOPIC_OR_PARTITION (3), LEADER_NOT_AVAILABLE (5).
-NOT_APPENDED_RETRIABLE = frozenset({3, 5, 6})
-
-
 async def produce_batch(conn: KafkaConnection, topic: str, partition: int, batch: bytes, *,
                         timeout_ms: int = 30_000, registry: Registry | None = None) -> int:
     """Produce one batch with acks=-1; returns the base offset the broker gave it."""
@@ -241,7 +236,7 @@ async def produce_batch(conn: KafkaConnection, topic: str, partition: int, batch
         p = resp.responses[0].partition_responses[0]
         # A partition whose leader the broker has not taken up yet (just created, or moving)
         # refuses the batch without appending it: sending it again cannot duplicate it.
-        if p.error_code not in NOT_APPENDED_RETRIABLE or time.monotonic() > deadline:
+        if p.error_code not in LEADER_NOT_READY or time.monotonic() > deadline:
             break
         await asyncio.sleep(0.1)
     if p.error_code:

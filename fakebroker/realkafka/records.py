@@ -11,8 +11,10 @@ Only what the coordinator writes is supported: magic 2 batches, uncompressed or 
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import struct
+import time
 from dataclasses import dataclass
 from typing import Any
 
@@ -103,13 +105,23 @@ def decode_batches(data: bytes) -> list[Record]:
     return out
 
 
+#: Partition errors of a partition whose leader the broker has not taken up yet (just created,
+#: or moving): NOT_LEADER_OR_FOLLOWER (6), UNKNOWN_TOPIC_OR_PARTITION (3), LEADER_NOT_AVAILABLE
+#: (5). A request it refused for one of them did nothing, so it may be sent again. A new
+#: topic's Metadata can name its leader before that broker serves the partition.
+LEADER_NOT_READY = frozenset({3, 5, 6})
+
+
 async def fetch_all(conn: KafkaConnection, topic: str, partition: int, *, start: int = 0,
-                    max_bytes: int = 4 << 20, registry: Registry | None = None) -> list[Record]:
-    """Every record of one partition from ``start`` up to its high watermark (Fetch v12)."""
+                    max_bytes: int = 4 << 20, registry: Registry | None = None,
+                    leader_wait_s: float = 10.0) -> list[Record]:
+    """Every record of one partition from ``start`` up to its high watermark (Fetch v12).
+    A partition whose leader is not ready is asked again for up to ``leader_wait_s``."""
     reg = registry or default_registry()
     req = reg["FetchRequest"].cls
     out: list[Record] = []
     offset = start
+    deadline = time.monotonic() + leader_wait_s
     for _ in range(10_000):
         body = reg["FetchRequest"].new(
             cluster_id=None, replica_id=-1, max_wait_ms=0, min_bytes=0, max_bytes=max_bytes,
@@ -122,6 +134,9 @@ async def fetch_all(conn: KafkaConnection, topic: str, partition: int, *, start:
         if resp.error_code:
             raise RecordFormatError(f"Fetch {topic}-{partition}: error {resp.error_code}")
         p = resp.responses[0].partitions[0]
+        if p.error_code in LEADER_NOT_READY and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+            continue
         if p.error_code:
             raise RecordFormatError(f"Fetch {topic}-{partition}: partition error {p.error_code}")
         batch = decode_batches(bytes(p.records or b""))
