@@ -133,9 +133,11 @@ def _free(keep: list[Any]) -> None:
         for items in big:
             while items:
                 del items[-FREE_SLICE:]  # between slices, the loop can take the GIL
-        _quiet.thaw()
     finally:
         _quiet.leave()
+        # Last, so that once nothing is frozen the switch interval and the collector are
+        # back too (a caller waiting for the thaw then sees them restored).
+        _quiet.thaw()
 
 
 def _release(keep: list[Any]) -> None:
