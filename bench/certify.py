@@ -58,7 +58,8 @@ def time_one_start(session: WorkerSession, deadline_s: float) -> dict[str, float
     group = f"bench-startup-{uuid.uuid4().hex[:8]}"
     mark = len(recorder.snapshot())  # type: ignore[attr-defined]
     t0 = time.monotonic()
-    w = spawn_worker(session.target, session.broker.bootstrap, group, topic_prefix=session.topic_prefix)
+    w = spawn_worker(session.target, session.broker.bootstrap, group, topic_prefix=session.topic_prefix,
+                     worker_host=session.worker_host)
     out: dict[str, float] = {}
     try:
         while len(out) < len(STAGES):

@@ -29,7 +29,8 @@ SCHEMA_FILE = "target.schema.json"
 PLACEHOLDERS = frozenset({
     "bootstrap", "group", "worker_id", "rest_port", "python", "connect_protocol",
     "session_timeout_ms", "rebalance_timeout_ms", "heartbeat_interval_ms",
-    "scheduled_rebalance_delay_ms", "topic_prefix"})
+    "scheduled_rebalance_delay_ms", "topic_prefix", "worker_host"})
+HOST_PLACEHOLDERS = frozenset({"python", "worker_host"})  # all a host command is given
 # ``[...]`` in a command template: an optional part, left out when the suite leaves a
 # placeholder in it unset (to observe the implementation's own default for that setting).
 OPTIONAL_PART = re.compile(r"\[([^\[\]]*)\]")
@@ -85,6 +86,7 @@ class Target:
     launch: str | None = None    # "real-kafka": the harness runs the coordinator (a real Kafka)
     overlap_stops: bool = False  # a finished case's workers may stop while the next case runs
     seed_command: str | None = None  # writes the workers' shared work once per test process
+    host_command: str | None = None  # runs once per test process; its workers run in it ({worker_host})
     description: str = ""
     implementation_name: str = ""
     implementation_version: str = "unknown"
@@ -136,6 +138,11 @@ class Target:
         assert self.seed_command is not None
         return _fill(self.seed_command, frozenset(), values)
 
+    def render_host_command(self, **values: Any) -> str:
+        """The host command with ``values`` (its optional parts kept)."""
+        assert self.host_command is not None
+        return _fill(self.host_command, frozenset(), values)
+
 
 def _fill(template: str, unset: frozenset[str], values: dict[str, Any]) -> str:
     text = OPTIONAL_PART.sub(lambda m: "" if _placeholders(m.group(1)) & unset else m.group(1), template)
@@ -144,6 +151,14 @@ def _fill(template: str, unset: frozenset[str], values: dict[str, Any]) -> str:
 
 def _placeholders(template: str) -> set[str]:
     return {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
+
+
+def _placeholders_or_none(template: str) -> set[str]:
+    """The placeholders of a template, none if it is no valid template (rule placeholders-known says so)."""
+    try:
+        return _placeholders(template)
+    except ValueError:
+        return set()
 
 
 # ---------------------------------------------------------------- rules
@@ -198,6 +213,29 @@ def rule_seed_command_needs_upstream(data: dict[str, Any]) -> list[str]:
     return []
 
 
+def rule_host_command_with_its_workers(data: dict[str, Any]) -> list[str]:
+    """A host runs the workers of the command; the command names it by {worker_host}, and
+    only a host command gives it a value."""
+    start = data["start"]
+    host, command = start.get("host_command"), start.get("command") or ""
+    out: list[str] = []
+    if host is not None and "command" not in start:
+        out.append("start.host_command: needs start.command, whose workers it runs (rule host-command-with-its-workers)")
+    if host is not None:
+        other = sorted(_placeholders_or_none(host) - HOST_PLACEHOLDERS)
+        if other:
+            out.append(f"start.host_command: {', '.join('{' + n + '}' for n in other)} not given to a host; "
+                       f"known placeholders there: {{python}} {{worker_host}} (rule host-command-with-its-workers)")
+    for key, text in (("host_command", host), ("command", command if host is not None else None)):
+        if text is not None and "{worker_host}" not in text:
+            out.append(f"start.{key}: with a host_command, must contain {{worker_host}} "
+                       f"(rule host-command-with-its-workers)")
+    if host is None and "{worker_host}" in command:
+        out.append("start.command: {worker_host} needs start.host_command, which starts that host "
+                   "(rule host-command-with-its-workers)")
+    return out
+
+
 def rule_launch_version(data: dict[str, Any]) -> list[str]:
     """A launched real Kafka is the version the harness provisions; the certificate must not
     name another."""
@@ -214,7 +252,7 @@ def rule_launch_version(data: dict[str, Any]) -> list[str]:
 def rule_placeholders_known(data: dict[str, Any]) -> list[str]:
     """Every {placeholder} of the command templates is one the harness fills in."""
     out: list[str] = []
-    for key in ("command", "seed_command"):
+    for key in ("command", "seed_command", "host_command"):
         command = data["start"].get(key)
         if command is None:
             continue
@@ -227,7 +265,7 @@ def rule_placeholders_known(data: dict[str, Any]) -> list[str]:
         if unknown:
             out.append(f"start.{key}: unknown placeholder(s) {', '.join('{' + n + '}' for n in unknown)}; "
                        f"known: {', '.join(sorted(PLACEHOLDERS))} (rule placeholders-known)")
-        elif data["kind"] == "worker" and "bootstrap" not in names:
+        elif data["kind"] == "worker" and "bootstrap" not in names and key != "host_command":
             out.append(f"start.{key}: a worker command must contain {{bootstrap}} (rule placeholders-known)")
     return out
 
@@ -296,7 +334,8 @@ def validate_target_data(data: Any, schema: dict[str, Any]) -> list[str]:
         return problems
     out: list[str] = []
     for rule in (rule_start_one_way, rule_kind_start_match, rule_upstream_needs_command,
-                 rule_overlap_stops_needs_command, rule_seed_command_needs_upstream, rule_launch_version, rule_placeholders_known, rule_optional_parts,
+                 rule_overlap_stops_needs_command, rule_seed_command_needs_upstream,
+                 rule_host_command_with_its_workers, rule_launch_version, rule_placeholders_known, rule_optional_parts,
                  rule_virtual_clock_builtin_only, rule_session_bounds_ordered,
                  rule_mutant_builtin_only, rule_group_log_declared):
         out += rule(data)
@@ -322,6 +361,7 @@ def parse_target(data: dict[str, Any], path: str) -> Target:
         builtin=start.get("builtin"), bootstrap=start.get("bootstrap"), command=start.get("command"),
         timing=timing, upstream=start.get("upstream"), launch=start.get("launch"),
         overlap_stops=start.get("overlap_stops", False), seed_command=start.get("seed_command"),
+        host_command=start.get("host_command"),
         description=data.get("description", ""),
         implementation_name=impl.get("name", data["name"]),
         implementation_version=impl.get("version", "unknown"),

@@ -6,6 +6,12 @@ distributed worker until SIGINT/SIGTERM and prints its REST URL once it answers;
 file connectors; see ``fakebroker.realconnect.connectors``). This is the command the
 bundled worker targets (``fixtures/targets/apache-connect-*.toml``) start.
 
+With ``--host SOCKET`` the worker runs in a worker host's JVM instead of one of its own:
+
+``python -m fakebroker.realconnect host --socket SOCKET`` runs that host (one JVM for many
+workers, ``fakebroker.realconnect.host``) until SIGINT/SIGTERM; it prints SOCKET once it
+listens. The bundled targets' ``host_command``.
+
 ``python -m fakebroker.realconnect seed --bootstrap HOST:PORT --topic-prefix P --connectors
 conn-a:2,conn-b:1`` writes those connectors into the config topic of the workers started
 with ``--topic-prefix P``, as a worker would, without starting one (``seed``): the bundled
@@ -20,11 +26,13 @@ import signal
 import sys
 import threading
 import time
+from pathlib import Path
 
 from ..realkafka.cli import run_command, serve_until_signalled
 from . import CONNECT_VERSION, PROTOCOLS, ConnectWorker, WorkerSettings, cached_libs, ensure_resolved
 from .connectors import parse_connectors
-from .worker import config_topic
+from .host import WorkerHost
+from .worker import config_topic, stdout_appending
 
 
 def _resolve(args: argparse.Namespace) -> int:
@@ -48,7 +56,7 @@ def _start(args: argparse.Namespace) -> int:
         client_id=args.client_id, topic_prefix=args.topic_prefix, status_topic=args.status_topic,
         session_timeout_ms=args.session_timeout_ms,
         rebalance_timeout_ms=args.rebalance_timeout_ms, heartbeat_interval_ms=args.heartbeat_interval_ms,
-        scheduled_rebalance_max_delay_ms=args.scheduled_rebalance_delay_ms,
+        scheduled_rebalance_max_delay_ms=args.scheduled_rebalance_delay_ms, host=args.host,
         # In the foreground the worker's log is this command's output (the harness keeps it).
         log_file="/dev/stdout"), verbose=True).start()
     stopping = threading.Event()
@@ -65,6 +73,13 @@ def _start(args: argparse.Namespace) -> int:
         return serve_until_signalled(w, w.rest_url)
     finally:
         stopping.set()
+
+
+def _host(args: argparse.Namespace) -> int:
+    signal.signal(signal.SIGTERM, _exit_on_sigterm)  # a stop while starting stops the JVM too
+    stdout_appending()
+    host = WorkerHost(Path(args.socket), "/dev/stdout", heap_mb=args.heap_mb).start()
+    return serve_until_signalled(host, str(host.socket_path))
 
 
 def _seed(args: argparse.Namespace) -> int:
@@ -110,8 +125,14 @@ def main(argv: list[str] | None = None) -> int:
                     help="scheduled.rebalance.max.delay.ms (default: not set, Connect's own default: 300000)")
     st.add_argument("--connectors", default="", metavar="NAME:TASKS,...",
                     help="connectors to create through REST once the worker answers")
+    st.add_argument("--host", default=None, metavar="SOCKET",
+                    help="run the worker in the worker host listening on SOCKET (see `host`), "
+                         "not in a JVM of its own")
     st.add_argument("--connectors-deadline-s", type=float, default=120.0,
                     help="give up creating connectors after this long (default 120)")
+    ho = sub.add_parser("host", help="run one JVM that runs the workers started with --host SOCKET")
+    ho.add_argument("--socket", required=True, help="the Unix socket to listen on (replaced if it exists)")
+    ho.add_argument("--heap-mb", type=int, default=1024, help="the JVM's heap bound, for all its workers (default 1024)")
     sd = sub.add_parser("seed", help="write connectors into a config topic, as a worker creating them would")
     sd.add_argument("--bootstrap", required=True, help="a Kafka (or a fake broker in proxy mode in front of one)")
     sd.add_argument("--topic-prefix", required=True, help="the workers' --topic-prefix: writes PREFIX-configs")
@@ -125,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
             parse_connectors(args.connectors)
         except ValueError as e:
             p.error(f"--connectors: {e}")
-    return run_command(p, args, {"resolve": _resolve, "start": _start, "seed": _seed}, "realconnect")
+    return run_command(p, args, {"resolve": _resolve, "start": _start, "host": _host, "seed": _seed}, "realconnect")
 
 
 if __name__ == "__main__":

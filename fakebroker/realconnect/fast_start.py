@@ -32,11 +32,14 @@ LOCK_STALE_S = 600.0  # a builder that died without removing its lock
 DUMP_STOP_TIMEOUT_S = 90.0  # writing the archive at exit takes a few seconds, more under load
 
 
-def archive_key(java: str, libs: Path) -> str:
-    """Digest of what a dynamic archive is only valid for: the JVM, the class path, the flags."""
+def archive_key(java: str, libs: Path, extra: str = "") -> str:
+    """Digest of what a dynamic archive is only valid for: the JVM, the class path (the jars,
+    and ``extra``: the worker host's classes), the flags."""
     h = hashlib.sha256()
     real_java = os.path.realpath(java)
     h.update(f"{real_java}\0{os.stat(real_java).st_mtime_ns}\0{' '.join(FLAGS)}\0".encode())
+    if extra:
+        h.update(f"{extra}\0".encode())
     for jar in sorted(libs.glob("*.jar")):
         st = jar.stat()
         h.update(f"{jar.name}\0{st.st_size}\0{st.st_mtime_ns}\0".encode())
@@ -92,5 +95,5 @@ class ClassArchive:
             self.lock.unlink(missing_ok=True)
 
 
-def class_archive(home: Path, java: str, libs: Path) -> ClassArchive:
-    return ClassArchive(home / "cds" / f"{archive_key(java, libs)}.jsa")
+def class_archive(home: Path, java: str, libs: Path, extra: str = "") -> ClassArchive:
+    return ClassArchive(home / "cds" / f"{archive_key(java, libs, extra)}.jsa")

@@ -13,12 +13,17 @@ topics (replication factor 1). The worker gets a generated ``worker.properties``
 temporary directory (kept when it fails, for its ``worker.log``), short session/heartbeat
 timeouts and a scheduled rebalance delay of a few seconds (``protocol`` or
 ``scheduled_rebalance_max_delay_ms`` None: not written, Connect's own default). ``start()`` returns once the REST
-server answers; ``stop()`` sends SIGTERM, then SIGKILL, to the JVM's process group.
+server answers; ``stop()`` sends SIGTERM, then SIGKILL, to the JVM's process group. With
+``host`` (a ``WorkerHost``'s socket) the worker runs in that JVM instead of one of its own
+(``fakebroker.realconnect.host``), started and stopped the same way.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
+import stat
 import shutil
 import subprocess
 import sys
@@ -36,6 +41,7 @@ from ..realkafka.launcher import free_port
 from ..realkafka.provision import RealKafkaError
 from .connectors import ConnectorSpec, create_connectors
 from .fast_start import DUMP_STOP_TIMEOUT_S, FLAGS, ClassArchive, class_archive
+from .host import HostedWorker
 from .provision import connect_home, ensure_resolved, find_java
 
 HOST = "127.0.0.1"
@@ -55,6 +61,13 @@ def config_topic(prefix: str) -> str:
 def work_topic(prefix: str) -> str:
     """The one topic the connectors of workers sharing ``prefix`` read or write."""
     return f"{prefix}-work"
+
+
+def stdout_appending() -> None:
+    """Standard output, when a file, written at its end: a JVM given it as its log writes it
+    too, and neither may write over the other."""
+    if stat.S_ISREG(os.fstat(1).st_mode):
+        fcntl.fcntl(1, fcntl.F_SETFL, fcntl.fcntl(1, fcntl.F_GETFL) | os.O_APPEND)
 
 
 class WorkerFailed(RealKafkaError):
@@ -77,6 +90,7 @@ class WorkerSettings:
     log_file: str | None = None  # where the JVM writes its log (default: worker.log in its directory)
     heap_mb: int = 256
     fast_start: bool = True  # C1 only, serial GC, class-data archive (see fast_start)
+    host: str | None = None  # a WorkerHost's socket: run there, not in a JVM of its own
     ready_timeout_s: float = 90.0
     stop_timeout_s: float = 15.0
     properties: dict[str, Any] = field(default_factory=dict)  # win over everything above
@@ -130,6 +144,7 @@ class ConnectWorker:
         self.workdir: Path | None = None
         self.rest_port = 0
         self.proc: subprocess.Popen[bytes] | None = None
+        self.hosted: HostedWorker | None = None  # with settings.host
         self._archive: ClassArchive | None = None  # set while this JVM builds the archive
         self._started = False  # its REST API answered
 
@@ -144,12 +159,42 @@ class ConnectWorker:
         return self.workdir / "worker.log" if self.workdir else None
 
     def start(self) -> ConnectWorker:
-        java = find_java().path
-        libs = ensure_resolved(quiet=not self.verbose)
         self.workdir = Path(tempfile.mkdtemp(prefix="realconnect-"))
         self.rest_port = self.settings.rest_port or free_port()
         props = self.settings.worker_properties(self.rest_port)
         (self.workdir / "worker.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        try:
+            if self.settings.host is not None:
+                self.hosted = HostedWorker.start(self.settings.host, self.workdir / "worker.properties",
+                                                 self._host_log_file(), self.settings.ready_timeout_s)
+            else:
+                self.proc = self._spawn()
+            self._wait_rest()
+            self._started = True
+        except BaseException:
+            self._kill()
+            raise
+        if self.verbose:
+            where = f"pid {self.proc.pid}" if self.proc else f"host {self.settings.host}"
+            print(f"[realconnect] worker ({where}) REST at {self.rest_url}, "
+                  f"directory {self.workdir}", file=sys.stderr, flush=True)
+        return self
+
+    def _host_log_file(self) -> str:
+        """Where the host writes this worker's log: this process's standard output is opened
+        through /proc by the host (a file, a pipe or a terminal alike)."""
+        log = self.log_path
+        assert log is not None
+        if str(log) != "/dev/stdout":
+            return str(log)
+        stdout_appending()
+        return f"/proc/{os.getpid()}/fd/1"
+
+    def _spawn(self) -> subprocess.Popen[bytes]:
+        """The worker in a JVM of its own."""
+        assert self.workdir is not None
+        java = find_java().path
+        libs = ensure_resolved(quiet=not self.verbose)
         (self.workdir / "log4j2.properties").write_text(LOG4J2)
         jvm_opts: list[str] = []
         if self.settings.fast_start:
@@ -165,24 +210,13 @@ class ConnectWorker:
                str(self.workdir / "worker.properties")]
         log = self.log_path
         assert log is not None
-        try:
-            self.proc = spawn_in_group(cmd, log)
-            self._wait_rest()
-            self._started = True
-        except BaseException:
-            self._kill()
-            raise
-        if self.verbose:
-            print(f"[realconnect] worker (pid {self.proc.pid}) REST at {self.rest_url}, "
-                  f"directory {self.workdir}", file=sys.stderr, flush=True)
-        return self
+        return spawn_in_group(cmd, log)
 
     def _wait_rest(self) -> None:
-        assert self.proc is not None
         deadline = time.monotonic() + self.settings.ready_timeout_s
         last = ""
         while time.monotonic() < deadline:
-            code = self.proc.poll()
+            code = self.proc.poll() if self.proc else self.hosted.poll() if self.hosted else 1
             if code is not None:
                 raise WorkerFailed(f"the Connect worker exited with {code} before its REST API "
                                    f"answered; last lines of {self.log_path}:\n{self.log_tail(25)}")
@@ -233,10 +267,13 @@ class ConnectWorker:
 
     def _kill(self) -> int | None:
         proc, self.proc = self.proc, None
+        hosted, self.hosted = self.hosted, None
         archive, self._archive = self._archive, None
         started, self._started = self._started, False
         code = None
         try:
+            if hosted is not None:
+                code = hosted.stop(self.settings.stop_timeout_s)
             if proc is not None:
                 # A JVM writing the class archive at exit needs longer than a plain stop.
                 code = stop_group(proc, max(self.settings.stop_timeout_s, DUMP_STOP_TIMEOUT_S)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -67,6 +69,20 @@ def test_minimal_coordinator(tmp_path: Path) -> None:
         'bootstrap = "127.0.0.1:9092"',
         'command = "run {bootstrap}"\nupstream = "real-kafka"\nseed_command = "seed {bootstrap} {broker}"'),
      "start.seed_command", "unknown placeholder(s) {broker}"),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"', 'command = "run {bootstrap} --host {worker_host}"'),
+     "start.command", "{worker_host} needs start.host_command"),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"', 'command = "run {bootstrap}"\nhost_command = "host {worker_host}"'),
+     "start.command", "with a host_command, must contain {worker_host}"),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"', 'command = "run {bootstrap} {worker_host}"\nhost_command = "host"'),
+     "start.host_command", "with a host_command, must contain {worker_host}"),
+    (GOOD.replace('bootstrap = "127.0.0.1:9092"', 'bootstrap = "127.0.0.1:9092"\nhost_command = "h {worker_host}"'),
+     "start.host_command", "needs start.command"),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"', 'command = "run {bootstrap} {worker_host}"\nhost_command = "h {worker_host} {group}"'),
+     "start.host_command", "{group} not given to a host"),
     ("colour = 1\n" + GOOD, "(top level)", "Additional properties are not allowed ('colour'"),
     (GOOD + "[api_keys]\nConnectGroupHeartbeat = 70000\n", "api_keys.ConnectGroupHeartbeat", "is greater than the maximum"),
     ("name = [", "(file)", "not valid TOML"),
@@ -128,3 +144,45 @@ def test_a_failing_seed_command_names_itself_and_its_output(tmp_path: Path) -> N
     t = seed_target(tmp_path, "{python} -c 'import sys; print(\"no such topic\"); sys.exit(3)' {bootstrap}")
     with pytest.raises(RuntimeError, match=r"(?s)the seed command .* exited 3:.*no such topic"):
         run_seed_command(t, "h:1", "pre")
+
+
+def host_target(tmp_path: Path, host: str) -> Target:
+    return load_target(write(tmp_path, GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"',
+        f'command = "w {{bootstrap}} --host {{worker_host}}"\nhost_command = {json.dumps(host)}')))
+
+
+# A host that listens on its socket, as `python -m fakebroker.realconnect host` does (no JVM here).
+LISTENING_HOST = ("{python} -c 'import socket, sys, time; s = socket.socket(socket.AF_UNIX); "
+                  "s.bind(sys.argv.pop()); s.listen(); time.sleep(300)' {worker_host}")
+
+
+def test_the_host_command_runs_until_stopped_and_its_socket_fills_worker_host(tmp_path: Path) -> None:
+    from conformance.suites.worker.host import listening, start_worker_host
+    t = host_target(tmp_path, LISTENING_HOST)
+    host = start_worker_host(t)
+    try:
+        assert listening(host.socket_path) and host.proc.poll() is None
+        rendered = t.render_command(bootstrap="h:1", worker_host=host.socket_path)
+        assert rendered == f"w h:1 --host {host.socket_path}"
+    finally:
+        host.stop(timeout_s=10)
+    assert host.proc.poll() is not None
+    assert not host.directory.exists()
+
+
+def test_a_host_that_exits_first_names_its_command_and_output(tmp_path: Path) -> None:
+    from conformance.suites.worker.host import start_worker_host
+    t = host_target(tmp_path, "{python} -c 'import sys; print(\"no JVM here\"); sys.exit(4)' {worker_host}")
+    with pytest.raises(RuntimeError, match=r"(?s)the worker host .* exited \(4\) before listening .*no JVM here"):
+        start_worker_host(t)
+
+
+def test_a_host_that_never_listens_is_given_up_within_its_bound(tmp_path: Path) -> None:
+    from conformance.suites.worker.host import start_worker_host
+    t = host_target(tmp_path, "{python} -c 'import time; time.sleep(300)' {worker_host}")
+    t = replace(t, timing=replace(t.timing, startup_timeout_s=1.0, wait_scale=1.0))
+    started = time.monotonic()
+    with pytest.raises(RuntimeError, match=r"did not listen on .* within 1s"):
+        start_worker_host(t)
+    assert time.monotonic() - started < 30

@@ -50,6 +50,7 @@ from ...harness.context import CoordinatorContext
 from ...harness.outcomes import Broken, NotApplicable, Violation
 from ...harness.shared_kafka import TOPIC_PREFIX, prefix_of, real_kafka_for
 from ...target import Target
+from .host import WorkerHostProcess, start_worker_host
 
 
 @dataclass
@@ -231,7 +232,7 @@ class WorkerProcess:
 
 
 def spawn_worker(target: Target, bootstrap: str, group: str, worker_id: str | None = None, *,
-                 topic_prefix: str = TOPIC_PREFIX, connect_protocol: str | None = None,
+                 topic_prefix: str = TOPIC_PREFIX, worker_host: str = "", connect_protocol: str | None = None,
                  scheduled_rebalance_delay_ms: int | None = None,
                  unset: frozenset[str] = frozenset()) -> WorkerProcess:
     """One worker process from the target's command template, its output in a log file;
@@ -240,7 +241,7 @@ def spawn_worker(target: Target, bootstrap: str, group: str, worker_id: str | No
     wid = worker_id or f"w-{uuid.uuid4().hex[:6]}"
     rest_port = free_port()
     values = dict(bootstrap=bootstrap, group=group, worker_id=wid, rest_port=rest_port,
-                  python=shlex.quote(sys.executable), topic_prefix=topic_prefix,
+                  python=shlex.quote(sys.executable), topic_prefix=topic_prefix, worker_host=worker_host,
                   connect_protocol=connect_protocol or target.connect_protocol,
                   session_timeout_ms=t.session_timeout_ms, rebalance_timeout_ms=t.rebalance_timeout_ms,
                   heartbeat_interval_ms=t.heartbeat_interval_ms,
@@ -285,7 +286,7 @@ SEED_STOP_TIMEOUT_S = 120.0
 
 
 def seed_work(target: Target, bootstrap: str, topic_prefix: str = TOPIC_PREFIX, attempts: int = 3,
-              stop_later: Callable[[WorkerProcess, float], None] | None = None) -> None:
+              stop_later: Callable[[WorkerProcess, float], None] | None = None, worker_host: str = "") -> None:
     """Connectors in place before any case runs, for a worker with a REST API whose internal
     topics every case shares (its command fixes them). Every case's worker then starts with
     the same work in the config topic, at the same config offset, as a worker joining a
@@ -294,14 +295,15 @@ def seed_work(target: Target, bootstrap: str, topic_prefix: str = TOPIC_PREFIX, 
     connectors its command names through REST and is stopped once its REST API lists every
     one with its tasks. A seeding worker that exits is started again (its REST port, picked
     free, may have been taken meanwhile), up to ``attempts`` times. ``stop_later``: the
-    seeding worker's stop need not be waited for (a target with overlap_stops)."""
+    seeding worker's stop need not be waited for (a target with overlap_stops); ``worker_host``:
+    the target's host's socket (host_command)."""
     if target.seed_command is not None:
         run_seed_command(target, bootstrap, topic_prefix)
         return
     stop = stop_later or stop_and_remove
     for _ in range(attempts):
         w = spawn_worker(target, bootstrap, f"conformance-seed-{uuid.uuid4().hex[:6]}", "seed",
-                         topic_prefix=topic_prefix)
+                         topic_prefix=topic_prefix, worker_host=worker_host)
         try:
             listed = _wait_for_work(target, w)
         except BaseException:
@@ -388,6 +390,12 @@ class WorkerSession:
     kafka: Any = None  # fakebroker.realkafka.RealKafka when the target asks for one
     topic_prefix: str = TOPIC_PREFIX  # this process's internal topics ({topic_prefix})
     stopping: list[threading.Thread] = field(default_factory=list)  # stop_later's, shared by copies
+    host: WorkerHostProcess | None = None  # the target's host_command, running its workers
+
+    @property
+    def worker_host(self) -> str:
+        """{worker_host}: the host's socket ('' without a host_command)."""
+        return self.host.socket_path if self.host else ""
 
     @classmethod
     def start(cls, target: Target, workerinput: dict[str, Any] | None = None) -> WorkerSession:
@@ -403,9 +411,12 @@ class WorkerSession:
                                                                        connect_session_timeout_ms=6000),
                                      RealClock(), upstream=kafka.bootstrap if kafka else None)
             session.broker = BrokerThread(broker).start()
+            if target.host_command is not None:
+                session.host = start_worker_host(target)
             if kafka is not None and "rest" in target.capabilities:
                 seed_work(target, session.broker.bootstrap, session.topic_prefix,
-                          stop_later=session.stop_later if target.overlap_stops else None)
+                          stop_later=session.stop_later if target.overlap_stops else None,
+                          worker_host=session.worker_host)
         except BaseException:
             session.stop()
             raise
@@ -422,6 +433,8 @@ class WorkerSession:
     def stop(self) -> None:
         for thread in self.stopping:
             thread.join()
+        if self.host is not None:  # after its workers: each stops its own first
+            self.host.stop()
         if self.broker is not None:
             self.broker.stop()
         if self.kafka is not None:
@@ -431,16 +444,17 @@ class WorkerSession:
         assert self.broker is not None
         clock = RealCaseClock(self.target.timing.wait_scale)
         return WorkerContext(self.target, requirement, self.broker.bootstrap, clock, recording, self.broker,
-                             self.topic_prefix, self.stop_later)
+                             self.topic_prefix, self.stop_later, self.worker_host)
 
 
 class WorkerContext(CoordinatorContext):
     def __init__(self, target: Target, requirement: Requirement, bootstrap: str, clock: RealCaseClock,
                  recording: Recorder, broker: BrokerThread, topic_prefix: str = TOPIC_PREFIX,
-                 stop_later: Callable[[WorkerProcess], None] | None = None) -> None:
+                 stop_later: Callable[[WorkerProcess], None] | None = None, worker_host: str = "") -> None:
         super().__init__(target, requirement, bootstrap, clock, recording)
         self.broker_thread = broker
         self.topic_prefix = topic_prefix
+        self.worker_host = worker_host  # {worker_host}: the session's
         self.stop_later = stop_later  # the session's, for a target with overlap_stops
         self.recorder: RecordingBroker = broker.broker  # type: ignore[assignment]
         self.workers: list[WorkerProcess] = []
@@ -480,7 +494,7 @@ class WorkerContext(CoordinatorContext):
             raise NotApplicable(f"the target's command always sets {', '.join('{' + n + '}' for n in fixed)} "
                                 f"(an optional part [...] around it lets the suite leave it unset)")
         w = spawn_worker(self.target, self.bootstrap, self.group_id, worker_id, topic_prefix=self.topic_prefix,
-                         connect_protocol=connect_protocol or self.connect_protocol,
+                         worker_host=self.worker_host, connect_protocol=connect_protocol or self.connect_protocol,
                          scheduled_rebalance_delay_ms=scheduled_rebalance_delay_ms, unset=unset)
         self.workers.append(w)
         self.note(f"worker {w.worker_id}: {w.command}")
