@@ -123,12 +123,9 @@ class WorkerHost:
             code = self.proc.poll()
             if code is not None:
                 raise HostFailed(f"the worker host JVM exited with {code} before listening on {self.socket_path}")
-            try:
-                with socket.socket(socket.AF_UNIX) as s:
-                    s.connect(str(self.socket_path))
-                    return  # closing at once: the host reads no START and forgets the connection
-            except OSError:
-                time.sleep(0.1)
+            if listening(str(self.socket_path)):
+                return
+            time.sleep(0.1)  # a JVM starting; the bound is the deadline
         raise HostFailed(f"the worker host did not listen on {self.socket_path} within {self.ready_timeout_s:.0f}s")
 
     def stop(self) -> None:
@@ -152,6 +149,17 @@ class WorkerHost:
         """Made by the host once it started a worker: only then does its class archive hold a
         worker's classes, worth keeping."""
         return self.socket_path.with_name(self.socket_path.name + ".ran")
+
+
+def listening(socket_path: str) -> bool:
+    """Whether something accepts connections on the Unix socket (a connection closed at
+    once, before a word: a worker host takes it for a probe)."""
+    with socket.socket(socket.AF_UNIX) as s:
+        try:
+            s.connect(socket_path)
+            return True
+        except OSError:
+            return False
 
 
 class HostedWorker:

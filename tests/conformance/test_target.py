@@ -158,7 +158,8 @@ LISTENING_HOST = ("{python} -c 'import socket, sys, time; s = socket.socket(sock
 
 
 def test_the_host_command_runs_until_stopped_and_its_socket_fills_worker_host(tmp_path: Path) -> None:
-    from conformance.suites.worker.host import listening, start_worker_host
+    from conformance.suites.worker.host import start_worker_host
+    from fakebroker.realconnect.host import listening
     t = host_target(tmp_path, LISTENING_HOST)
     host = start_worker_host(t)
     try:

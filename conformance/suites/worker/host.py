@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import shlex
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -16,6 +15,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from fakebroker.realconnect.host import listening
 from fakebroker.realkafka.jvm import spawn_in_group, stop_group
 
 from ...target import Target
@@ -73,14 +73,3 @@ def start_worker_host(target: Target) -> WorkerHostProcess:
     tail = host.log_tail()
     host.stop()
     raise RuntimeError(f"the worker host {command!r} did not listen on {socket_path} within {bound:.0f}s:\n{tail}")
-
-
-def listening(socket_path: str) -> bool:
-    """Whether something accepts connections on the Unix socket (a connection closed at
-    once, before a word: the host takes it for a probe)."""
-    with socket.socket(socket.AF_UNIX) as s:
-        try:
-            s.connect(socket_path)
-            return True
-        except OSError:
-            return False

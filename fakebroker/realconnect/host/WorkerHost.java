@@ -4,10 +4,11 @@
  * properties) and stopped as its shutdown hook stops it (Connect.stop). A certification starts a
  * worker per case; in a warm JVM a worker starts on ~0.2 s of CPU instead of ~1.3 s.
  *
- * Usage: java -cp <connect libs>/*:<this class's directory> WorkerHost SOCKET
- * Prints "READY SOCKET" once it listens on the Unix socket SOCKET (and creates SOCKET.ran once a
- * worker started: a class-data archive of this JVM then holds a worker's classes), and runs until killed (its
- * owner starts it in a process group of its own, killed with the owner: fakebroker.realkafka.jvm).
+ * Usage: java -cp <connect libs>/*:<this class's jar> WorkerHost SOCKET
+ * Prints "READY SOCKET" once it listens on the Unix socket SOCKET, creates SOCKET.ran once a
+ * worker started (a class-data archive of this JVM then holds a worker's classes), and runs
+ * until killed (its owner starts it in a process group of its own, killed with the owner:
+ * fakebroker.realkafka.jvm).
  *
  * One connection is one worker (line protocol, UTF-8):
  *   client: START <properties file> <log file>    host: STARTED | FAILED <reason>
@@ -79,9 +80,13 @@ public final class WorkerHost {
     /** Kafka's Exit.exit / Exit.halt: a worker's thread asks its process to end. */
     private static void workerExit(int code, String message) {
         String id = ThreadContext.get(ID_KEY);
-        Hosted w = id == null ? null : WORKERS.get(id);
-        if (w == null) {
+        if (id == null) {
             Runtime.getRuntime().halt(code);  // the host's own threads: as the JVM would
+            return;
+        }
+        Hosted w = WORKERS.get(id);
+        if (w == null) {  // a thread of a worker already stopped: nothing left to end
+            LOG.warn("a stopped worker's thread called Exit.exit({}): ignored", code);
             return;
         }
         LOG.error("the worker called Exit.exit({}){}: stopping it (its own JVM would have exited)",
