@@ -23,8 +23,8 @@ from __future__ import annotations
 import fcntl
 import json
 import os
-import stat
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
