@@ -30,7 +30,9 @@ PLACEHOLDERS = frozenset({
     "bootstrap", "group", "worker_id", "rest_port", "python", "connect_protocol",
     "session_timeout_ms", "rebalance_timeout_ms", "heartbeat_interval_ms",
     "scheduled_rebalance_delay_ms", "topic_prefix", "worker_host"})
-HOST_PLACEHOLDERS = frozenset({"python", "worker_host"})  # all a host command is given
+# What the harness gives a seed command (run_seed_command) and a host command (start_worker_host).
+SEED_PLACEHOLDERS = frozenset({"bootstrap", "topic_prefix", "connect_protocol", "python"})
+HOST_PLACEHOLDERS = frozenset({"python", "worker_host"})
 # ``[...]`` in a command template: an optional part, left out when the suite leaves a
 # placeholder in it unset (to observe the implementation's own default for that setting).
 OPTIONAL_PART = re.compile(r"\[([^\[\]]*)\]")
@@ -153,14 +155,6 @@ def _placeholders(template: str) -> set[str]:
     return {f for _, f, _, _ in string.Formatter().parse(template) if f is not None}
 
 
-def _placeholders_or_none(template: str) -> set[str]:
-    """The placeholders of a template, none if it is no valid template (rule placeholders-known says so)."""
-    try:
-        return _placeholders(template)
-    except ValueError:
-        return set()
-
-
 # ---------------------------------------------------------------- rules
 
 def rule_schema(data: Any, schema: dict[str, Any]) -> list[str]:
@@ -221,11 +215,6 @@ def rule_host_command_with_its_workers(data: dict[str, Any]) -> list[str]:
     out: list[str] = []
     if host is not None and "command" not in start:
         out.append("start.host_command: needs start.command, whose workers it runs (rule host-command-with-its-workers)")
-    if host is not None:
-        other = sorted(_placeholders_or_none(host) - HOST_PLACEHOLDERS)
-        if other:
-            out.append(f"start.host_command: {', '.join('{' + n + '}' for n in other)} not given to a host; "
-                       f"known placeholders there: {{python}} {{worker_host}} (rule host-command-with-its-workers)")
     for key, text in (("host_command", host), ("command", command if host is not None else None)):
         if text is not None and "{worker_host}" not in text:
             out.append(f"start.{key}: with a host_command, must contain {{worker_host}} "
@@ -250,22 +239,23 @@ def rule_launch_version(data: dict[str, Any]) -> list[str]:
 
 
 def rule_placeholders_known(data: dict[str, Any]) -> list[str]:
-    """Every {placeholder} of the command templates is one the harness fills in."""
+    """Every {placeholder} of a command template is one the harness fills in for it."""
     out: list[str] = []
-    for key in ("command", "seed_command", "host_command"):
+    for key, known in (("command", PLACEHOLDERS), ("seed_command", SEED_PLACEHOLDERS),
+                       ("host_command", HOST_PLACEHOLDERS)):
         command = data["start"].get(key)
         if command is None:
             continue
         try:
-            names = {f for _, f, _, _ in string.Formatter().parse(command) if f is not None}
+            names = _placeholders(command)
         except ValueError as e:
             out.append(f"start.{key}: not a valid template: {e} (rule placeholders-known)")
             continue
-        unknown = sorted(n for n in names if n not in PLACEHOLDERS)
+        unknown = sorted(n for n in names if n not in known)
         if unknown:
             out.append(f"start.{key}: unknown placeholder(s) {', '.join('{' + n + '}' for n in unknown)}; "
-                       f"known: {', '.join(sorted(PLACEHOLDERS))} (rule placeholders-known)")
-        elif data["kind"] == "worker" and "bootstrap" not in names and key != "host_command":
+                       f"known: {', '.join(sorted(known))} (rule placeholders-known)")
+        elif data["kind"] == "worker" and "bootstrap" in known and "bootstrap" not in names:
             out.append(f"start.{key}: a worker command must contain {{bootstrap}} (rule placeholders-known)")
     return out
 

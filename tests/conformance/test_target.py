@@ -82,7 +82,11 @@ def test_minimal_coordinator(tmp_path: Path) -> None:
      "start.host_command", "needs start.command"),
     (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
         'bootstrap = "127.0.0.1:9092"', 'command = "run {bootstrap} {worker_host}"\nhost_command = "h {worker_host} {group}"'),
-     "start.host_command", "{group} not given to a host"),
+     "start.host_command", "unknown placeholder(s) {group}; known: python, worker_host"),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"',
+        'command = "run {bootstrap}"\nupstream = "real-kafka"\nseed_command = "seed {bootstrap} {group}"'),
+     "start.seed_command", "unknown placeholder(s) {group}; known: bootstrap, connect_protocol, python, topic_prefix"),
     ("colour = 1\n" + GOOD, "(top level)", "Additional properties are not allowed ('colour'"),
     (GOOD + "[api_keys]\nConnectGroupHeartbeat = 70000\n", "api_keys.ConnectGroupHeartbeat", "is greater than the maximum"),
     ("name = [", "(file)", "not valid TOML"),
