@@ -109,24 +109,15 @@ class WorkerHost:
                "-cp", class_path, MAIN_CLASS, str(self.socket_path)]
         self.proc = spawn_in_group(cmd, Path(self.log_file))
         try:
-            self._wait_ready()
+            wait_listening(self.proc, str(self.socket_path), self.ready_timeout_s)
             self._listening = True
+        except HostFailed as e:
+            self.stop()
+            raise HostFailed(f"the worker host JVM {e}") from None
         except BaseException:
             self.stop()
             raise
         return self
-
-    def _wait_ready(self) -> None:
-        assert self.proc is not None
-        deadline = time.monotonic() + self.ready_timeout_s
-        while time.monotonic() < deadline:
-            code = self.proc.poll()
-            if code is not None:
-                raise HostFailed(f"the worker host JVM exited with {code} before listening on {self.socket_path}")
-            if listening(str(self.socket_path)):
-                return
-            time.sleep(0.1)  # a JVM starting; the bound is the deadline
-        raise HostFailed(f"the worker host did not listen on {self.socket_path} within {self.ready_timeout_s:.0f}s")
 
     def stop(self) -> None:
         proc, self.proc = self.proc, None
@@ -149,6 +140,19 @@ class WorkerHost:
         """Made by the host once it started a worker: only then does its class archive hold a
         worker's classes, worth keeping."""
         return self.socket_path.with_name(self.socket_path.name + ".ran")
+
+
+def wait_listening(proc: subprocess.Popen[bytes], socket_path: str, timeout_s: float) -> None:
+    """Until ``proc`` listens on the Unix socket; HostFailed if it exits first or not within
+    ``timeout_s``."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise HostFailed(f"exited ({proc.returncode}) before listening on {socket_path}")
+        if listening(socket_path):
+            return
+        time.sleep(0.1)  # a JVM starting on real time; the bound is the deadline
+    raise HostFailed(f"did not listen on {socket_path} within {timeout_s:.0f}s")
 
 
 def listening(socket_path: str) -> bool:

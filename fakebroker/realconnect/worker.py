@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..realkafka.jvm import LOG4J2_BASE, spawn_in_group, stop_group
+from ..realkafka.jvm import LOG4J2_BASE, log_tail, spawn_in_group, stop_group
 from ..realkafka.launcher import free_port
 from ..realkafka.provision import RealKafkaError
 from .connectors import ConnectorSpec, create_connectors
@@ -260,10 +260,7 @@ class ConnectWorker:
                                  deadline_s, log, stopped)
 
     def log_tail(self, lines: int = 40) -> str:
-        p = self.log_path
-        if p is None or not p.is_file():
-            return "(no log)"
-        return "\n".join(p.read_text(errors="replace").splitlines()[-lines:])
+        return log_tail(self.log_path, lines)
 
     def _kill(self) -> int | None:
         proc, self.proc = self.proc, None

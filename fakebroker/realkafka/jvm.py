@@ -24,6 +24,21 @@ rootLogger.appenderRef.out.ref = out
 """
 
 
+def log_tail(path: Path | None, lines: int = 40) -> str:
+    """The last ``lines`` lines of a JVM's log file (read from its last 200 kB: a JVM logs a
+    lot), or "(no log)" (none, or not a regular file: a worker logging to a terminal)."""
+    if path is None or not path.is_file():
+        return "(no log)"
+    try:
+        with open(path, "rb") as fh:
+            fh.seek(0, os.SEEK_END)
+            fh.seek(max(0, fh.tell() - 200_000))
+            text = fh.read().decode(errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])
+
+
 def spawn_in_group(cmd: list[str], log_path: Path) -> subprocess.Popen[bytes]:
     """``cmd`` in a new session (its own process group), output appended to ``log_path``."""
     pdeath = shutil.which("setpriv")

@@ -32,7 +32,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from .jvm import LOG4J2_BASE, kill_group, spawn_in_group, stop_group
+from .jvm import LOG4J2_BASE, kill_group, log_tail, spawn_in_group, stop_group
 from .probe import BrokerDied, NotReady, wait_ready
 from .provision import KAFKA_VERSION, RealKafkaError, ensure_resolved, find_java
 from .settings import KafkaSettings
@@ -242,14 +242,7 @@ class LocalKafka:
         self._discard_workdir(failed=False)
 
     def log_tail(self, lines: int = 40) -> str:
-        p = self.log_path
-        if p is None or not p.exists():
-            return "(no log)"
-        with open(p, "rb") as fh:
-            fh.seek(0, os.SEEK_END)
-            fh.seek(max(0, fh.tell() - 200_000))
-            text = fh.read().decode(errors="replace")
-        return "\n".join(text.splitlines()[-lines:])
+        return log_tail(self.log_path, lines)
 
     def __enter__(self) -> LocalKafka:
         return self.start()

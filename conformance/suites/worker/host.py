@@ -11,12 +11,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from fakebroker.realconnect.host import listening
-from fakebroker.realkafka.jvm import spawn_in_group, stop_group
+from fakebroker.realconnect.host import HostFailed, wait_listening
+from fakebroker.realkafka.jvm import log_tail, spawn_in_group, stop_group
 
 from ...target import Target
 
@@ -36,10 +35,7 @@ class WorkerHostProcess:
         return self.directory / "host.log"
 
     def log_tail(self, n: int = 25) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return "(no log)"
+        return log_tail(self.log_path, n)
 
     def stop(self, timeout_s: float = HOST_STOP_TIMEOUT_S) -> None:
         """SIGTERM (the host stops the workers it still runs), SIGKILL after ``timeout_s``."""
@@ -59,17 +55,10 @@ def start_worker_host(target: Target) -> WorkerHostProcess:
         shutil.rmtree(directory, ignore_errors=True)
         raise RuntimeError(f"cannot start the worker host with {command!r}: {e}") from None
     host = WorkerHostProcess(command, socket_path, proc, directory)
-    bound = target.timing.startup_timeout_s * target.timing.wait_scale
-    deadline = time.monotonic() + bound
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            tail = host.log_tail()
-            host.stop()
-            raise RuntimeError(f"the worker host {command!r} exited ({proc.returncode}) before listening "
-                               f"on {socket_path}:\n{tail}")
-        if listening(socket_path):
-            return host
-        time.sleep(0.1)  # a JVM starting on real time; the bound is the deadline
-    tail = host.log_tail()
-    host.stop()
-    raise RuntimeError(f"the worker host {command!r} did not listen on {socket_path} within {bound:.0f}s:\n{tail}")
+    try:
+        wait_listening(proc, socket_path, target.timing.startup_timeout_s * target.timing.wait_scale)
+    except HostFailed as e:
+        tail = host.log_tail()
+        host.stop()
+        raise RuntimeError(f"the worker host {command!r} {e}:\n{tail}") from None
+    return host
