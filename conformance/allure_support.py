@@ -36,15 +36,7 @@ PROTOCOL_TITLES = {
 }
 
 
-SPEC_IN_REPORT = "spec"      # beside the report's index.html: the shared/ documents
-GOLDEN_IN_REPORT = "golden"  # and the golden transcripts (see certificate.render_allure)
-
-
-def spec_link(req: Requirement) -> str:
-    """A link relative to the report to its copy of the source document, with a text
-    fragment for the innermost heading: it works wherever the report folder is opened."""
-    heading = req.source.section.split(" > ")[-1]
-    return f"{SPEC_IN_REPORT}/{urllib.parse.quote(req.source.file)}#:~:text={urllib.parse.quote(heading)}"
+GOLDEN_IN_REPORT = "golden"  # beside the report's index.html: the golden transcripts (see certificate.render_allure)
 
 
 class _Bare:
@@ -86,14 +78,14 @@ def label_case(req: Requirement, target: Target, result: CaseResult) -> None:
     allure.dynamic.tag(req.level)
     allure.dynamic.severity({"MUST": "critical", "SHOULD": "normal", "MAY": "minor"}[req.level])
     _suites(allure, epic, f"{family(req.id)} ({' and '.join(req.binds)})", req.feature)
-    allure.dynamic.link(spec_link(req), name=f"{req.source.file} § {req.source.section}")
+    allure.dynamic.link(req.source.link, name=f"{req.source.short}: {req.source.doc.title}")
     for name in req.transcripts:
         allure.dynamic.link(f"{GOLDEN_IN_REPORT}/{urllib.parse.quote(name)}", name=f"fixtures/golden/{name}")
     allure.dynamic.parameter("target", _Bare(target.name))
     allure.dynamic.parameter("level", _Bare(req.level))
     allure.dynamic.parameter("protocols", _Bare(", ".join(claimed)))
     desc = (f"**{req.id}** ({req.level}, binds {' and '.join(req.binds)})\n\n{req.statement}\n\n"
-            f"Source: `{req.source.file}` § {req.source.section}")
+            f"Source: [{req.source.short}]({req.source.link}) ({req.source.doc.title})")
     if result.cases:  # one test per requirement; its cases, each with its own outcome
         desc += "\n\nCases (the requirement passes only if each passes):\n" + "\n".join(
             f"- {c['case']}: {c['outcome']}" + (f" ({c['detail']})" if c["detail"] else "") for c in result.cases)

@@ -2,10 +2,13 @@
 
     cat = load_catalogue()
     req = cat["CLS-JOIN-01"]          # Requirement(level="MUST", source=Source(...), ...)
+    req.source.link                  # the public document and section it cites, as a URL
     cat.for_suite("coordinator")     # the entries a coordinator target is certified on
 
 Validation is the JSON Schema (``schemas/requirements.schema.json``) plus the named rules
-below; every problem is reported with the entry id and the rule.
+below; every problem is reported with the entry id and the rule. Sources are public
+documents by id (``schemas/sources.json``: KIP-415, CLASSIC, CONNECT-848, ...); a MUST cites
+one of kind ``spec``, never Apache Kafka's behaviour alone (rule must-cites-spec).
 
 One id scheme: ids retired by a merge or a rename (the former golden catalogue's
 ``CLASSIC-*`` and ``CONNECT-*``) are listed in ``schemas/id-renames.json`` and stay accepted
@@ -15,8 +18,8 @@ as aliases where a user names requirements (``-k``, ``conformance list``): ``cat
 from __future__ import annotations
 
 import json
-import os
 import re
+import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +32,9 @@ from fakebroker.protocol import default_schema_dir
 CATALOGUE_FILE = "requirements.json"
 SCHEMA_FILE = "requirements.schema.json"
 RENAMES_FILE = "id-renames.json"  # retired id -> the requirement that holds its rule now
+SOURCES_FILE = "sources.json"     # the public documents sources cite, by id
+SOURCES_SCHEMA_FILE = "sources.schema.json"
+SPEC = "spec"                     # a source kind a MUST may cite (vs "reference-implementation")
 _ID = re.compile(r"[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)*-[0-9]{2}")
 LEVELS = ("MUST", "SHOULD", "MAY")
 
@@ -42,14 +48,34 @@ class CatalogueError(ValueError):
 
 
 @dataclass(frozen=True)
+class Document:
+    id: str        # "KIP-415"
+    kind: str      # "spec" or "reference-implementation"
+    title: str
+    url: str
+
+
+@dataclass(frozen=True)
 class Source:
-    file: str      # below shared/: "DESIGN.md" or "spec/000_....txt"
+    doc: Document
     section: str   # headings, outermost first, " > " between them
 
     @property
     def short(self) -> str:
-        name = Path(self.file).name
-        return f"{name.split('_')[0] if name[:3].isdigit() else name} § {self.section}"
+        return f"{self.doc.id} § {self.section}"
+
+    @property
+    def link(self) -> str:
+        """Where to read it: a message definition's file below the folder's URL; else the
+        document with a text fragment for the innermost heading (browsers that support
+        fragments scroll to it, the others open the document). Apache Kafka's behaviour has
+        no section to point into: its tree."""
+        heading = self.section.split(" > ")[-1]
+        if self.doc.kind != SPEC:
+            return self.doc.url
+        if heading.endswith(".json"):
+            return f"{self.doc.url}/{urllib.parse.quote(heading)}"
+        return f"{self.doc.url}#:~:text={urllib.parse.quote(heading)}"
 
 
 @dataclass(frozen=True, repr=False)
@@ -78,6 +104,12 @@ class Requirement:
 class Catalogue:
     requirements: tuple[Requirement, ...]
     renames: dict[str, str] = field(default_factory=dict)  # retired id -> current id
+    documents: dict[str, Document] = field(default_factory=dict)  # sources.json, by id
+
+    def cited(self) -> list[Document]:
+        """The documents the requirements cite, in the order of sources.json."""
+        ids = {r.source.doc.id for r in self.requirements}
+        return [d for d in self.documents.values() if d.id in ids]
 
     def __iter__(self) -> Iterator[Requirement]:
         return iter(self.requirements)
@@ -136,12 +168,19 @@ def rule_unique_ids(entries: list[dict[str, Any]]) -> list[str]:
     return out
 
 
-def rule_source_files_exist(entries: list[dict[str, Any]], shared_dir: Path | None) -> list[str]:
-    """Each source file exists below shared/ (checked only when shared/ is present)."""
-    if shared_dir is None or not shared_dir.is_dir():
-        return []
-    return [f"{e['id']}: source file {e['source']['file']} is not in {shared_dir} (rule source-exists)"
-            for e in entries if not (shared_dir / e["source"]["file"]).is_file()]
+def rule_source_known(entries: list[dict[str, Any]], documents: dict[str, Document]) -> list[str]:
+    """Each source names a document of sources.json."""
+    return [f"{e['id']}: source.doc {e['source']['doc']!r} is not in {SOURCES_FILE} (rule source-known)"
+            for e in entries if e["source"]["doc"] not in documents]
+
+
+def rule_must_cites_spec(entries: list[dict[str, Any]], documents: dict[str, Document]) -> list[str]:
+    """A MUST cites a statement of a specification; what only Apache Kafka does is at most a
+    SHOULD (issue #25's catalogue hygiene)."""
+    return [f"{e['id']}: a MUST cites {e['source']['doc']}, which is not a specification "
+            f"(kind {documents[e['source']['doc']].kind}) (rule must-cites-spec)"
+            for e in entries if e["level"] == "MUST" and e["source"]["doc"] in documents
+            and documents[e["source"]["doc"]].kind != SPEC]
 
 
 def rule_untestable_has_no_needs_mismatch(entries: list[dict[str, Any]]) -> list[str]:
@@ -160,31 +199,36 @@ def rule_renames_resolve(entries: list[dict[str, Any]], renames: dict[str, str])
 
 
 def validate_catalogue_data(data: Any, schema: dict[str, Any],
-                            shared_dir: Path | None = None) -> list[str]:
+                            documents: dict[str, Document] | None = None) -> list[str]:
     problems = rule_schema(data, schema)
     if problems:
         return problems
     entries = data["requirements"]
-    return (rule_unique_ids(entries) + rule_source_files_exist(entries, shared_dir)
+    docs = load_documents() if documents is None else documents
+    return (rule_unique_ids(entries) + rule_source_known(entries, docs) + rule_must_cites_spec(entries, docs)
             + rule_untestable_has_no_needs_mismatch(entries))
 
 
 # ---------------------------------------------------------------- loading
 
-def shared_dir() -> Path | None:
-    """The shared/ folder (DESIGN.md, spec/): $CONFORMANCE_SHARED_DIR, else ../shared of the
-    checkout, else the copy an installed wheel ships (conformance/_shared, see hatch_build.py)."""
-    env = os.environ.get("CONFORMANCE_SHARED_DIR")
-    if env:
-        return Path(env)
-    here = Path(__file__).resolve().parent
-    return next((d for d in (here.parent.parent / "shared", here / "_shared") if d.is_dir()), None)
+def load_documents(path: Path | None = None) -> dict[str, Document]:
+    """The sources table (``schemas/sources.json``), by id; a CatalogueError names what is wrong."""
+    schemas = default_schema_dir()
+    path = path or schemas / SOURCES_FILE
+    data = json.loads(path.read_text(encoding="utf-8"))
+    schema = json.loads((schemas / SOURCES_SCHEMA_FILE).read_text(encoding="utf-8"))
+    problems = [f"{path.name}: {p}" for p in rule_schema(data, schema)]
+    ids = [d["id"] for d in data.get("sources", [])] if not problems else []
+    problems += [f"{path.name}: {i}: used twice (rule unique-ids)" for i in sorted({i for i in ids if ids.count(i) > 1})]
+    if problems:
+        raise CatalogueError(problems)
+    return {d["id"]: Document(d["id"], d["kind"], d["title"], d["url"]) for d in data["sources"]}
 
 
-def _from_entry(e: dict[str, Any]) -> Requirement:
+def _from_entry(e: dict[str, Any], documents: dict[str, Document]) -> Requirement:
     return Requirement(
         id=e["id"], level=e["level"], feature=e["feature"], binds=tuple(e["binds"]),
-        protocols=tuple(e["protocols"]), source=Source(e["source"]["file"], e["source"]["section"]),
+        protocols=tuple(e["protocols"]), source=Source(documents[e["source"]["doc"]], e["source"]["section"]),
         statement=e["statement"], needs=tuple(e.get("needs", ())), untestable=e.get("untestable"),
         errata=tuple(e.get("errata", ())), transcripts=tuple(e.get("transcripts", ())))
 
@@ -194,13 +238,14 @@ def load_catalogue(path: Path | str | None = None) -> Catalogue:
     path = Path(path) if path is not None else schemas / CATALOGUE_FILE
     data = json.loads(path.read_text(encoding="utf-8"))
     schema = json.loads((schemas / SCHEMA_FILE).read_text(encoding="utf-8"))
-    problems = validate_catalogue_data(data, schema, shared_dir())
+    documents = load_documents()
+    problems = validate_catalogue_data(data, schema, documents)
     renames = load_renames(path.parent / RENAMES_FILE)
     if not problems:
         problems = rule_renames_resolve(data["requirements"], renames)
     if problems:
         raise CatalogueError(problems)
-    return Catalogue(tuple(_from_entry(e) for e in data["requirements"]), renames)
+    return Catalogue(tuple(_from_entry(e, documents) for e in data["requirements"]), renames, documents)
 
 
 def load_renames(path: Path) -> dict[str, str]:

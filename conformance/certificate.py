@@ -56,7 +56,7 @@ def build_certificate(run: dict[str, Any], catalogue: Catalogue | None = None) -
         rows.append({"id": res["id"], "requirement": base, "protocol": res.get("protocol"),
                      "level": req.level, "outcome": res["outcome"], "message": res.get("message", ""),
                      "feature": req.feature, "protocols": list(req.protocols),
-                     "source": f"{req.source.file} § {req.source.section}", "statement": req.statement,
+                     "source": req.source.short, "source_url": req.source.link, "statement": req.statement,
                      "transcripts": list(req.transcripts), "cases": _cases(res, req.transcripts),
                      "duration_s": res.get("duration_s", 0.0)})
     counts = {level: _counts([r for r in rows if r["level"] == level]) for level in LEVELS}
@@ -176,8 +176,7 @@ def _provenance_rows(prov: dict[str, Any]) -> list[str]:
     ci = prov.get("ci")
     rows.append(f"| CI run | {ci['url'] or ci['system'] if ci else 'none (a local run)'} |")
     for d in prov["spec_documents"]:
-        digest = f" (sha256 `{d['sha256'][:16]}…`)" if d.get("sha256") else " (not at hand)"
-        rows.append(f"| spec document | {_cell(d['title'])} — `{d['file']}`{digest} |")
+        rows.append(f"| source | [{d['id']}]({d['url']}): {_cell(d['title'])} |")
     return rows
 
 
@@ -304,11 +303,10 @@ def _continue_build_order(results_dir: Path) -> None:
 
 
 def _copy_documents(out_dir: Path) -> None:
-    """The spec documents (shared/) and golden transcripts the report links to, relatively."""
-    from .allure_support import GOLDEN_IN_REPORT, SPEC_IN_REPORT
-    from .catalogue import shared_dir
+    """The golden transcripts the report links to, relatively (sources are public URLs)."""
+    from .allure_support import GOLDEN_IN_REPORT
     from .golden import golden_dir
-    for src, name in ((shared_dir(), SPEC_IN_REPORT), (golden_dir(), GOLDEN_IN_REPORT)):
+    for src, name in ((golden_dir(), GOLDEN_IN_REPORT),):
         if src is not None and src.is_dir():
             shutil.copytree(src, out_dir / name, dirs_exist_ok=True,
                             ignore=shutil.ignore_patterns(".*", "__pycache__", "hooks"))

@@ -87,7 +87,8 @@ def main(argv: list[str] | None = None) -> int:
 
     lst = sub.add_parser("list", help="print the requirement catalogue with coverage")
     lst.add_argument("ids", nargs="*", metavar="ID",
-                     help="only these requirements (a retired id of schemas/id-renames.json names its successor)")
+                     help="only these requirements, each with its statement, level and source (document, "
+                          "section, link); a retired id of schemas/id-renames.json names its successor")
     lst.add_argument("--suite", choices=("coordinator", "worker", "all"), default="all",
                      help="which requirements (default %(default)s)")
     lst.add_argument("--target", metavar="FILE", help="also show what applies to this target")
@@ -353,7 +354,9 @@ def cmd_list(args: argparse.Namespace) -> int:
         live = cases[r.id].name.removeprefix("conformance.suites.") if r.id in cases else None
         row: dict[str, Any] = {"id": r.id, "level": r.level, "binds": list(r.binds), "protocols": list(r.protocols),
                                "coverage": "untestable" if r.untestable else "case" if live or r.transcripts else "missing",
-                               "case": live, "transcripts": list(r.transcripts), "aliases": cat.aliases(r.id)}
+                               "case": live, "transcripts": list(r.transcripts), "aliases": cat.aliases(r.id),
+                               "statement": r.statement, "source": r.source.short, "source_title": r.source.doc.title,
+                               "source_url": r.source.link}
         if target is not None:
             a = applicability(r, target, cases.get(r.id))
             row["on_target"] = "runs" if a is None else a[0].value
@@ -371,6 +374,9 @@ def cmd_list(args: argparse.Namespace) -> int:
             cov += f"  [{row['on_target']}]" + (f" as {', '.join(row['cases'])}" if len(row["cases"]) > 1 else "")
         aka = f"  (was {', '.join(row['aliases'])})" if row["aliases"] else ""
         print(f"{row['id']:18} {row['level']:6} {','.join(row['binds']):18} {','.join(row['protocols']):28} {cov}{aka}")
+        if args.ids:  # named requirements: what each says and where it is stated
+            print(f"    {row['level']}: {row['statement']}\n    source: {row['source']} "
+                  f"({row['source_title']})\n    {row['source_url']}")
     n = {c: sum(row["coverage"] == c for row in rows) for c in ("case", "untestable", "missing")}
     print(f"\n{len(reqs)} requirements: {n['case']} with a case, {n['untestable']} not "
           f"checkable from outside, {n['missing']} without a case")

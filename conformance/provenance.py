@@ -153,34 +153,9 @@ def catalogue_info() -> dict[str, Any]:
 
 
 def spec_documents() -> list[dict[str, Any]]:
-    """Every document the catalogue cites, by title (the spec README's description of it,
-    else its first heading or line), with its sha256 when the document is at hand."""
-    from .catalogue import default_catalogue, shared_dir
-    base = shared_dir()
-    titles = _readme_titles(base / "spec" / "README.md") if base else {}
-    out = []
-    for file in sorted({r.source.file for r in default_catalogue()}):
-        path = base / file if base else None
-        present = path is not None and path.is_file()
-        title = titles.get(Path(file).name) or (_first_heading(path) if present else None) or file
-        out.append({"title": title, "file": file, "sha256": sha256_file(path) if present else None})
-    return out
-
-
-def _readme_titles(readme: Path) -> dict[str, str]:
-    """``| `file` | what it is | ...`` rows of the spec folder's README."""
-    if not readme.is_file():
-        return {}
-    rows = re.findall(r"^\|\s*`([^`]+)`\s*\|\s*([^|]+?)\s*\|", readme.read_text(encoding="utf-8"), re.M)
-    return dict(rows)
-
-
-def _first_heading(path: Path) -> str | None:
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        text = line.strip().lstrip("#").strip()
-        if text and text != "...":
-            return text
-    return None
+    """Every public document the catalogue cites: id, title and where to read it."""
+    from .catalogue import default_catalogue
+    return [{"id": d.id, "title": d.title, "url": d.url, "kind": d.kind} for d in default_catalogue().cited()]
 
 
 def ci_run() -> dict[str, str] | None:

@@ -1,6 +1,8 @@
 """Suite power: run the coordinator suite in-process against each mutant and see which MUST
 cases catch it. ``conformance mutants`` prints the kill rate; the project's tests require
-every mutant to be caught and the unmodified fake broker to be certified."""
+every mutant to be caught and the unmodified fake broker to be certified. A mutant whose
+defect no specification pins (it breaks only Apache Kafka's behaviour, a SHOULD) is caught
+when a SHOULD case is not met (NON-STRICT: refused under --strict), as on the worker side."""
 
 from __future__ import annotations
 
@@ -42,7 +44,7 @@ class MutantVerdict:
     name: str
     path: str
     defect: str
-    killed_by: list[str] = field(default_factory=list)   # failed MUST cases (worker: see refusing)
+    killed_by: list[str] = field(default_factory=list)   # failed MUST cases, else SHOULDs not met (worker: see refusing)
     broken: list[str] = field(default_factory=list)
     survives: str = ""  # the written reason a mutant is allowed to survive (the spec does not pin it)
 
@@ -56,9 +58,10 @@ def judge_mutant(path: Path, *, first_only: bool = False) -> MutantVerdict:
     target = load_target(path)
     assert target.mutant is not None, f"{path} names no mutant"
     results = run_suite(target, stop_at_must_fail=first_only)
+    must = [r.requirement_id for r in results if r.outcome is Outcome.FAIL and r.level == "MUST"]
+    should = [f"{r.requirement_id} (SHOULD: NON-STRICT)" for r in results if r.outcome is Outcome.NON_STRICT]
     return MutantVerdict(
-        target.mutant, str(path), describe_mutants()[target.mutant],
-        [r.requirement_id for r in results if r.outcome is Outcome.FAIL and r.level == "MUST"],
+        target.mutant, str(path), describe_mutants()[target.mutant], must or should,
         [r.requirement_id for r in results if r.outcome is Outcome.BROKEN])
 
 

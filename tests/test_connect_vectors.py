@@ -6,7 +6,7 @@ bytes to the broker: an int16 version prefix, then the struct of that version
 
 The first vector is the one Kafka Connect itself writes for a v0 worker at
 ``leaderUrl:8083`` with config offset 1. The others are assembled byte by byte with
-``struct.pack`` from the layout in shared/DESIGN.md ("Facts the parts must agree on"),
+``struct.pack`` from the layout of KIP-415's "Connect protocol's format" (and KIP-507's v2),
 independently of the codec, so a spec file and its hand layout must agree.
 """
 

@@ -1,7 +1,7 @@
 """Kafka error codes the project uses, with Apache Kafka's numbers (``Errors.java``).
 
-DESIGN.md's list, plus the codes the classic coordinator, the offset APIs and the SASL
-authentication of a listener return.
+The group protocols' codes, plus those the classic coordinator, the offset APIs and the
+SASL authentication of a listener return.
 The draft's COMPUTE_ASSIGNMENT / INVALID_ASSIGNMENT have no Kafka number and are not here:
 the project assigns them where it assigns the draft's API keys.
 """

@@ -1,7 +1,7 @@
 """Transcripts: every frame a broker exchanged, one JSON line each.
 
 The one format that recording, pcap export, golden fixtures, client-side replay and
-broker-side scripts all read (DESIGN.md, "One transcript format everywhere"):
+broker-side scripts all read (one transcript format everywhere):
 
     {"kind": "header", "format": "fakebroker-transcript", "version": 1, ...}   (optional)
     {"kind": "request", "seq": 1, "conn": 1, "correlation_id": 1, "api_key": 11,

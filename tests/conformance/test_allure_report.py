@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from conformance.catalogue import default_catalogue
+
 from conformance.certificate import allure_binary, render_allure
 
 # One test process (make test: --dist loadgroup): its module-scoped run happens once, not once
@@ -97,11 +99,17 @@ def test_verdict_and_counts_in_the_report(fakebroker_reports: Path) -> None:
     assert executor["reportName"].startswith("PARTIAL: conformance of fakebroker")
 
 
-def test_spec_links_resolve_inside_the_report(fakebroker_reports: Path) -> None:
+def test_links_are_public_sources_or_resolve_inside_the_report(fakebroker_reports: Path) -> None:
+    """Each case links to the public document its requirement cites (schemas/sources.json)
+    and its golden transcripts, copied beside the report (relative, no file://)."""
     report = fakebroker_reports / "allure-report"
     links = [lk["url"] for r in allure_results(fakebroker_reports) for lk in r.get("links", [])]
-    assert links and all(not re.match(r"^[a-z]+:", u) for u in links), links  # relative, no file://
-    for url in links:
+    public = {d.url for d in default_catalogue().documents.values()}
+    sources = [u for u in links if re.match(r"^https://", u)]
+    assert sources and all(u.split("#")[0] in public for u in sources), sources
+    local = [u for u in links if u not in sources]
+    assert local and all(not re.match(r"^[a-z]+:", u) for u in local), local
+    for url in local:
         path = report / re.sub(r"%20", " ", url.split("#")[0])
         assert path.is_file(), f"{url} does not resolve inside {report}"
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from conformance.catalogue import default_catalogue
 from conformance.certificate import CertificateError, build_certificate, exit_code, render_markdown
 from conformance.junit import junit_tree
 from conformance.provenance import (artefact, artefact_files, ci_run, digest_files, implementation_text, spec_documents,
@@ -148,7 +149,6 @@ def test_verdict_and_exit_code(outcomes: dict[str, str], left: list, verdict: st
 # ---------------------------------------------------------------- per protocol
 
 def test_worker_requirements_run_once_per_claimed_sub_protocol() -> None:
-    from conformance.catalogue import default_catalogue
     cat = default_catalogue()
     worker = load_target(WORKER)  # claims classic, eager, compatible, sessioned
     assert protocols_to_run(cat["CONN-INC-02"], worker) == ["compatible", "sessioned"]
@@ -291,9 +291,9 @@ def test_provenance_pieces(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv("GITHUB_REPOSITORY", "o/r")
     monkeypatch.setenv("GITHUB_RUN_ID", "42")
     assert ci_run() == {"system": "github-actions", "url": "https://github.com/o/r/actions/runs/42"}
-    titles = {d["file"]: d["title"] for d in spec_documents()}
-    assert titles["spec/004_dbf4533782bb9548.txt"].startswith("KIP-415")
-    assert all(not t.startswith("spec/") for t in titles.values())
+    docs = {d["id"]: d for d in spec_documents()}
+    assert docs["KIP-415"]["title"].startswith("KIP-415") and docs["KIP-415"]["url"].startswith("https://")
+    assert "KIP-62" not in docs  # only the documents the catalogue cites
 
 
 def test_artefact_digest_follows_the_files_that_run(tmp_path: Path) -> None:
@@ -399,8 +399,19 @@ def test_list_names_requirements_by_current_or_retired_id_with_their_cases() -> 
     assert rows["CLS-SYNC-01"]["aliases"] == ["CLASSIC-SYNC-ERR-05"]
     # A requirement whose only cases are transcripts is covered, not "missing".
     assert rows["CLS-COMMIT-01"]["case"] is None and rows["CLS-COMMIT-01"]["coverage"] == "case"
+    assert rows["CLS-SYNC-01"]["source"] == "KAFKA-PROTOCOL § Error Codes"
     bad = conformance("list", "NOPE-01", timeout=120)
     assert bad.returncode == EXIT_USAGE and "no requirement NOPE-01" in bad.stderr
+
+
+def test_list_of_an_id_shows_its_statement_level_and_source() -> None:
+    r = conformance("list", "CLS-SYNC-01", "CONN-META-01", timeout=120)
+    assert r.returncode == 0, r.stderr
+    req = default_catalogue()["CONN-META-01"]
+    assert f"    MUST: {req.statement}\n" in r.stdout
+    assert "source: KIP-415 § Connect protocol's format (KIP-415: Incremental Cooperative" in r.stdout
+    assert f"    {req.source.link}\n" in r.stdout and req.source.link.startswith("https://cwiki.apache.org/")
+    assert "MUST: A SyncGroup with a generation other than the group's" in r.stdout
 
 
 def test_a_real_worker_runs_a_case_once_per_claimed_protocol_started_at_it(tmp_path: Path) -> None:

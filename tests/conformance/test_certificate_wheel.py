@@ -30,7 +30,7 @@ FAKEBROKER = ROOT / "fixtures" / "targets" / "fakebroker.toml"
 def clean_env() -> dict[str, str]:
     """No PYTHONPATH (it would import the checkout) and no CI variables."""
     return {k: v for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "CONFORMANCE_GOLDEN_DIR", "CONFORMANCE_SHARED_DIR", "FAKEBROKER_SCHEMAS")}
+            if k not in ("PYTHONPATH", "CONFORMANCE_GOLDEN_DIR", "FAKEBROKER_SCHEMAS")}
 
 
 @pytest.fixture(scope="module")
@@ -71,6 +71,7 @@ def test_the_installed_wheel_certifies_with_the_checkouts_counts(installed: Path
     with_transcripts = [r for r in default_catalogue().for_suite("coordinator") if r.transcripts]
     assert cert["goldens"]["requirements"] == len(with_transcripts) > 0
     assert cert["goldens"]["recorded"] == sum(len(r.transcripts) for r in with_transcripts)
-    docs = cert["provenance"]["spec_documents"]
-    assert docs and all(d["sha256"] for d in docs), docs  # shipped with the wheel
+    docs = cert["provenance"]["spec_documents"]  # public documents, by URL: nothing from ../shared
+    assert docs and all(d["url"].startswith("https://") for d in docs), docs
+    assert all(r["source_url"].startswith("https://") for r in cert["requirements"])
     assert cert["provenance"]["suite"]["commit"] is None  # not a checkout

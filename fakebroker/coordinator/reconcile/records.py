@@ -19,7 +19,7 @@ are the engine's generic units (``wire_records.py`` maps them onto the connect s
 
 A member-keyed record with ``value=None`` is a tombstone. Records with the same ``key``
 replace each other under compaction. Group metadata for X members is X + 2 records (X
-member metadata, one unit set, the group record last), as the draft and DESIGN.md say;
+member metadata, one unit set, the group record last), as the draft's Records section says;
 the whole durable group is that plus X + 1 target-assignment records and X current
 assignments (``compacted_size``).
 """

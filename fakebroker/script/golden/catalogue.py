@@ -17,11 +17,12 @@ from typing import Any
 
 SOURCES = {
     "kafka": "Apache Kafka's classic group coordinator (GroupMetadataManager, ClassicGroup)",
-    "design": "DESIGN.md, 'Classic coordinator rules worth pinning'",
-    "spec-002": "spec 002: the classic JoinGroup / SyncGroup protocol",
+    "design": "the classic coordinator rules the catalogue pins (each requirement's source names the "
+              "document that states it, or Apache Kafka's behaviour: docs/catalogue-audit.md)",
+    "spec-002": "the classic JoinGroup / SyncGroup protocol (Kafka Client-side Assignment Proposal)",
     "kip-394": "KIP-394: member id required on the first JoinGroup (v4+)",
     "kip-345": "KIP-345: static membership (group.instance.id)",
-    "kip-415": "spec 004 / KIP-415: Connect's incremental cooperative rebalancing",
+    "kip-415": "KIP-415: Connect's incremental cooperative rebalancing",
     "kip-709": "KIP-709: batched OffsetFetch (v8+)",
     "kip-848": "KIP-848: topic ids in the offset APIs (v10)",
     "kip-1043": "KIP-1043: DescribeGroups v6 GROUP_ID_NOT_FOUND",
