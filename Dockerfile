@@ -1,5 +1,5 @@
 # The fake broker as a container, for projects in Go, Java or Rust that want it in their own
-# CI (README.md, "The fake broker as a container"). Build from the checkout:
+# CI (docs/fake-broker.md, "The fake broker as a container"). Build from the checkout:
 #   docker build -t fakebroker .
 #   docker run --rm -p 127.0.0.1:9092:9092 fakebroker --topic events:3
 # Inside the container the broker binds 0.0.0.0 (a container's loopback is unreachable from

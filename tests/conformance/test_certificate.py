@@ -269,7 +269,7 @@ def test_one_exit_code_table() -> None:
     from fakebroker.script import cli as script_cli
     assert (script_cli.EXIT_OK, script_cli.EXIT_DIVERGED, script_cli.EXIT_USAGE, script_cli.EXIT_BROKEN) == (
         EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_BROKEN)
-    for doc in (ROOT / "README.md", ROOT / "conformance" / "README.md"):
+    for doc in (ROOT / "docs" / "running.md",):
         text = doc.read_text()
         for code, word in ((EXIT_OK, "OK"), (EXIT_FAILED, "FAILED"), (EXIT_USAGE, "USAGE"),
                            (EXIT_BROKEN, "BROKEN"), (EXIT_PARTIAL, "PARTIAL")):

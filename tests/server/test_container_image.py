@@ -77,8 +77,8 @@ def test_the_defaults_are_the_documented_ones(image) -> None:
                         ("--advertised-host", "FAKEBROKER_ADVERTISED_HOST")):
         assert f'{option} "${var}"' in script
     # Loopback-safe as documented: published on the host's loopback only.
-    readme = (ROOT / "README.md").read_text()
-    for text in (readme, DOCKERFILE.read_text()):
+    docs = (ROOT / "docs" / "fake-broker.md").read_text()
+    for text in (docs, DOCKERFILE.read_text()):
         assert "-p 127.0.0.1:9092:9092" in text and "FAKEBROKER_ADVERTISED_HOST" in text
 
 
@@ -87,7 +87,7 @@ def test_the_build_context_keeps_what_the_wheel_needs() -> None:
                if line.strip() and not line.startswith("#")}
     assert ".venv" in ignored and ".git" in ignored
     wheel = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["hatch"]["build"]["targets"]["wheel"]
-    needed = set(wheel["packages"]) | set(wheel["force-include"]) | {"pyproject.toml", "hatch_build.py", "README.md"}
+    needed = set(wheel["packages"]) | set(wheel["force-include"]) | {"pyproject.toml", "README.md"}
     for path in needed:
         assert not any(path == i or path.startswith(i + "/") for i in ignored), path
 
