@@ -14,13 +14,14 @@ setup:
 # Run the whole test suite: two workers per core (the certifications' cases wait on real
 # brokers and workers); tests of one xdist_group, such as the Spark pipeline's, stay on one
 # worker. The run is bound by the two cores, not by its waits: ~1150-1250 s of CPU
-# (bench/suite_cpu.py; bench/README.md, "make test is bound by the two cores").
+# (bench/suite_cpu.py; bench/README.md, "make test").
 test: setup
 	$(CACHED_BYTECODE) .venv/bin/python -m pytest -n $$(( 2 * $$(nproc) )) --dist loadgroup
 
 # The main job: certify the bundled implementations and write the report under reports/.
 # Three targets at a time, longest first (their cases mostly wait on real time: one after
 # another the two cores sat mostly idle, 621 s quiet). All eight certified this way in three
-# runs: 383 s at load 11-17, 278 s and 267 s at 4-15 (bench/README.md, "targets side by side").
+# runs: 383 s at load 11-17, 278 s and 267 s at 4-15; 219.7 s quiet with the worker host
+# (bench/README.md, "make certify").
 certify: setup
 	$(CACHED_BYTECODE) .venv/bin/conformance run --jobs 3 --target fixtures/targets/kafka-python-worker.toml --target fixtures/targets/apache-kafka.toml --target fixtures/targets/apache-connect-compatible.toml --target fixtures/targets/apache-connect-sessioned.toml --target fixtures/targets/draft-worker.toml --target fixtures/targets/apache-connect-eager.toml --target fixtures/targets/fakebroker-group-log.toml --target fixtures/targets/fakebroker.toml --reports reports
