@@ -47,7 +47,7 @@ SEVERITY = (EXIT_USAGE, EXIT_BROKEN, EXIT_FAILED, EXIT_PARTIAL, EXIT_OK)
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="conformance", description=__doc__.split("\n\n")[0],
                                 epilog="exit codes: 0 certified, 1 not certified, 2 usage error, "
-                                       "3 broken, 4 partial (see conformance/README.md)")
+                                       "3 broken, 4 partial (see docs/running.md, Exit codes)")
     p.add_argument("--version", action="version", version=f"conformance (connect-conformance) {__version__}")
     sub = p.add_subparsers(dest="command", required=True)
 

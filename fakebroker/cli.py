@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="A scriptable fake Kafka broker for Kafka Connect's group protocols, "
                     "and tools for the Kafka wire format.",
         epilog="exit codes: 0 ok, 1 failed (a difference, malformed bytes), 2 usage error, "
-               "3 broken (see README.md)")
+               "3 broken (see docs/running.md, Exit codes)")
     parser.add_argument("--version", action="version", version=f"fakebroker {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve_cli.add_parser(sub, common)
