@@ -173,3 +173,16 @@ def test_load_refuses_an_invalid_file(tmp_path, raw: dict) -> None:
     with pytest.raises(CatalogueError) as e:
         load_catalogue(p)
     assert "requirements/3/level" in str(e.value)
+
+
+def test_nothing_reads_the_folder_beside_the_checkout() -> None:
+    """Users clone the project alone: no code, build or CI file reaches for ../shared (the
+    catalogue cites public documents by URL instead)."""
+    root = Path(__file__).resolve().parents[2]
+    files = [p for d in ("conformance", "fakebroker", "bench", ".ci", "examples") for p in (root / d).rglob("*")
+             if p.is_file() and p.suffix in (".py", ".sh", ".yml", ".toml", "")]
+    files += [root / "pyproject.toml", root / "Makefile", root / "Dockerfile"]
+    for path in files:
+        text = path.read_text(errors="replace")
+        for needle in ("../shared", 'parent / "shared"', "CONFORMANCE_SHARED_DIR", "_shared/"):
+            assert needle not in text, f"{path.relative_to(root)} names {needle}"
