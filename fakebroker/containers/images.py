@@ -1,0 +1,237 @@
+"""Images the project builds itself, for engines that cannot pull (no registry reachable):
+
+- ``BASE``: Debian (bookworm, ``debootstrap --variant=minbase``) with Debian's OpenJDK 17
+  JRE and Python 3, made into an image with ``docker import`` of that root filesystem;
+- ``kafka_image()``: Apache Kafka's jars (the ones ``fakebroker.realkafka`` resolves from
+  Maven Central) on that base, configured as the ``apache/kafka`` image documents
+  (``KAFKA_*`` environment variables as server properties, ``CLUSTER_ID``) by
+  ``kafka_entrypoint.py``; tagged as the project's own, never the official name;
+- ``fakebroker_image()``: the repository's ``Dockerfile`` with that base.
+
+Each carries ``INPUTS_LABEL``, a hash of what it is made from, and is reused while that hash
+matches (a build once per machine; the first build is measured in bench/README.md). Builds
+in several processes at once wait for one another (a file lock), so the first builds and the
+others reuse.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import hashlib
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from ..cache_dir import cache_root
+from .engine import INPUTS_LABEL, EngineError, client, one_line
+
+HERE = Path(__file__).resolve().parent
+DEBIAN_SUITE = "bookworm"
+BASE_PACKAGES = ("openjdk-17-jre-headless", "python3", "python3-venv", "ca-certificates")
+BASE = f"connect-conformance/debian:{DEBIAN_SUITE}-jre17-py3"
+FAKEBROKER_IMAGE = "connect-conformance/fakebroker:local"
+DEBOOTSTRAP_TIMEOUT_S = 1200
+BUILD_TIMEOUT_S = 900
+#: What the fake broker's image is built from (the wheel's inputs and the Dockerfile).
+FAKEBROKER_INPUTS = ("Dockerfile", ".dockerignore", "pyproject.toml", "hatch_build.py", "README.md",
+                     "fakebroker", "conformance", "schemas", "fixtures/golden")
+
+Log = Callable[[str], None]
+
+
+def _stderr(msg: str) -> None:
+    print(f"[images] {msg}", file=sys.stderr, flush=True)
+
+
+def kafka_image_tag(version: str) -> str:
+    return f"connect-conformance/kafka:{version}-local"
+
+
+def debian_mirror() -> str:
+    return os.environ.get("CONNECT_CONFORMANCE_DEBIAN_MIRROR", "http://deb.debian.org/debian")
+
+
+def digest(*parts: bytes | str) -> str:
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode() if isinstance(p, str) else p)
+        h.update(b"\0")
+    return h.hexdigest()[:16]
+
+
+def tree_digest(root: Path, names: tuple[str, ...]) -> str:
+    """Paths and contents of the files under ``names`` (bytecode left out)."""
+    parts: list[bytes | str] = []
+    for name in names:
+        top = root / name
+        files = [top] if top.is_file() else sorted(p for p in top.rglob("*") if p.is_file())
+        for p in files:
+            if "__pycache__" in p.parts or p.suffix == ".pyc":
+                continue
+            parts += [str(p.relative_to(root)), p.read_bytes()]
+    return digest(*parts)
+
+
+@contextmanager
+def _build_lock() -> Iterator[None]:
+    d = cache_root() / "images"
+    d.mkdir(parents=True, exist_ok=True)
+    with open(d / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def current(c: Any, tag: str, inputs: str) -> Any | None:
+    """The image ``tag`` when it was made from ``inputs``; None when missing or stale."""
+    import docker
+    try:
+        image = c.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return None
+    return image if (image.labels or {}).get(INPUTS_LABEL) == inputs else None
+
+
+def base_inputs() -> str:
+    return digest(DEBIAN_SUITE, "minbase", *BASE_PACKAGES)
+
+
+def ensure_base(c: Any, log: Log = _stderr) -> str:
+    """The base image's id: reused, or made with debootstrap and ``docker import``."""
+    inputs = base_inputs()
+    found = current(c, BASE, inputs)
+    if found is not None:
+        return str(found.id)
+    debootstrap = shutil.which("debootstrap") or ("/usr/sbin/debootstrap" if Path("/usr/sbin/debootstrap").exists() else None)
+    if debootstrap is None:
+        raise EngineError("cannot make the Debian base image: debootstrap is not installed "
+                          "(Debian package debootstrap; .ci/setup.sh installs it as root)")
+    if os.geteuid() != 0:
+        raise EngineError("cannot make the Debian base image: debootstrap needs root")
+    t0 = time.monotonic()
+    log(f"making {BASE} with debootstrap from {debian_mirror()} (once per machine)")
+    with tempfile.TemporaryDirectory(prefix="cc-rootfs-") as tmp:
+        root = Path(tmp) / "root"
+        cmd = [debootstrap, "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
+               DEBIAN_SUITE, str(root), debian_mirror()]
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=DEBOOTSTRAP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise EngineError(f"debootstrap did not finish within {DEBOOTSTRAP_TIMEOUT_S} s") from None
+        if res.returncode != 0:
+            tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["(no output)"]
+            raise EngineError(f"debootstrap failed (exit {res.returncode}): {tail[0]}")
+        for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
+            for p in (root / junk).glob("*"):
+                if p.is_file():
+                    p.unlink()
+        tar = Path(tmp) / "rootfs.tar"
+        subprocess.run(["tar", "-C", str(root), "--numeric-owner", "-cf", str(tar), "."],
+                       check=True, capture_output=True)
+        repo, tag = BASE.split(":")
+        c.api.import_image_from_file(str(tar), repository=repo, tag=tag, changes=[
+            f"LABEL {INPUTS_LABEL}={inputs}", "ENV LANG=C.UTF-8"])
+    found = current(c, BASE, inputs)
+    if found is None:
+        raise EngineError(f"docker import did not leave {BASE} behind")
+    log(f"made {BASE} in {time.monotonic() - t0:.1f} s")
+    return str(found.id)
+
+
+def _build(c: Any, context: Path, tag: str, inputs: str, *, dockerfile: str = "Dockerfile",
+           buildargs: dict[str, str] | None = None, log: Log = _stderr) -> str:
+    import docker
+    t0 = time.monotonic()
+    log(f"building {tag}")
+    try:
+        image, _ = c.images.build(path=str(context), dockerfile=dockerfile, tag=tag, rm=True,
+                                  forcerm=True, network_mode="host", buildargs=buildargs or {},
+                                  labels={INPUTS_LABEL: inputs}, timeout=BUILD_TIMEOUT_S)
+    except docker.errors.BuildError as e:
+        lines = [str(x.get("stream") or x.get("error") or "").strip() for x in e.build_log]
+        raise EngineError(f"building {tag} failed: {e.msg}; last output: "
+                          f"{next((x for x in reversed(lines) if x), '')[:300]}") from None
+    except Exception as e:  # noqa: BLE001 - the engine went away, a timeout
+        raise EngineError(f"building {tag} failed: {one_line(e)}") from None
+    log(f"built {tag} in {time.monotonic() - t0:.1f} s")
+    return str(image.id)
+
+
+KAFKA_DOCKERFILE = """\
+# Apache Kafka {version} from its Maven Central jars on the project's Debian base.
+ARG BASE
+FROM ${{BASE}}
+COPY libs/ /opt/kafka/libs/
+COPY kafka_entrypoint.py log4j2.properties /opt/kafka/
+# Unprivileged, as the apache/kafka image; its data under /tmp/kraft-combined-logs.
+USER 65534
+EXPOSE 9092
+ENTRYPOINT ["python3", "/opt/kafka/kafka_entrypoint.py"]
+"""
+
+KAFKA_LOG4J2 = """\
+status = warn
+appender.out.type = Console
+appender.out.name = out
+appender.out.layout.type = PatternLayout
+appender.out.layout.pattern = [%d] %p %m (%c)%n
+rootLogger.level = info
+rootLogger.appenderRef.out.ref = out
+logger.state.name = state.change.logger
+logger.state.level = warn
+logger.request.name = kafka.request.logger
+logger.request.level = warn
+"""
+
+
+def kafka_image(libs: Path, version: str, log: Log = _stderr) -> str:
+    """The local Kafka image's tag, built when missing or when its inputs changed."""
+    c = client()
+    jars = sorted(libs.glob("*.jar"))
+    if not jars:
+        raise EngineError(f"no Kafka jars in {libs} (python -m fakebroker.realkafka resolve)")
+    entry = (HERE / "kafka_entrypoint.py").read_bytes()
+    dockerfile = KAFKA_DOCKERFILE.format(version=version)
+    tag = kafka_image_tag(version)
+    with _build_lock():
+        base = ensure_base(c, log)
+        inputs = digest(base, dockerfile, entry, KAFKA_LOG4J2,
+                        *(f"{j.name}:{j.stat().st_size}" for j in jars))
+        if current(c, tag, inputs) is not None:
+            return tag
+        with tempfile.TemporaryDirectory(prefix="cc-kafka-image-") as tmp:
+            ctx = Path(tmp)
+            (ctx / "libs").mkdir()
+            for j in jars:
+                try:  # a hard link where the cache and /tmp share a file system
+                    os.link(j, ctx / "libs" / j.name)
+                except OSError:
+                    shutil.copy2(j, ctx / "libs" / j.name)
+            (ctx / "kafka_entrypoint.py").write_bytes(entry)
+            (ctx / "log4j2.properties").write_text(KAFKA_LOG4J2)
+            (ctx / "Dockerfile").write_text(dockerfile)
+            _build(c, ctx, tag, inputs, buildargs={"BASE": base}, log=log)
+    return tag
+
+
+def fakebroker_image(root: Path, log: Log = _stderr) -> str:
+    """The fake broker's image from the checkout at ``root`` (its Dockerfile) on the
+    project's base; built when missing or when the checkout changed."""
+    if not (root / "Dockerfile").is_file():
+        raise EngineError(f"{root}: no Dockerfile (the fake broker's image builds from a checkout)")
+    c = client()
+    with _build_lock():
+        base = ensure_base(c, log)
+        inputs = digest(base, tree_digest(root, FAKEBROKER_INPUTS))
+        if current(c, FAKEBROKER_IMAGE, inputs) is None:
+            _build(c, root, FAKEBROKER_IMAGE, inputs, buildargs={"BASE": base}, log=log)
+    return FAKEBROKER_IMAGE
