@@ -13,10 +13,14 @@
 ARG BASE=python:3.12-slim
 FROM ${BASE}
 
-# The package's wheel, built here into a venv of its own, without the test extras.
+# The package's wheel, built here into a venv of its own, without the test extras. Offline
+# builds give PACKAGE=connect-conformance and PIP_OPTIONS="--no-index --find-links
+# /src/wheels" with the wheels in the context (fakebroker.containers.images stages them).
+ARG PACKAGE=/src
+ARG PIP_OPTIONS=
 COPY . /src
-RUN python3 -m venv /opt/fakebroker && /opt/fakebroker/bin/pip install --no-cache-dir /src && rm -rf /src \
- && useradd --system --no-create-home fakebroker
+RUN python3 -m venv /opt/fakebroker && /opt/fakebroker/bin/pip install --no-cache-dir $PIP_OPTIONS "$PACKAGE" \
+ && rm -rf /src && useradd --system --no-create-home fakebroker
 USER fakebroker
 
 ENV PATH=/opt/fakebroker/bin:$PATH \

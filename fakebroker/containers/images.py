@@ -19,6 +19,7 @@ from __future__ import annotations
 import fcntl
 import hashlib
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -37,6 +38,10 @@ DEBIAN_SUITE = "bookworm"
 BASE_PACKAGES = ("openjdk-17-jre-headless", "python3", "python3-venv", "ca-certificates")
 BASE = f"connect-conformance/debian:{DEBIAN_SUITE}-jre17-py3"
 FAKEBROKER_IMAGE = "connect-conformance/fakebroker:local"
+#: The base's Python (bookworm's python3) and the wheels that run on it (glibc 2.36).
+BASE_PYTHON = "3.11"
+WHEEL_PLATFORMS = tuple(f"{tag}_{platform.machine()}" for tag in (
+    "manylinux_2_28", "manylinux_2_17", "manylinux2014", "manylinux_2_5", "manylinux1", "linux"))
 DEBOOTSTRAP_TIMEOUT_S = 1200
 BUILD_TIMEOUT_S = 900
 #: What the fake broker's image is built from (the wheel's inputs and the Dockerfile).
@@ -223,6 +228,25 @@ def kafka_image(libs: Path, version: str, log: Log = _stderr) -> str:
     return tag
 
 
+def stage_wheels(root: Path, dest: Path, python: str = BASE_PYTHON) -> None:
+    """The package's wheel and its dependencies' for the base's Python, fetched by this
+    machine's pip (its index, proxy and certificates): the image's build then needs no
+    network of its own."""
+    import tomllib
+    deps = tomllib.loads((root / "pyproject.toml").read_text())["project"]["dependencies"]
+    pip = [sys.executable, "-m", "pip", "--quiet"]
+    for cmd in ([*pip, "wheel", "--no-deps", "--wheel-dir", str(dest), str(root)],
+                [*pip, "download", "--dest", str(dest), "--only-binary=:all:", "--python-version", python,
+                 "--implementation", "cp", *(f"--platform={p}" for p in WHEEL_PLATFORMS), *deps]):
+        try:
+            res = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise EngineError(f"pip {cmd[4]} did not finish within {BUILD_TIMEOUT_S} s") from None
+        if res.returncode != 0:
+            tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["(no output)"]
+            raise EngineError(f"staging the fake broker's wheels failed (pip {cmd[4]}): {tail[0]}")
+
+
 def fakebroker_image(root: Path, log: Log = _stderr) -> str:
     """The fake broker's image from the checkout at ``root`` (its Dockerfile) on the
     project's base; built when missing or when the checkout changed."""
@@ -232,6 +256,19 @@ def fakebroker_image(root: Path, log: Log = _stderr) -> str:
     with _build_lock():
         base = ensure_base(c, log)
         inputs = digest(base, tree_digest(root, FAKEBROKER_INPUTS))
-        if current(c, FAKEBROKER_IMAGE, inputs) is None:
-            _build(c, root, FAKEBROKER_IMAGE, inputs, buildargs={"BASE": base}, log=log)
+        if current(c, FAKEBROKER_IMAGE, inputs) is not None:
+            return FAKEBROKER_IMAGE
+        with tempfile.TemporaryDirectory(prefix="cc-fakebroker-image-") as tmp:
+            ctx = Path(tmp)
+            for name in FAKEBROKER_INPUTS:
+                src, dst = root / name, ctx / name
+                dst.parent.mkdir(parents=True, exist_ok=True)
+                if src.is_dir():
+                    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+                else:
+                    shutil.copy2(src, dst)
+            stage_wheels(root, ctx / "wheels")
+            _build(c, ctx, FAKEBROKER_IMAGE, inputs, log=log, buildargs={
+                "BASE": base, "PACKAGE": "connect-conformance",
+                "PIP_OPTIONS": "--no-index --find-links /src/wheels"})
     return FAKEBROKER_IMAGE
