@@ -2,7 +2,7 @@
 # A Docker engine for the container tests, on loopback only, started only when none answers.
 #
 #   .ci/docker-engine.sh install     # Debian's docker.io and debootstrap, as root (set-up)
-#   .ci/docker-engine.sh run CMD...  # start an engine if none answers, make the Kafka image,
+#   .ci/docker-engine.sh run CMD...  # start an engine if none answers, make the images,
 #                                    # run CMD, then remove the project's containers and stop
 #                                    # the engine if this started it; CMD's exit status
 #
@@ -50,9 +50,19 @@ start() {
     stop; return 0
   fi
   log "started dockerd (pid $(cat "$STATE/ours"), no bridge, no iptables)"
+}
+
+# The images the container tests run, made before them (once per machine, then reused): no
+# test waits for a first build. With both ready the container tests are required to run.
+images() {
+  answers || return 0
   local t0=$SECONDS
-  if $PY -m fakebroker.realkafka image >&2; then log "Kafka image ready in $((SECONDS - t0)) s"
-  else log "no Kafka image: the real-Kafka tests use the local process"; fi
+  if $PY -m fakebroker.realkafka image >&2 && $PY -m fakebroker.containers fakebroker-image >&2; then
+    log "images ready in $((SECONDS - t0)) s"
+    export CONNECT_CONFORMANCE_DOCKER=required
+  else
+    log "images not ready: the container tests will say why"
+  fi
 }
 
 stop() {
@@ -70,6 +80,7 @@ case "${1:-}" in
     shift
     start
     trap 'stop' EXIT
+    images
     trap 'exit 130' INT TERM
     "$@"
     ;;

@@ -96,6 +96,21 @@ def _build_lock() -> Iterator[None]:
             fcntl.flock(fh, fcntl.LOCK_UN)
 
 
+def drop_stale(c: Any, tag: str, inputs: str) -> None:
+    """The image ``tag`` names when it is stale: removed before its replacement is made, so
+    rebuilds leave no untagged images behind (kept while a container still uses it)."""
+    import docker
+    try:
+        image = c.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return
+    if (image.labels or {}).get(INPUTS_LABEL) != inputs:
+        try:
+            c.images.remove(image.id)
+        except docker.errors.APIError:
+            pass
+
+
 def current(c: Any, tag: str, inputs: str) -> Any | None:
     """The image ``tag`` when it was made from ``inputs``; None when missing or stale."""
     import docker
@@ -122,6 +137,7 @@ def ensure_base(c: Any, log: Log = _stderr) -> str:
                           "(Debian package debootstrap; .ci/setup.sh installs it as root)")
     if os.geteuid() != 0:
         raise EngineError("cannot make the Debian base image: debootstrap needs root")
+    drop_stale(c, BASE, inputs)
     t0 = time.monotonic()
     log(f"making {BASE} with debootstrap from {debian_mirror()} (once per machine)")
     with tempfile.TemporaryDirectory(prefix="cc-rootfs-") as tmp:
@@ -155,6 +171,7 @@ def ensure_base(c: Any, log: Log = _stderr) -> str:
 def _build(c: Any, context: Path, tag: str, inputs: str, *, dockerfile: str = "Dockerfile",
            buildargs: dict[str, str] | None = None, log: Log = _stderr) -> str:
     import docker
+    drop_stale(c, tag, inputs)
     t0 = time.monotonic()
     log(f"building {tag}")
     try:
