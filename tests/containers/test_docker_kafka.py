@@ -138,3 +138,84 @@ def test_a_container_that_dies_before_it_is_ready_is_reported_at_once() -> None:
     assert "did not become ready" in first and "exited" in first, first
     mine = client().containers.list(all=True, filters={"label": f"{OWNER_LABEL}={os.getpid()}"})
     assert not [c for c in mine if c.labels.get("connect-conformance.role") == "kafka"]
+
+
+class EngineProxy:
+    """A Unix socket in front of the real engine, to take the engine away from a client
+    mid-run (as a daemon that dies) without stopping the engine everyone else uses."""
+
+    def __init__(self, path: Path, engine: str = "/var/run/docker.sock") -> None:
+        self.path, self.engine = path, engine
+        self.srv = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.srv.bind(str(path))
+        self.srv.listen(16)
+        self.open: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.srv.accept()
+            except OSError:
+                return
+            up = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            up.connect(self.engine)
+            self.open += [conn, up]
+            for a, b in ((conn, up), (up, conn)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(a: socket.socket, b: socket.socket) -> None:
+        try:
+            while data := a.recv(65536):
+                b.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (a, b):
+                try:
+                    s.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+    def die(self) -> None:
+        self.srv.close()
+        for s in self.open:
+            try:
+                s.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+        self.path.unlink(missing_ok=True)
+
+
+def test_an_engine_that_dies_while_kafka_starts_is_reported_at_once(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = client()  # the engine itself, to watch and to clean up
+    proxy = EngineProxy(tmp_path / "engine.sock")
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{proxy.path}")
+    mine = {"label": f"{OWNER_LABEL}={os.getpid()}"}
+    failure: list[BaseException] = []
+
+    def start() -> None:
+        try:
+            DockerKafka(KafkaSettings(ready_timeout_s=120)).start()
+        except BaseException as e:  # noqa: BLE001 - what the test looks at
+            failure.append(e)
+
+    starter = threading.Thread(target=start, daemon=True)
+    t0 = time.monotonic()
+    starter.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not real.containers.list(all=True, filters=mine) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert real.containers.list(all=True, filters=mine), "no container was created"
+        proxy.die()
+        starter.join(60)
+        assert not starter.is_alive() and time.monotonic() - t0 < 60
+        [e] = failure
+        first = str(e).splitlines()[0]
+        assert isinstance(e, RealKafkaError) and "cannot be inspected" in first, first
+    finally:
+        for c in real.containers.list(all=True, filters=mine):
+            c.remove(force=True)
