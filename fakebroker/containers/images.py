@@ -16,7 +16,6 @@ others reuse.
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
 import os
 import platform
@@ -25,12 +24,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
-from ..cache_dir import cache_root
+from ..cache_dir import cache_root, locked
 from .engine import INPUTS_LABEL, EngineError, client, one_line
 
 HERE = Path(__file__).resolve().parent
@@ -84,16 +83,19 @@ def tree_digest(root: Path, names: tuple[str, ...]) -> str:
     return digest(*parts)
 
 
-@contextmanager
-def _build_lock() -> Iterator[None]:
-    d = cache_root() / "images"
-    d.mkdir(parents=True, exist_ok=True)
-    with open(d / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
+def _build_lock() -> AbstractContextManager[None]:
+    return locked(cache_root() / "images")
+
+
+def _run(cmd: list[str], what: str, timeout_s: float) -> None:
+    """``cmd``, bounded; its failure an EngineError naming ``what`` and its last line."""
+    try:
+        res = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout_s)
+    except subprocess.TimeoutExpired:
+        raise EngineError(f"{what} did not finish within {timeout_s:.0f} s") from None
+    if res.returncode != 0:
+        tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["(no output)"]
+        raise EngineError(f"{what} failed (exit {res.returncode}): {tail[0]}")
 
 
 def drop_stale(c: Any, tag: str, inputs: str) -> None:
@@ -144,13 +146,7 @@ def ensure_base(c: Any, log: Log = _stderr) -> str:
         root = Path(tmp) / "root"
         cmd = [debootstrap, "--variant=minbase", f"--include={','.join(BASE_PACKAGES)}",
                DEBIAN_SUITE, str(root), debian_mirror()]
-        try:
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=DEBOOTSTRAP_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise EngineError(f"debootstrap did not finish within {DEBOOTSTRAP_TIMEOUT_S} s") from None
-        if res.returncode != 0:
-            tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["(no output)"]
-            raise EngineError(f"debootstrap failed (exit {res.returncode}): {tail[0]}")
+        _run(cmd, "debootstrap", DEBOOTSTRAP_TIMEOUT_S)
         for junk in ("var/cache/apt/archives", "var/lib/apt/lists"):
             for p in (root / junk).glob("*"):
                 if p.is_file():
@@ -200,23 +196,9 @@ EXPOSE 9092
 ENTRYPOINT ["python3", "/opt/kafka/kafka_entrypoint.py"]
 """
 
-KAFKA_LOG4J2 = """\
-status = warn
-appender.out.type = Console
-appender.out.name = out
-appender.out.layout.type = PatternLayout
-appender.out.layout.pattern = [%d] %p %m (%c)%n
-rootLogger.level = info
-rootLogger.appenderRef.out.ref = out
-logger.state.name = state.change.logger
-logger.state.level = warn
-logger.request.name = kafka.request.logger
-logger.request.level = warn
-"""
-
-
-def kafka_image(libs: Path, version: str, log: Log = _stderr) -> str:
-    """The local Kafka image's tag, built when missing or when its inputs changed."""
+def kafka_image(libs: Path, version: str, log4j2: str, log: Log = _stderr) -> str:
+    """The local Kafka image's tag, built when missing or when its inputs changed; ``log4j2``
+    is the broker's logging configuration (the local process's, to the console)."""
     c = client()
     jars = sorted(libs.glob("*.jar"))
     if not jars:
@@ -226,7 +208,7 @@ def kafka_image(libs: Path, version: str, log: Log = _stderr) -> str:
     tag = kafka_image_tag(version)
     with _build_lock():
         base = ensure_base(c, log)
-        inputs = digest(base, dockerfile, entry, KAFKA_LOG4J2,
+        inputs = digest(base, dockerfile, entry, log4j2,
                         *(f"{j.name}:{j.stat().st_size}" for j in jars))
         if current(c, tag, inputs) is not None:
             return tag
@@ -239,7 +221,7 @@ def kafka_image(libs: Path, version: str, log: Log = _stderr) -> str:
                 except OSError:
                     shutil.copy2(j, ctx / "libs" / j.name)
             (ctx / "kafka_entrypoint.py").write_bytes(entry)
-            (ctx / "log4j2.properties").write_text(KAFKA_LOG4J2)
+            (ctx / "log4j2.properties").write_text(log4j2)
             (ctx / "Dockerfile").write_text(dockerfile)
             _build(c, ctx, tag, inputs, buildargs={"BASE": base}, log=log)
     return tag
@@ -255,13 +237,7 @@ def stage_wheels(root: Path, dest: Path, python: str = BASE_PYTHON) -> None:
     for cmd in ([*pip, "wheel", "--no-deps", "--wheel-dir", str(dest), str(root)],
                 [*pip, "download", "--dest", str(dest), "--only-binary=:all:", "--python-version", python,
                  "--implementation", "cp", *(f"--platform={p}" for p in WHEEL_PLATFORMS), *deps]):
-        try:
-            res = subprocess.run(cmd, capture_output=True, text=True, timeout=BUILD_TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            raise EngineError(f"pip {cmd[4]} did not finish within {BUILD_TIMEOUT_S} s") from None
-        if res.returncode != 0:
-            tail = (res.stderr or res.stdout).strip().splitlines()[-1:] or ["(no output)"]
-            raise EngineError(f"staging the fake broker's wheels failed (pip {cmd[4]}): {tail[0]}")
+        _run(cmd, f"staging the fake broker's wheels (pip {cmd[4]})", BUILD_TIMEOUT_S)
 
 
 def fakebroker_image(root: Path, log: Log = _stderr) -> str:

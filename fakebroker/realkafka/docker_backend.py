@@ -24,7 +24,7 @@ from typing import Any
 from ..containers.engine import (REQUEST_TIMEOUT_S, EngineError, client, docker_host,
                                  docker_unavailable, one_line, our_labels, use_own_reaper)
 from ..containers.images import kafka_image_tag
-from .launcher import HOST, free_port
+from .launcher import HOST, LOG4J2, free_port
 from .probe import BrokerDied, NotReady, wait_ready
 from .provision import KAFKA_VERSION, RealKafkaError
 from .settings import KafkaSettings
@@ -83,7 +83,7 @@ def choose_image(libs_dir: Any = None) -> tuple[str, str]:
     from ..containers.images import kafka_image
     from .provision import ensure_resolved
     try:
-        tag = kafka_image(libs_dir or ensure_resolved(), KAFKA_VERSION)
+        tag = kafka_image(libs_dir or ensure_resolved(), KAFKA_VERSION, LOG4J2)
     except (EngineError, RealKafkaError) as e:
         raise DockerUnusable(f"{IMAGE} cannot be pulled ({why_not}) and no local image: {e}") from None
     return tag, f"{IMAGE} cannot be pulled ({why_not}): the project's own build"
