@@ -1,6 +1,6 @@
 """``python -m fakebroker.containers``: the project's containers and images.
 
-    python -m fakebroker.containers cleanup            # remove every container the project left
+    python -m fakebroker.containers cleanup            # remove the containers ended processes left
     python -m fakebroker.containers fakebroker-image   # build the fake broker's image (checkout)
 
 Exit codes: 0 done, 1 the engine could not (the message says why), 2 usage.
@@ -21,7 +21,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m fakebroker.containers", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    sub.add_parser("cleanup", help="remove every container labelled as the project's")
+    sub.add_parser("cleanup", help="remove the project's containers whose process has ended")
     fb = sub.add_parser("fakebroker-image", help="build the fake broker's image on the project's base")
     fb.add_argument("--root", type=Path, default=Path.cwd(), help="the checkout (default: here)")
     args = p.parse_args(argv)

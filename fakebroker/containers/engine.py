@@ -5,7 +5,8 @@ testcontainers' reaper (Ryuk) is an image it pulls before the first container; w
 registry answers that pull fails every start. ``use_own_reaper()`` turns it off with
 testcontainers' own setting (``TESTCONTAINERS_RYUK_DISABLED``) and this module removes our
 containers instead: each carries ``OWNER_LABEL=<pid>``; an ``atexit`` hook removes the
-process's own, ``remove_ours()`` every one (the engine wrapper's stop, ``cleanup``).
+process's own, ``remove_ours()`` those whose process is gone (the engine wrapper's stop,
+``cleanup``).
 """
 
 from __future__ import annotations
@@ -99,17 +100,31 @@ def our_labels(role: str) -> dict[str, str]:
 
 
 def remove_ours(owner: int | None = None, timeout_s: int = 10) -> list[str]:
-    """Remove (forcibly) our containers: ``owner``'s, or every process's. Returns their short
-    ids; an engine that does not answer removes nothing."""
+    """Remove (forcibly) our containers: ``owner``'s, or, without one, those whose owner is
+    no longer a live process here (a crashed run's; a concurrent run's stay). Returns their
+    short ids; an engine that does not answer removes nothing."""
     label = f"{OWNER_LABEL}={owner}" if owner is not None else f"{MANAGED_LABEL}=true"
     try:
         c = client(timeout_s)
-        found = c.containers.list(all=True, filters={"label": label})
+        found = [x for x in c.containers.list(all=True, filters={"label": label})
+                 if owner is not None or not _alive(x.labels.get(OWNER_LABEL, ""))]
         for container in found:
             container.remove(force=True, v=True)
         return [container.short_id for container in found]
     except Exception:  # noqa: BLE001 - at exit, nothing more to do
         return []
+
+
+def _alive(pid: str) -> bool:
+    if not pid.isdigit():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 _exit_lock = threading.Lock()
