@@ -19,7 +19,10 @@ SOCK=/var/run/docker.sock
 STATE=${XDG_RUNTIME_DIR:-/tmp}/connect-conformance-dockerd
 READY_S=30
 
-answers() { [ -S "$SOCK" ] && curl -sf --max-time 2 --unix-socket "$SOCK" http://docker/_ping >/dev/null 2>&1; }
+# The project's own bounded ping (fakebroker.containers.engine), at $SOCK.
+answers() { DOCKER_HOST="unix://$SOCK" $PY -c 'import sys
+from fakebroker.containers.engine import docker_unavailable
+sys.exit(docker_unavailable() is not None)' 2>/dev/null; }
 
 install() {
   if [ "$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then
@@ -28,8 +31,8 @@ install() {
   fi
   if ! command -v dockerd >/dev/null || ! command -v debootstrap >/dev/null; then
     log "installing docker.io and debootstrap (Debian packages)"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io debootstrap curl >/dev/null \
-      || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io debootstrap curl >/dev/null; } \
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io debootstrap >/dev/null \
+      || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends docker.io debootstrap >/dev/null; } \
       || log "docker.io could not be installed: the container tests use the local process"
   fi
 }
