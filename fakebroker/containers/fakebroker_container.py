@@ -35,6 +35,7 @@ from .images import FAKEBROKER_IMAGE
 HOST = "127.0.0.1"
 CONFIG_DIR = "/config"
 RECORD_DIR = "/records"
+STOP_TIMEOUT_S = 10
 
 
 def _free_port() -> int:
@@ -93,6 +94,14 @@ class FakeBrokerContainer(DockerContainer):  # type: ignore[misc]
             raise EngineError(f"cannot start the {self.image} container: {one_line(e)}") from None
         self._wait_healthy()
         return self
+
+    def stop(self, force: bool = True, delete_volume: bool = True) -> None:
+        """SIGTERM first (the broker closes its transcript), then the removal."""
+        try:
+            self.get_wrapped_container().stop(timeout=STOP_TIMEOUT_S)
+        except Exception:  # noqa: BLE001 - not started, or the engine is gone: removal says
+            pass
+        super().stop(force=force, delete_volume=delete_volume)
 
     def health(self) -> str:
         """The engine's health status of the container ("starting", "healthy", ...)."""

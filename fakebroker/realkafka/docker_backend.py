@@ -34,6 +34,7 @@ __all__ = ["IMAGE", "DockerKafka", "DockerUnusable", "docker_host", "docker_unav
 IMAGE = f"apache/kafka:{KAFKA_VERSION}"
 CLUSTER_ID = "4L6g3nShT-eMCtK--X86sw"
 PULL_TIMEOUT_S = 120.0
+_pull_failed: str | None = None
 
 
 class DockerUnusable(RealKafkaError):
@@ -77,9 +78,11 @@ def choose_image(libs_dir: Any = None) -> tuple[str, str]:
             pass
     except Exception as e:  # noqa: BLE001
         raise DockerUnusable(f"the Docker engine at {docker_host()} does not answer: {one_line(e)}") from None
-    why_not = _pull(IMAGE, PULL_TIMEOUT_S)
+    global _pull_failed
+    why_not = _pull_failed or _pull(IMAGE, PULL_TIMEOUT_S)
     if why_not is None:
         return IMAGE, f"{IMAGE} pulled"
+    _pull_failed = why_not  # once per process: a registry that hangs costs one wait, not one per start
     from ..containers.images import kafka_image
     from .provision import ensure_resolved
     try:

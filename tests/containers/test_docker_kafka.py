@@ -207,15 +207,19 @@ def test_an_engine_that_dies_while_kafka_starts_is_reported_at_once(
     starter.start()
     try:
         deadline = time.monotonic() + 60
-        while not real.containers.list(all=True, filters=mine) and time.monotonic() < deadline:
+        running = {**mine, "status": "running"}
+        while not real.containers.list(filters=running) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert real.containers.list(all=True, filters=mine), "no container was created"
-        proxy.die()
+        assert real.containers.list(filters=running), "no container was started"
+        proxy.die()  # while the JVM starts: Kafka is not ready for seconds yet
         starter.join(60)
         assert not starter.is_alive() and time.monotonic() - t0 < 60
         [e] = failure
         first = str(e).splitlines()[0]
-        assert isinstance(e, RealKafkaError) and "cannot be inspected" in first, first
+        # Usually found by the readiness wait's look at the container; on a loaded machine
+        # the engine may go while the start's last request is still unanswered.
+        assert isinstance(e, RealKafkaError) and ("cannot be inspected" in first or first.startswith(
+            "cannot start the ")), first
     finally:
         for c in real.containers.list(all=True, filters=mine):
             c.remove(force=True)
