@@ -98,15 +98,24 @@ def _run(cmd: list[str], what: str, timeout_s: float) -> None:
         raise EngineError(f"{what} failed (exit {res.returncode}): {tail[0]}")
 
 
+def _tagged(c: Any, tag: str) -> Any | None:
+    import docker
+    try:
+        return c.images.get(tag)
+    except docker.errors.ImageNotFound:
+        return None
+
+
+def _made_from(image: Any, inputs: str) -> bool:
+    return (image.labels or {}).get(INPUTS_LABEL) == inputs
+
+
 def drop_stale(c: Any, tag: str, inputs: str) -> None:
     """The image ``tag`` names when it is stale: removed before its replacement is made, so
     rebuilds leave no untagged images behind (kept while a container still uses it)."""
     import docker
-    try:
-        image = c.images.get(tag)
-    except docker.errors.ImageNotFound:
-        return
-    if (image.labels or {}).get(INPUTS_LABEL) != inputs:
+    image = _tagged(c, tag)
+    if image is not None and not _made_from(image, inputs):
         try:
             c.images.remove(image.id)
         except docker.errors.APIError:
@@ -115,12 +124,8 @@ def drop_stale(c: Any, tag: str, inputs: str) -> None:
 
 def current(c: Any, tag: str, inputs: str) -> Any | None:
     """The image ``tag`` when it was made from ``inputs``; None when missing or stale."""
-    import docker
-    try:
-        image = c.images.get(tag)
-    except docker.errors.ImageNotFound:
-        return None
-    return image if (image.labels or {}).get(INPUTS_LABEL) == inputs else None
+    image = _tagged(c, tag)
+    return image if image is not None and _made_from(image, inputs) else None
 
 
 def base_inputs() -> str:
@@ -133,7 +138,8 @@ def ensure_base(c: Any, log: Log = _stderr) -> str:
     found = current(c, BASE, inputs)
     if found is not None:
         return str(found.id)
-    debootstrap = shutil.which("debootstrap") or ("/usr/sbin/debootstrap" if Path("/usr/sbin/debootstrap").exists() else None)
+    # /usr/sbin is not on every user's PATH
+    debootstrap = shutil.which("debootstrap") or shutil.which("debootstrap", path="/usr/sbin")
     if debootstrap is None:
         raise EngineError("cannot make the Debian base image: debootstrap is not installed "
                           "(Debian package debootstrap; .ci/setup.sh installs it as root)")
