@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -14,7 +15,9 @@ from fakebroker.containers.engine import EngineError, OWNER_LABEL, client
 from fakebroker.containers.fakebroker_container import FakeBrokerContainer
 from fakebroker.protocol import default_registry
 from fakebroker.script.transcript import load
-from tests.realclients.test_security import PARTITIONS, TOPIC, WAIT_S, joins_with_kafka_python
+from tests.realclients.test_security import (PARTITIONS, TOPIC, WAIT_S, Pem, joins_with_kafka_python,
+                                             kafka_python_conf)
+from tests.realclients.test_security import pem  # noqa: F401 - the fixture: a certificate made for the run
 
 FAULTS = """\
 version: 1
@@ -69,6 +72,16 @@ def test_sasl_is_enforced_inside_the_container(fakebroker_image: str, tmp_path: 
             admin.poll(0.2)  # error_cb is served by poll
         assert any("Authentication failed during authentication due to invalid credentials with "
                    "SASL mechanism SCRAM-SHA-512" in e for e in errors), errors
+
+
+def test_tls_is_served_inside_the_container_and_found_healthy(fakebroker_image: str, pem: Pem) -> None:
+    """The certificate and key mounted read-only; the HEALTHCHECK falls back to TLS."""
+    with FakeBrokerContainer(fakebroker_image, topics=[f"{TOPIC}:{PARTITIONS}"],
+                             tls_cert=pem.cert, tls_key=pem.key) as broker:
+        assert broker.health() == "healthy"
+        conf = kafka_python_conf(SimpleNamespace(bootstrap=broker.get_bootstrap_server()),  # type: ignore[arg-type]
+                                 "SSL", pem, None, "")
+        assert joins_with_kafka_python(conf) == [0, 1, 2]
 
 
 def test_a_container_that_cannot_serve_is_one_line_and_removed(fakebroker_image: str) -> None:
