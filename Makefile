@@ -15,8 +15,11 @@ setup:
 # brokers and workers); tests of one xdist_group, such as the Spark pipeline's, stay on one
 # worker. The run is bound by the two cores, not by its waits: ~1150-1250 s of CPU
 # (bench/suite_cpu.py; bench/README.md, "make test").
+# A Docker engine for the container tests (tests/containers) runs beside them where the
+# machine allows it: started here when none answers, stopped after, no container left behind
+# (.ci/docker-engine.sh; without one those tests are skipped and say why).
 test: setup
-	$(CACHED_BYTECODE) .venv/bin/python -m pytest -n $$(( 2 * $$(nproc) )) --dist loadgroup
+	bash .ci/docker-engine.sh run $(CACHED_BYTECODE) .venv/bin/python -m pytest -n $$(( 2 * $$(nproc) )) --dist loadgroup
 
 # The main job: certify the bundled implementations and write the report under reports/.
 # Three targets at a time, longest first (their cases mostly wait on real time: one after

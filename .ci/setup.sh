@@ -49,6 +49,9 @@ if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
   DEBIAN_FRONTEND=noninteractive as_root apt-get install -y -qq openjdk-17-jre-headless maven >/dev/null
 fi
 .venv/bin/python -m fakebroker.realkafka resolve
+# Docker (Debian's docker.io) and debootstrap for the container tests: optional, root only;
+# the engine itself runs only during `make test` (.ci/docker-engine.sh run).
+bash .ci/docker-engine.sh install
 # Apache Kafka Connect 4.2.0's distributed worker (a bundled worker target, tests/proxy):
 # connect-runtime, connect-json, connect-file (fixtures/connect/pom.xml), resolved the same way
 # into ~/.cache/connect-conformance/connect-4.2.0 (a no-op once the cache matches the POM).

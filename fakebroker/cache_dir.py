@@ -4,7 +4,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -14,3 +17,16 @@ def cache_root() -> Path:
         return Path(explicit).expanduser()
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base).expanduser() / "connect-conformance"
+
+
+@contextlib.contextmanager
+def locked(directory: Path) -> Iterator[None]:
+    """One holder at a time of ``directory/.lock`` across processes (pytest-xdist workers
+    racing to the first resolve or image build)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    with open(directory / ".lock", "w") as fh:
+        fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)

@@ -8,17 +8,23 @@ module's warehouse and starting a Spark JVM of its own. On an older pytest xdist
 suffix is there and nothing changes.
 
 And one real Kafka per test process: the settings of the ``real_kafka`` fixture (session
-scope, fakebroker.realkafka.fixture) for every test that asks for it.
+scope, fakebroker.realkafka.fixture) for every test that asks for it, as a local process
+unless ``REAL_KAFKA_BACKEND`` says otherwise: where an engine answers (make test starts one)
+``auto`` would put every real Kafka of the suite in a container; the container backend has
+tests of its own instead (tests/containers, and the persistence check on both backends).
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import replace
 
 import pytest
 
 from fakebroker.realkafka import KafkaSettings
 from fakebroker.realkafka.scenarios import DIFF_SETTINGS
+
+os.environ.setdefault("REAL_KAFKA_BACKEND", "process")
 
 
 @pytest.fixture(scope="session")

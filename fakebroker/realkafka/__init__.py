@@ -10,13 +10,15 @@ checks.
 
 Backends, chosen by ``REAL_KAFKA_BACKEND`` (``auto`` by default):
 
-- ``docker``: the ``apache/kafka`` image through testcontainers;
+- ``docker``: a container through testcontainers: the official ``apache/kafka`` image, or,
+  where it cannot be pulled, the project's own build of the same jars (``docker_backend``);
 - ``process``: the broker's jars from Maven Central (resolved once into a cache, see
   ``provision``) run as a local JVM;
 - ``external``: an already running broker at ``REAL_KAFKA_BOOTSTRAP`` (never stopped or
   restarted by us);
 - ``auto``: ``external`` when ``REAL_KAFKA_BOOTSTRAP`` is set, ``docker`` when a Docker engine
-  answers a ping, else ``process``. The choice and its reason are printed.
+  answers a ping, else ``process``; ``docker`` falls back to ``process`` when the engine
+  cannot run a Kafka image (``DockerUnusable``). The choice and its reason are printed.
 """
 
 from __future__ import annotations
@@ -98,7 +100,7 @@ def choose_backend(requested: str | None = None) -> tuple[str, str]:
         return name, "requested"
     if os.environ.get("REAL_KAFKA_BOOTSTRAP"):
         return "external", "REAL_KAFKA_BOOTSTRAP is set"
-    from .docker_backend import docker_host, docker_unavailable
+    from ..containers.engine import docker_host, docker_unavailable
     why_not = docker_unavailable()
     if why_not is None:
         return "docker", f"a Docker engine answers at {docker_host()}"
@@ -118,6 +120,11 @@ def start_real_kafka(settings: KafkaSettings | None = None, *, backend: str | No
             raise RealKafkaError("REAL_KAFKA_BACKEND=external needs REAL_KAFKA_BOOTSTRAP=host:port")
         return ExternalKafka(bootstrap, settings).start()
     if name == "docker":
-        from .docker_backend import DockerKafka
-        return DockerKafka(settings, verbose=verbose).start()
+        from .docker_backend import DockerKafka, DockerUnusable
+        try:
+            return DockerKafka(settings, verbose=verbose).start()
+        except DockerUnusable as e:
+            if why == "requested":
+                raise
+            print(f"[realkafka] backend: process instead of docker ({e})", file=sys.stderr, flush=True)
     return LocalKafka(settings, verbose=verbose).start()

@@ -4,6 +4,7 @@
     python -m fakebroker.realkafka start         # run one until Ctrl-C; prints HOST:PORT
                                                  # (Kafka's default group settings)
     python -m fakebroker.realkafka doctor        # what would be used, and why
+    python -m fakebroker.realkafka image         # the local Kafka image (built once; needs an engine)
     python -m fakebroker.realkafka diff [NAME..] # differential scenarios: Kafka vs the fake
 
 Exit codes: 0 done, 1 the broker could not be provisioned or started (the message says
@@ -45,6 +46,18 @@ def start_settings(args: argparse.Namespace) -> KafkaSettings:
 def _start(args: argparse.Namespace) -> int:
     kafka = start_real_kafka(start_settings(args), backend=args.backend, verbose=True)
     return serve_until_signalled(kafka, kafka.bootstrap)
+
+
+def _image(args: argparse.Namespace) -> int:
+    """The Kafka image the docker backend would run, made now (the engine wrapper runs this
+    before the tests, so no test waits for the first build)."""
+    import time
+
+    from .docker_backend import choose_image
+    t0 = time.monotonic()
+    image, why = choose_image()
+    print(f"{image} ({why}; {time.monotonic() - t0:.1f} s)")
+    return 0
 
 
 def _doctor(args: argparse.Namespace) -> int:
@@ -111,6 +124,7 @@ def parser() -> argparse.ArgumentParser:
     st.add_argument("--max-session-timeout-ms", type=int, default=KAFKA_MAX_SESSION_TIMEOUT_MS)
     st.add_argument("--property", "-p", action="append", metavar="NAME=VALUE",
                     help="a further server property (repeatable)")
+    sub.add_parser("image", help="make the Kafka image the docker backend runs (official, else built here)")
     dr = sub.add_parser("doctor", help="print what would be used")
     dr.add_argument("--backend", choices=("auto", "process", "docker", "external"))
     df = sub.add_parser("diff", help="run the differential scenarios against Kafka and the fake")
@@ -123,7 +137,7 @@ def parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     p = parser()
     args = p.parse_args(argv)
-    return run_command(p, args, {"resolve": _resolve, "start": _start, "doctor": _doctor, "diff": _diff},
+    return run_command(p, args, {"resolve": _resolve, "start": _start, "doctor": _doctor, "image": _image, "diff": _diff},
                        "realkafka")
 
 

@@ -13,8 +13,6 @@ POM resolves again and an unchanged one never calls Maven (offline after the fir
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -22,11 +20,10 @@ import re
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..cache_dir import cache_root
+from ..cache_dir import cache_root, locked
 
 KAFKA_VERSION = "4.2.0"
 POM = Path(__file__).with_name("pom.xml")
@@ -158,18 +155,6 @@ def find_maven() -> str:
     return mvn
 
 
-@contextlib.contextmanager
-def _locked(home: Path) -> Iterator[None]:
-    """One resolver at a time per cache (pytest-xdist workers may race to the first resolve)."""
-    home.mkdir(parents=True, exist_ok=True)
-    with open(home / ".lock", "w") as fh:
-        fcntl.flock(fh, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(fh, fcntl.LOCK_UN)
-
-
 def cached_jars(home: Path, pom: Path, required: tuple[str, ...]) -> Path | None:
     """``home/libs`` if it holds a complete resolve of ``pom`` (its stamp names the POM's
     digest and jars, all present, ``required`` among them), else None."""
@@ -223,7 +208,7 @@ def resolve_jars(*, name: str, product: str, version: str, pom: Path, required: 
     libs = cached_jars(home, pom, required)
     if libs is not None:
         return libs
-    with _locked(home):
+    with locked(home):  # one resolver at a time per cache
         libs = cached_jars(home, pom, required)  # another process may have resolved meanwhile
         if libs is not None:
             return libs

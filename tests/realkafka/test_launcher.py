@@ -206,7 +206,8 @@ def test_fixture_is_exported_to_users(real_kafka: RealKafka, tmp_path: Path) -> 
     res = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-o", "addopts=",
                           "-o", "markers=realkafka: x", str(tmp_path / "test_user.py")],
                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "REAL_KAFKA_BOOTSTRAP": real_kafka.bootstrap})
+                         env={**os.environ, "REAL_KAFKA_BOOTSTRAP": real_kafka.bootstrap,
+                              "REAL_KAFKA_BACKEND": "auto"})  # a user's default, not the suite's pin
     assert res.returncode == 0, res.stdout + res.stderr
     assert "1 passed" in res.stdout
 

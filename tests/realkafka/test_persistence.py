@@ -2,7 +2,8 @@
 rebalance the group's GroupMetadata record in ``__consumer_offsets`` (key type 2, read with
 the project's codec and schemas/kafka-records/) holds the protocol type, generation,
 leader and every member's subscription and assignment bytes exactly as the members sent
-and received them; after a broker restart the group is reloaded at the same generation."""
+and received them; after a broker restart the group is reloaded at the same generation.
+On both backends: the broker as a local process and in a container (testcontainers)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from fakebroker.protocol import default_registry
 from fakebroker.realkafka import KafkaSettings, RealKafka, start_real_kafka
 from fakebroker.realkafka.records import (OFFSETS_TOPIC, decode_batches, fetch_all,
                                           group_metadata_records)
+from tests.support.docker import require_docker
 
 pytestmark = pytest.mark.realkafka
 REG = default_registry()
@@ -24,13 +26,13 @@ META, ASSIGN = REG["ConnectProtocolMetadata"], REG["ConnectProtocolAssignment"]
 SESSION_MS, REBALANCE_MS = 60_000, 30_000  # long enough to survive the broker's restart
 
 
-@pytest.fixture(scope="module")
-def kafka() -> Iterator[RealKafka]:
+@pytest.fixture(scope="module", params=["process", "docker"])
+def kafka(request: pytest.FixtureRequest) -> Iterator[RealKafka]:
     """A broker of this module's own: it is restarted."""
-    k = start_real_kafka(KafkaSettings())
-    if k.backend == "external":
-        k.stop()
-        pytest.skip("an external broker (REAL_KAFKA_BOOTSTRAP) cannot be restarted by the suite")
+    if request.param == "docker":
+        require_docker()
+    k = start_real_kafka(KafkaSettings(), backend=request.param)
+    assert k.backend == request.param
     yield k
     k.stop()
 

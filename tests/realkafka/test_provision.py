@@ -253,12 +253,25 @@ def test_server_properties() -> None:
 def test_container_environment() -> None:
     assert env_name("group.initial.rebalance.delay.ms") == "KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS"
     assert env_name("a_b-c.d") == "KAFKA_A__B___C_D"
-    env = DockerKafka(KafkaSettings()).container_env("127.0.0.1", 40000)
-    assert env["KAFKA_LISTENERS"] == "PLAINTEXT://0.0.0.0:40000,CONTROLLER://0.0.0.0:9093"
+    # On the host's network, loopback only: what it binds is what it advertises.
+    env = DockerKafka(KafkaSettings()).container_env(40000, 40001)
+    assert env["KAFKA_LISTENERS"] == "PLAINTEXT://127.0.0.1:40000,CONTROLLER://127.0.0.1:40001"
     assert env["KAFKA_ADVERTISED_LISTENERS"] == "PLAINTEXT://127.0.0.1:40000"
-    assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == "1@localhost:9093"
+    assert env["KAFKA_CONTROLLER_QUORUM_VOTERS"] == "1@127.0.0.1:40001"
     assert env["KAFKA_PROCESS_ROLES"] == "broker,controller" and "CLUSTER_ID" in env
     assert "KAFKA_LOG_DIRS" not in env  # the image's own
+
+
+def test_the_local_image_reads_the_environment_as_the_apache_image_does() -> None:
+    """kafka_entrypoint's rule is env_name's inverse; no property given: the image's defaults."""
+    from fakebroker.containers.kafka_entrypoint import DEFAULTS, properties, property_name
+    for prop in ("group.initial.rebalance.delay.ms", "a_b-c.d", "listener.security.protocol.map"):
+        assert property_name(env_name(prop)) == prop
+    env = DockerKafka(KafkaSettings()).container_env(40000, 40001)
+    props = properties(env)
+    assert props["listeners"] == "PLAINTEXT://127.0.0.1:40000,CONTROLLER://127.0.0.1:40001"
+    assert "heap.opts" not in props and props["log.dirs"] == "/tmp/kraft-combined-logs"
+    assert properties({"CLUSTER_ID": "x"}) == {**DEFAULTS, "log.dirs": "/tmp/kraft-combined-logs"}
 
 
 def test_cli_doctor_runs(capsys: pytest.CaptureFixture[str]) -> None:
@@ -274,47 +287,3 @@ def test_cluster_ids_never_start_with_a_dash() -> None:
     from fakebroker.realkafka.launcher import new_cluster_id
     ids = [new_cluster_id() for _ in range(2000)]
     assert all(len(i) == 22 and not i.startswith("-") for i in ids)
-
-
-def test_docker_backend_wiring(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without an engine here, the container backend is checked against a stand-in for
-    testcontainers: the image, the environment, the published port, the readiness probe
-    and the stop."""
-    import testcontainers.core.container as tc_container
-    import testcontainers.core.docker_client as tc_client
-
-    from fakebroker.realkafka import docker_backend
-
-    made: list["FakeContainer"] = []
-
-    class FakeContainer:
-        def __init__(self, image: str) -> None:
-            self.image, self.env, self.ports, self.state = image, {}, {}, "new"
-            made.append(self)
-
-        def with_env(self, k: str, v: str) -> "FakeContainer":
-            self.env[k] = v
-            return self
-
-        def with_bind_ports(self, c: int, h: int) -> "FakeContainer":
-            self.ports[c] = h
-            return self
-
-        def start(self) -> None:
-            self.state = "running"
-
-        def stop(self) -> None:
-            self.state = "stopped"
-
-    monkeypatch.setattr(tc_container, "DockerContainer", FakeContainer)
-    monkeypatch.setattr(tc_client.DockerClient, "__init__", lambda self, **kw: None)
-    monkeypatch.setattr(tc_client.DockerClient, "host", lambda self: "127.0.0.1")
-    probed: list[str] = []
-    monkeypatch.setattr(docker_backend, "wait_ready", lambda b, t, alive=None: probed.append(b) or "ok")
-    k = DockerKafka(KafkaSettings(port=45678)).start()
-    [c] = made
-    assert c.image == "apache/kafka:4.2.0" and c.ports == {45678: 45678} and c.state == "running"
-    assert c.env["KAFKA_ADVERTISED_LISTENERS"] == "PLAINTEXT://127.0.0.1:45678"
-    assert probed == ["127.0.0.1:45678"] and k.bootstrap == "127.0.0.1:45678"
-    k.stop()
-    assert c.state == "stopped"

@@ -44,6 +44,36 @@ def parse_env(args: str) -> dict[str, str]:
     return dict(pair.split("=", 1) for pair in args.split())
 
 
+def test_the_healthcheck_probes_a_serving_broker_and_not_a_silent_port(tmp_path: Path) -> None:
+    """The HEALTHCHECK's command: ApiVersions answered is healthy; a port that accepts and
+    says nothing, or nothing listening, is not."""
+    import socket
+    import threading
+
+    from fakebroker.containers.healthcheck import answers
+    from fakebroker.server.broker import FakeBroker
+    from fakebroker.server.config import BrokerConfig
+    from fakebroker.server.thread import BrokerThread
+    b = BrokerThread(FakeBroker(BrokerConfig(host="127.0.0.1", port=0))).start()
+    try:
+        host, port = b.bootstrap.rsplit(":", 1)
+        assert answers(host, int(port), tls=False)
+    finally:
+        b.stop()
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(1)
+    accepted: list[socket.socket] = []
+    threading.Thread(target=lambda: accepted.append(silent.accept()[0]), daemon=True).start()
+    try:
+        assert not answers("127.0.0.1", silent.getsockname()[1], tls=False, timeout_s=0.5)
+    finally:
+        silent.close()
+        for c in accepted:
+            c.close()
+    assert not answers("127.0.0.1", port=int(port), tls=False, timeout_s=0.5)
+
+
 @pytest.fixture(scope="module")
 def image() -> dict[str, list[str]]:
     found: dict[str, list[str]] = {}
@@ -53,12 +83,17 @@ def image() -> dict[str, list[str]]:
 
 
 def test_the_image_is_a_supported_python_running_fakebroker_serve_unprivileged(image) -> None:
-    (base,) = image["FROM"]
-    minor = re.fullmatch(r"python:3\.(\d+)-slim", base)
+    args = dict(a.split("=", 1) for a in image["ARG"] if "=" in a)
+    assert image["FROM"] == ["${BASE}"]
+    minor = re.fullmatch(r"python:3\.(\d+)-slim", args["BASE"])  # by default; offline: the project's base
     requires = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
-    assert minor and requires == ">=3.11,<3.14" and 11 <= int(minor[1]) <= 13, base
-    assert any(cmd.startswith("pip install --no-cache-dir /src") for cmd in image["RUN"])
+    assert minor and requires == ">=3.11,<3.14" and 11 <= int(minor[1]) <= 13, args["BASE"]
+    assert args["PACKAGE"] == "/src"
+    assert any(cmd.startswith("python3 -m venv /opt/fakebroker && /opt/fakebroker/bin/pip install "
+                              "--no-cache-dir $PIP_OPTIONS \"$PACKAGE\"") for cmd in image["RUN"])
     assert image["USER"] == ["fakebroker"]
+    (health,) = image["HEALTHCHECK"]
+    assert health.endswith('CMD ["python3", "-m", "fakebroker.containers.healthcheck"]')
     (entry,) = image["ENTRYPOINT"]
     argv = json.loads(entry)  # the exec form: no shell of Docker's own around it
     assert argv[:2] == ["sh", "-c"] and argv[3] == "fakebroker"
@@ -94,8 +129,8 @@ def test_the_build_context_keeps_what_the_wheel_needs() -> None:
 
 def entrypoint_env(image: dict[str, list[str]], **overrides: str) -> dict[str, str]:
     env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    for args in image["ENV"]:
-        env.update(parse_env(args))
+    for args in image["ENV"]:  # as Docker does, $PATH in a value is the PATH so far
+        env.update({k: v.replace("$PATH", env["PATH"]) for k, v in parse_env(args).items()})
     env.update(overrides)
     return env
 
