@@ -336,6 +336,7 @@ def cmd_verify_attestation(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from .harness.cases import load_cases
     from .harness.runner import applicability
+    from .invariants.report import is_invariant
     from .scope import case_id, protocols_to_run
     cases = load_cases()
     target = load_target(args.target) if args.target else None
@@ -350,12 +351,14 @@ def cmd_list(args: argparse.Namespace) -> int:
         reqs = [r for r in reqs if r.id in wanted]
     rows = []
     for r in reqs:
-        live = cases[r.id].name.removeprefix("conformance.suites.") if r.id in cases else None
+        live = cases[r.id].name.removeprefix("conformance.suites.") if r.id in cases else (
+            "every worker case's exchanges (invariant)" if is_invariant(r.id) else None)
         row: dict[str, Any] = {"id": r.id, "level": r.level, "binds": list(r.binds), "protocols": list(r.protocols),
                                "coverage": "untestable" if r.untestable else "case" if live or r.transcripts else "missing",
                                "case": live, "transcripts": list(r.transcripts), "aliases": cat.aliases(r.id)}
         if target is not None:
-            a = applicability(r, target, cases.get(r.id))
+            a = None if is_invariant(r.id) and target.kind in r.binds and target.claims(r.protocols) \
+                else applicability(r, target, cases.get(r.id))
             row["on_target"] = "runs" if a is None else a[0].value
             row["cases"] = [case_id(r.id, p) for p in protocols_to_run(r, target)]
         rows.append(row)

@@ -48,6 +48,8 @@ from ...harness.clock import RealCaseClock
 from fakebroker.connect.embedded import connect_protocols
 from ...harness.context import CoordinatorContext
 from ...harness.outcomes import Broken, NotApplicable, Violation
+from ...invariants.report import findings
+from ...pipeline.decode import exchange_fields
 from ...harness.shared_kafka import TOPIC_PREFIX, prefix_of, real_kafka_for
 from ...target import Target
 from .host import WorkerHostProcess, start_worker_host
@@ -182,6 +184,27 @@ class RecordingBroker(FakeBroker):
         second: not the whole run's, copied each time)."""
         with self._lock:
             return self.seen[since:]
+
+
+def exchange_rows(seen: list[Seen], source: str) -> tuple[list[dict[str, Any]], dict[int, str]]:
+    """The case's group exchanges as the exchanges table's rows (``conformance.pipeline.decode``
+    reads Connect's embedded bytes, as the audit does), refs in arrival order of requests and
+    answers alike; and, per ref, the exchange as a person finds it in the case's transcript."""
+    events = sorted([(s.t_request, 0, s) for s in seen] + [(s.t_response, 1, s) for s in seen if s.answered],
+                    key=lambda e: (e[0], e[1], e[2].index))
+    ref: dict[tuple[int, int], int] = {(s.index, kind): n for n, (_, kind, s) in enumerate(events, 1)}
+    rows, where = [], {}
+    for s in seen:
+        if s.api not in ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup"):
+            continue
+        req, resp = s.request.to_json(), s.response.to_json() if s.answered else None
+        row = {"source": source, "source_kind": "case", "ref": ref[s.index, 0],
+               "resp_ref": ref.get((s.index, 1)), "req_time": s.t_request, "resp_time": s.t_response,
+               "api": s.api, "client_id": s.client_id, **exchange_fields(s.api, req, resp)}
+        rows.append(row)
+        what = f"{s.client_id} {s.api} v{s.version} (request #{s.index - seen[0].index + 1} of the case)"
+        where[row["ref"]] = where[row["resp_ref"]] = what
+    return rows, where
 
 
 def free_port() -> int:
@@ -462,6 +485,7 @@ class WorkerContext(CoordinatorContext):
         self.first_frame = self.recorder.frame_mark()
         self.initial_delay_ms = 0
         self.attachments: dict[str, str] = {}
+        self.invariants: dict[str, dict[str, Any]] = {}  # set by close(): conformance.invariants.report
         self.refusing = False
 
     def refuse_group(self) -> None:
@@ -673,4 +697,19 @@ class WorkerContext(CoordinatorContext):
         if self.refusing:
             self.recorder.refuse_group(self.group_id, refused=False)
         self.add_worker_exchanges()
+        self.check_invariants()
         await super().close()
+
+    def check_invariants(self) -> None:
+        """Every group invariant over every exchange of the case's group (the workers' and the
+        scripted peers'), judging the rounds a worker under test led; a violation names the
+        exchange, ``worker <id>`` / a peer's client id, API and position in the case."""
+        rows, where = exchange_rows(self.seen(), self.requirement.id)
+        workers = {w.worker_id for w in self.workers}
+        leaders = {s.response.member_id for s in self.seen(api="JoinGroup")
+                   if s.client_id in workers and s.ok and getattr(s.response, "member_id", "")}
+        found = findings(rows, leaders)
+        for f in found.values():
+            for v in f["violations"]:
+                v["exchange"] = where.get(v["ref"], "")
+        self.invariants = found
