@@ -64,9 +64,10 @@ def judge_worker_mutant(path: Path, *, only_designated: bool = False) -> MutantV
     first = info.killed_by if info else None
     if only_designated and first is None:
         raise ValueError(f"{path}: mutant {name} names no designated case")
-    results = run_worker_suite(target, ids=[first]) if first else []
+    case = info.first_case if info else None
+    results = run_worker_suite(target, ids=[case]) if case else []
     if not only_designated and not refusing(results, first):
-        rest = [r.id for r in default_catalogue().for_suite("worker") if r.id != first]
+        rest = [r.id for r in default_catalogue().for_suite("worker") if r.id != case]
         results += run_worker_suite(target, ids=rest, stop_at_must_fail=True)
     return MutantVerdict(
         name, str(path), info.defect if info else target.description, refusing(results, first),

@@ -125,6 +125,12 @@ MUTANTS: dict[str, WorkerMutant] = {
         "empty first round (as Connect 4.2.0 does)", "CONN-DOWN-02"),
     "default-delay-too-long": WorkerMutant(
         "with scheduled.rebalance.max.delay.ms unset, holds lost work back for 600000 ms", "CONN-CFG-01"),
+    "revokes-and-assigns-same-round": WorkerMutant(
+        "as leader, gives the work it revokes from a member to another member in the same round",
+        "CONN-INV-02", via="CONN-ASSIGN-02"),
+    "eager-tasks-to-one": WorkerMutant(
+        "as an eager (v0) leader, spreads connectors round-robin but gives every task to one member",
+        "CONN-INV-04", via="CONN-ASSIGN-02"),
     "retries-refused-group": WorkerMutant(
         "refused by authorization, retries its group requests at once instead of reporting and stopping",
         "CLS-W-11"),
@@ -236,6 +242,9 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
             return {m: ASSIGNMENT.encode_versioned(ASSIGNMENT.new(**header, assignment=[]), 0) for m in owned}
         if version == 0:
             share = round_robin(self.units, sorted(owned))
+            if self.defect("eager-tasks-to-one"):
+                tasks = {u for u in self.units if u[1] >= 0}
+                share = {m: (u - tasks) | (tasks if m == min(share) else set()) for m, u in share.items()}
             if self.defect("eager-assigns-new-only"):
                 share = {m: u - self.last_share.get(m, set()) for m, u in share.items()}
                 self.last_share = round_robin(self.units, sorted(owned))
@@ -289,6 +298,12 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
                 new[idle[0]] |= set(a.lost)
         if self.defect("revokes-all-on-join") and any(not owned[m] for m in members):
             revoked = {m: set(owned[m]) for m in members}
+        if self.defect("revokes-and-assigns-same-round"):
+            for m in members:
+                for u in sorted(revoked[m]):
+                    to = min((o for o in members if o != m), key=lambda o: (len(owned[o] | new[o]), o), default=None)
+                    if to is not None:
+                        new[to].add(u)
         return new, revoked, delay
 
     async def _do_join_and_sync_async(self) -> bytes:
