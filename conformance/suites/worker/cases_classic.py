@@ -572,7 +572,8 @@ async def keeps_running_while_rejoining(ctx: WorkerContext) -> None:
     while time.monotonic() < end:
         now = await ctx.running(w)
         ctx.check(now is not None and before <= now, "work the worker runs while it rejoins (REST status)",
-                  f"all it ran before: {sorted(before)}", sorted(now) if now is not None else "no REST answer")
+                  f"all it ran before: {sorted(before)}",
+                  f"{sorted(now)}, {ctx.where_units_are(w, before - now)}" if now is not None else "no REST answer")
         await asyncio.sleep(0.3)  # sampling a real worker's status over the window
     still_parked = not any(s.answered for s in ctx.seen(w, "JoinGroup") if s.index == rejoin.index)
     ctx.check(still_parked, "the round held open by the slow peer (harness)", "the worker's JoinGroup parked",

@@ -487,6 +487,8 @@ class WorkerContext(CoordinatorContext):
         self.attachments: dict[str, str] = {}
         self.invariants: dict[str, dict[str, Any]] = {}  # set by close(): conformance.invariants.report
         self.refusing = False
+        # worker id -> (connector, task or -1) -> (state, worker_id) at its last REST status read
+        self.unit_states: dict[str, dict[tuple[str, int], tuple[str, str]]] = {}
 
     def refuse_group(self) -> None:
         """The coordinator's ACLs refuse this case's group to everyone until the case ends
@@ -534,10 +536,13 @@ class WorkerContext(CoordinatorContext):
         """Connectors (task -1) and tasks the worker reports RUNNING on itself, from its REST
         API (``GET /connectors``, then each one's ``/status``; a connector with no status
         yet counts as running nothing); None while the API is not serving yet (404: a worker
-        answers before its resources are registered). A worker that cannot answer at all
-        is BROKEN."""
+        answers before its resources are registered). Every unit's state is kept
+        (``unit_states``: a unit missing from the set was stopped, or is elsewhere, or FAILED,
+        and a case says which). A unit FAILED on the worker is BROKEN: the harness's work
+        (Kafka's file connectors on the configs it seeded) failed, which says nothing of the
+        group protocol. A worker that cannot answer at all is BROKEN."""
         me = f"127.0.0.1:{w.rest_port}"
-        out: set[tuple[str, int]] = set()
+        states: dict[tuple[str, int], tuple[str, str]] = {}
         try:
             try:
                 names = await asyncio.to_thread(rest_get, w.rest_port, "/connectors")
@@ -545,6 +550,7 @@ class WorkerContext(CoordinatorContext):
                 if e.code == 404:
                     return None
                 raise
+            failed: list[str] = []
             for name in names:
                 try:
                     st = await asyncio.to_thread(rest_get, w.rest_port, f"/connectors/{name}/status")
@@ -552,15 +558,32 @@ class WorkerContext(CoordinatorContext):
                     if e.code == 404:  # no status record yet
                         continue
                     raise
-                if st["connector"]["state"] == "RUNNING" and st["connector"].get("worker_id") == me:
-                    out.add((name, -1))
-                out.update((name, t["id"]) for t in st["tasks"]
-                           if t["state"] == "RUNNING" and t.get("worker_id") == me)
+                for unit, entry in [((name, -1), st["connector"]), *(((name, t["id"]), t) for t in st["tasks"])]:
+                    states[unit] = (entry["state"], entry.get("worker_id", ""))
+                    if entry["state"] == "FAILED" and entry.get("worker_id") == me:
+                        trace = (entry.get("trace") or "no trace").strip().splitlines()[0]
+                        failed.append(f"{unit} FAILED on the worker: {trace}")
         except (OSError, ValueError) as e:
             if not w.alive():
                 raise Broken(f"the worker exited ({w.proc.returncode}); log:\n{w.log_tail()}") from None
             raise Broken(f"the worker's REST API on port {w.rest_port}: {e}") from None
-        return out
+        self.unit_states[w.worker_id] = states
+        if failed:
+            raise Broken("the harness's work failed on the worker (REST status), not a protocol verdict: "
+                         + "; ".join(failed))
+        return {unit for unit, (state, where) in states.items() if state == "RUNNING" and where == me}
+
+    def where_units_are(self, w: WorkerProcess, units: set[tuple[str, int]]) -> str:
+        """What the worker's last REST status read said of ``units`` (missing from its running
+        set): each one's state and the worker it names, or that it was not listed."""
+        me = f"127.0.0.1:{w.rest_port}"
+        states = self.unit_states.get(w.worker_id, {})
+        def one(unit: tuple[str, int]) -> str:
+            if unit not in states:
+                return f"{unit} not listed"
+            state, where = states[unit]
+            return f"{unit} {state} " + ("on the worker" if where == me else f"on {where or 'no worker'}")
+        return "; ".join(one(u) for u in sorted(units))
 
     async def running_when(self, w: WorkerProcess, ok: Any, within_ms: int,
                            keep_alive: list[Any] | None = None) -> tuple[bool, set[tuple[str, int]]]:

@@ -1,0 +1,81 @@
+"""An Apache Kafka Connect release other than the bundled one (``--connect 3.0.0``): resolved
+from Maven Central into the cache, logging through log4j 1 (reload4j), its tasks running on
+the config records the seed writes as that version writes them."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+
+from fakebroker.client import KafkaConnection
+from fakebroker.realkafka.records import fetch_all
+from fakebroker.realconnect.worker import config_topic
+
+from fakebroker.realconnect import ConnectWorker, WorkerSettings, connect_build
+from fakebroker.realconnect.connectors import parse_connectors
+from fakebroker.realconnect.provision import version_key
+from fakebroker.realconnect.seed import seed_connectors
+
+from .conftest import unique
+
+OLD = "3.0.0"  # before 3.4.0 a file connector hands its tasks only what they need (KAFKA-13809)
+
+
+def _statuses(worker: ConnectWorker, names: list[str]) -> dict[str, list[str]] | None:
+    """Each connector's state and its tasks' once every one of them has its tasks, else None."""
+    out = {}
+    for name in names:
+        status, body = worker.request("GET", f"/connectors/{name}/status")
+        if status != 200 or not body.get("tasks"):
+            return None
+        out[name] = [body["connector"]["state"], *(t["state"] for t in sorted(body["tasks"], key=lambda t: t["id"]))]
+    return out
+
+
+def _task_records(bootstrap: str, topic: str) -> list[str]:
+    async def read() -> list[str]:
+        conn = await KafkaConnection.open(bootstrap)
+        try:
+            return [r.key.decode() for r in await fetch_all(conn, topic, 0) if r.key.startswith(b"task-")]
+        finally:
+            await conn.close()
+    return asyncio.run(read())
+
+
+@pytest.mark.realkafka
+@pytest.mark.parametrize("written_as", [OLD, "4.2.0"])
+def test_an_old_release_keeps_the_task_configs_seeded_as_it_writes_them(real_kafka, proxy_factory,
+                                                                       written_as) -> None:
+    """A leader starting a connector compares its task configs with those in the config topic
+    and writes them again where they differ (a rebalance more, and a task that may fail on
+    the seeded config first: 3.0.0's source task parses batch.size). Seeded as 3.0.0 writes
+    them, nothing is rewritten; seeded as 4.2.0 writes them (the connector's whole config),
+    every task config is."""
+    build = connect_build(OLD)
+    assert build.version == OLD and not build.log4j2 and not build.hostable
+    proxy = proxy_factory(real_kafka.bootstrap)
+    prefix = unique("versions")
+    specs = parse_connectors("conn-a:2,conn-b:1")
+    seed_connectors(real_kafka.bootstrap, prefix, specs, sessioned=False,
+                    version=version_key(written_as), now_ms=int(time.time() * 1000))
+    seeded = _task_records(real_kafka.bootstrap, config_topic(prefix))
+    worker = ConnectWorker(WorkerSettings(bootstrap=proxy.bootstrap, group=unique("g"), protocol="compatible",
+                                          topic_prefix=prefix, connect=OLD))
+    with worker:
+        assert worker.get("/")["version"] == OLD
+        deadline = time.monotonic() + 60
+        states = None
+        while time.monotonic() < deadline:
+            states = _statuses(worker, ["conn-a", "conn-b"])
+            if states == {"conn-a": ["RUNNING"] * 3, "conn-b": ["RUNNING"] * 2}:
+                break
+            time.sleep(0.3)
+        log = worker.log_tail(400)
+    assert states == {"conn-a": ["RUNNING"] * 3, "conn-b": ["RUNNING"] * 2}, (states, log[-3000:])
+    # The worker's log is there (log4j 1 through reload4j), with the herder's own lines.
+    assert "DistributedHerder" in log, log[-2000:]
+    rewritten = _task_records(real_kafka.bootstrap, config_topic(prefix))[len(seeded):]
+    assert seeded == ["task-conn-a-0", "task-conn-a-1", "task-conn-b-0"]
+    assert sorted(rewritten) == ([] if written_as == OLD else seeded), log[-3000:]
