@@ -15,7 +15,7 @@ more than one."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from .rounds import Group, Round, violation
@@ -38,18 +38,25 @@ def settled(r: Round) -> bool:
             and not any(s.revoked or s.delay_ms > 0 or (s.ex.assignment_error or 0) != 0 for s in syncs))
 
 
+def spreads(work: Mapping[str, set[str]]) -> dict[str, dict[str, int]] | None:
+    """Each member's count of connectors, of tasks and of both (``work``: member -> unit
+    names) when the work is balanced neither way, else None."""
+    counts = {m: kinds(set(units)) for m, units in sorted(work.items())}
+    spread = {what: {m: len(c[i]) for m, c in counts.items()} for i, what in enumerate(("connectors", "tasks"))}
+    spread["work"] = {m: len(c[0]) + len(c[1]) for m, c in counts.items()}
+    wide = [what for what, n in spread.items() if n and max(n.values()) - min(n.values()) > 1]
+    return spread if "work" in wide and len(wide) > 1 else None
+
+
 def check(g: Group) -> Iterator[dict[str, Any]]:
     for r in g.rounds:
         if not g.judged(r) or not settled(r):
             continue
-        counts = {m: kinds(r.after.get(m, set())) for m in sorted(r.members)}
-        spread = {what: {m: len(c[i]) for m, c in counts.items()} for i, what in enumerate(("connectors", "tasks"))}
-        spread["work"] = {m: len(c[0]) + len(c[1]) for m, c in counts.items()}
-        wide = {what: n for what, n in spread.items() if max(n.values()) - min(n.values()) > 1}
-        if "work" in wide and len(wide) > 1:
-            n = wide["work"]
+        spread = spreads({m: r.after.get(m, set()) for m in r.members})
+        if spread is not None:
+            n = spread["work"]
             hi, lo = max(n, key=lambda m: (n[m], m)), min(n, key=lambda m: (n[m], m))
-            shown = "; ".join(f"{what} " + ", ".join(f"{m}={k}" for m, k in n.items()) for what, n in spread.items())
+            shown = "; ".join(f"{what} " + ", ".join(f"{m}={k}" for m, k in c.items()) for what, c in spread.items())
             yield violation(NAME, r.syncs[hi].ex, f"settled at generation {r.generation} unbalanced: "
                             f"{n[hi]} units on {hi}, {n[lo]} on {lo} ({shown})",
                             generation=r.generation, members=(hi, lo))

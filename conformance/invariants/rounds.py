@@ -110,6 +110,11 @@ def rounds(exs: list[Ex]) -> list[Round]:
         _planned_syncs(r)
         # A member that is not in the round left the group; its work is lost.
         owned = {m: u for m, u in owned.items() if m in r.members or not r.members}
+        # What a member reports owning as it joins (v1/v2 metadata) is what the leader goes
+        # by, and the truth when it missed an assignment the plan gave it.
+        for j in r.joins:
+            if (j.meta_version or 0) >= 1 and j.resp_member_id:
+                owned[j.resp_member_id] = set(j.owned or ())
         r.before = {m: set(u) for m, u in owned.items()}
         for m, s in r.syncs.items():
             owned[m] = (owned.get(m, set()) - s.revoked) | s.assigned if s.incremental else set(s.assigned)

@@ -274,7 +274,7 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
         if self.defect("restarts-full-delay"):
             a.delay_deadline_ms = None  # every round with lost work starts the full delay
         if self.defect("no-revocation-on-join"):
-            a.revoked_last_round = True  # rule 6 (balance by revoking) never runs
+            a.balance = False  # rule 6 (balance by revoking) never runs
         out = a.assign(now_ms, [ConnectUnit(*u) for u in self.units],
                        {m: [ConnectUnit(*u) for u in us] for m, us in owned.items()})
         members = sorted(owned)

@@ -34,7 +34,7 @@ ROUND_COLUMNS = ("source", "source_kind", "group_id", "ref", "resp_ref", "req_ti
                  "req_vtime_ms", "resp_vtime_ms", "api", "error_code", "member_id", "generation",
                  "resp_generation", "resp_member_id", "leader", "protocol_name", "assignment_version",
                  "assigned", "revoked", "scheduled_delay_ms", "owned", "member_epoch",
-                 "resp_member_epoch", "assignors", "plan")
+                 "resp_member_epoch", "assignors", "plan", "meta_version")
 
 
 def audit_group(records: list[dict[str, Any]], checks: Any = None) -> list[dict[str, Any]]:
