@@ -131,6 +131,8 @@ MUTANTS: dict[str, WorkerMutant] = {
     "eager-tasks-to-one": WorkerMutant(
         "as an eager (v0) leader, spreads connectors round-robin but gives every task to one member",
         "CONN-INV-04", via="CONN-ASSIGN-02"),
+    "keeps-running-when-cut-off": WorkerMutant(
+        "cut off from its coordinator past its session timeout, keeps running its work (a zombie)", "CONN-INC-19"),
     "retries-refused-group": WorkerMutant(
         "refused by authorization, retries its group requests at once instead of reporting and stopping",
         "CLS-W-11"),
@@ -173,6 +175,8 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
         self.rejoin_at: float | None = None
         self.last_leader = ("", "")
         self.last_share: dict[str, set[Unit]] = {}  # (mutant eager-assigns-new-only)
+        self.session_s = args.session_timeout_ms / 1000
+        self.unreachable_since: float | None = None  # since when no coordinator is known
         self.second_round = False  # it sent the empty downgrade round: rejoin once it is installed
         # (generation, assignment) of a join + sync that completed while no one awaited it
         self.unclaimed: tuple[Any, bytes] | None = None
@@ -369,6 +373,21 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
                 released, self.owned = sorted(self.owned), set()
             emit("released", generation=generation, units=released)
 
+    def release_when_cut_off(self) -> None:
+        """Cut off from its coordinator past its session timeout, the group has expired it and
+        another worker may be given its work: it stops all of it (no zombie, KIP-415's
+        happens-before) and so reports nothing when it rejoins."""
+        if not self.coordinator_unknown():
+            self.unreachable_since = None
+            return
+        now = time.monotonic()
+        self.unreachable_since = self.unreachable_since or now
+        if now - self.unreachable_since > self.session_s and not self.defect("keeps-running-when-cut-off"):
+            with self.lock:
+                released, self.owned = sorted(self.owned), set()
+            if released:
+                emit("released", reason="coordinator unreachable past the session timeout", units=released)
+
     def coordinator_dead(self, error: Any) -> None:
         super().coordinator_dead(error)
         if self.defect("coordinator-error-drops-work") and isinstance(error, Exception):
@@ -397,7 +416,14 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
                 if not self.defect("retries-refused-group"):
                     raise
                 continue
+            except Errors.KafkaError as e:  # a lost connection, no coordinator: try again, as Connect does
+                if not e.retriable:
+                    raise
+                self.release_when_cut_off()
+                stop.wait(0.2)
+                continue
             self.poll_heartbeat()
+            self.release_when_cut_off()
             if self.rejoin_at is not None and time.monotonic() >= self.rejoin_at:
                 self.rejoin_at = None
                 emit("scheduled-rejoin")

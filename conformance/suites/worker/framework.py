@@ -33,7 +33,7 @@ from typing import Any
 
 from fakebroker.coordinator.config import CoordinatorConfig
 from fakebroker.realconnect.connectors import parse_connectors
-from fakebroker.intercept.hooks import Call, Gate, Hold, Respond
+from fakebroker.intercept.hooks import Call, Close, Gate, Hold, Respond
 from fakebroker.script.recorder import Recorder
 from fakebroker.script.transcript import Event
 from fakebroker.server.acl import AclRule, Acls, Operation, ResourceType
@@ -166,6 +166,14 @@ class RecordingBroker(FakeBroker):
             return Hold(gate, timeout_ms=timeout_ms) if call.client_id == worker_id else None
         observer = self.hooks.add(peer_synced, api="SyncGroup", keep=True, name="peers-synced")
         self.hooks.add(hold, api="SyncGroup", name=f"hold-sync:{worker_id}")
+
+    def cut_off(self, client_id: str) -> Any:
+        """From now on every connection of ``client_id`` is closed on its next request, unanswered
+        (the coordinator never sees it): a worker cut off from its coordinator. Returns the
+        hook; ``hooks.remove`` it to let the client back."""
+        def close(call: Call) -> Close | None:
+            return Close() if call.client_id == client_id else None
+        return self.hooks.add(close, keep=True, name=f"cut-off:{client_id}")
 
     def refuse_group(self, group: str, refused: bool = True) -> None:
         """From now on (until called with ``refused=False``) ACLs deny every operation on
