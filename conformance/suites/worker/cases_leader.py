@@ -165,18 +165,24 @@ def _settled_work(ctx: WorkerContext, final: Round, what: str) -> None:
               spread)
 
 
-@case("CONN-INC-16", suite=W, timeout_s=240)
-async def join_after_revoking_round(ctx: WorkerContext) -> None:
-    """p1 joins and the worker revokes work for it; p2 joins before the follow-up round. The
-    leader must go on balancing (Connect before 3.4.0 never revoked in two rounds in a row and
-    left p2 idle or the group unbalanced: KAFKA-12495)."""
-    w, lead = await lead_alone(ctx)
+async def peer_joined(ctx: WorkerContext, **kw: object) -> tuple[WorkerProcess, Lead, Peer, Round]:
+    """The worker leads alone, p1 joins: the round in which the worker revokes work for p1."""
+    w, lead = await lead_alone(ctx, **kw)
     if PROTOCOL_VERSIONS[lead.protocol] == 0:
         raise NotApplicable("the group runs the eager protocol (the case needs v1/v2)")
     p1 = await Peer.join(ctx, "p1", lead)
     r1 = await play_round(ctx, w, [p1], lead.sync, wait_for_worker=False)
     if not r1.revoked:
         raise Violation("the round p1 joined (setup)", "the leader revokes work for p1", "nothing revoked")
+    return w, lead, p1, r1
+
+
+@case("CONN-INC-16", suite=W, timeout_s=240)
+async def join_after_revoking_round(ctx: WorkerContext) -> None:
+    """p1 joins and the worker revokes work for it; p2 joins before the follow-up round. The
+    leader must go on balancing (Connect before 3.4.0 never revoked in two rounds in a row and
+    left p2 idle or the group unbalanced: KAFKA-12495)."""
+    w, lead, p1, r1 = await peer_joined(ctx)
     p2 = await Peer.join(ctx, "p2", lead)  # its join opens the follow-up round before p1 rejoins
     rounds = await until_settled(ctx, w, [p2, p1], [r1, await play_round(ctx, w, [p2, p1], r1.sync,
                                                                           wait_for_worker=False)])
@@ -210,13 +216,8 @@ async def missed_assignment_reassigned(ctx: WorkerContext) -> None:
     reached it. p2's join starts the next round, p1 rejoins reporting what it really owns. No
     member left, so the leader gives the missing work out at once: no ScheduledDelay (Connect
     before 2.5.1 held it back for scheduled.rebalance.max.delay.ms, for ever with 0: KAFKA-9848)."""
-    w, lead = await lead_alone(ctx, scheduled_rebalance_delay_ms=max(10_000, ctx.target.timing.scheduled_rebalance_delay_ms))
-    if PROTOCOL_VERSIONS[lead.protocol] == 0:
-        raise NotApplicable("the group runs the eager protocol (the case needs v1/v2)")
-    p1 = await Peer.join(ctx, "p1", lead)
-    r1 = await play_round(ctx, w, [p1], lead.sync, wait_for_worker=False)
-    if not r1.revoked:
-        raise Violation("the round p1 joined (setup)", "the leader revokes work for p1", "nothing revoked")
+    w, lead, p1, r1 = await peer_joined(ctx, scheduled_rebalance_delay_ms=max(
+        10_000, ctx.target.timing.scheduled_rebalance_delay_ms))
     # The follow-up round (p1 rejoins once the worker has: the round is open), but p1 never
     # sends its SyncGroup.
     await ctx.next_request(w, "JoinGroup", after=r1.sync, answered=False, what="the worker's rejoin after revoking",
@@ -254,23 +255,26 @@ async def cut_off_worker_stops_and_forgets(ctx: WorkerContext) -> None:
     w, lead = await lead_alone(ctx)
     if PROTOCOL_VERSIONS[lead.protocol] == 0:
         raise NotApplicable("the group runs the eager protocol: no allocation to report")
-    ok, ran = await ctx.running_when(w, bool, 60_000)
+    ok, ran = await ctx.running_when(w, lambda r: any(t == -1 for _, t in r), 60_000)
     if not ok:
-        raise Violation("work the worker runs before it is cut off (setup, REST status)", "some", [])
+        raise Violation("connectors the worker runs before it is cut off (setup, REST status)", "some", sorted(ran))
     session_ms = ctx.target.timing.session_timeout_ms
     hook = ctx.recorder.cut_off(w.worker_id)
     cut_at = time.monotonic()
     ctx.note(f"cut off from the coordinator (every connection of {w.worker_id} closed) while running {sorted(ran)}")
     try:
-        stopped, now = await ctx.running_when(w, lambda r: not r, 2 * session_ms + 10_000)
+        # Connector instances are the evidence: a Connect task's REST status may lag its stop
+        # (fixtures/targets/apache-connect.md, as in CONN-EAGER-03); the allocation below covers all.
+        connectors = {u for u in ran if u[1] == -1}
+        stopped, now = await ctx.running_when(w, lambda r: not (r & connectors), 2 * session_ms + 10_000)
         # Past the session timeout in any case: the coordinator has expired the member.
         await asyncio.sleep(max(0.0, cut_at + 1.5 * session_ms / 1000 - time.monotonic()))
     finally:
         ctx.recorder.hooks.remove(hook)
     back_at = time.monotonic()
     ctx.note(f"let back after {back_at - cut_at:.1f} s")
-    ctx.check(stopped, f"work the worker runs once cut off from its coordinator past its session timeout "
-              f"({session_ms} ms; REST status)", "none", sorted(now))
+    ctx.check(stopped, f"connectors the worker runs once cut off from its coordinator past its session timeout "
+              f"({session_ms} ms; REST status)", "none", sorted(now & connectors))
     rejoin = await ctx.maybe_next_request(w, "JoinGroup", within_ms=60_000,
                                           where=lambda s: s.t_request > back_at and s.answered)
     if rejoin is None:
