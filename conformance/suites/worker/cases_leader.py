@@ -245,8 +245,8 @@ async def missed_assignment_reassigned(ctx: WorkerContext) -> None:
 
 @case("CONN-INC-19", suite=W, timeout_s=240)
 async def cut_off_worker_stops_and_forgets(ctx: WorkerContext) -> None:
-    """The worker leads alone and runs its work; then every connection of its group member
-    is closed on its next request, past its session timeout (the coordinator expires it;
+    """The worker leads alone and runs its work; then each connection of its group member is
+    closed on its next group request, past its session timeout (the coordinator expires it;
     another worker could be given its work). It must stop that work (REST status) and, let
     back, rejoin reporting no allocation it no longer runs (Connect 2.3 kept running:
     KAFKA-9184; before 2.5.1 it rejoined reporting its stale assignment: KAFKA-9851)."""
@@ -261,7 +261,8 @@ async def cut_off_worker_stops_and_forgets(ctx: WorkerContext) -> None:
     session_ms = ctx.target.timing.session_timeout_ms
     hook = ctx.recorder.cut_off(w.worker_id)
     cut_at = time.monotonic()
-    ctx.note(f"cut off from the coordinator (every connection of {w.worker_id} closed) while running {sorted(ran)}")
+    ctx.note(f"cut off from the coordinator (each connection of {w.worker_id} closed on its next group request) "
+             f"while running {sorted(ran)}")
     try:
         # Connector instances are the evidence: a Connect task's REST status may lag its stop
         # (fixtures/targets/apache-connect.md, as in CONN-EAGER-03); the allocation below covers all.

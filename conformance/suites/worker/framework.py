@@ -168,12 +168,15 @@ class RecordingBroker(FakeBroker):
         self.hooks.add(hold, api="SyncGroup", name=f"hold-sync:{worker_id}")
 
     def cut_off(self, client_id: str) -> Any:
-        """From now on every connection of ``client_id`` is closed on its next request, unanswered
-        (the coordinator never sees it): a worker cut off from its coordinator. Returns the
-        hook; ``hooks.remove`` it to let the client back."""
+        """From now on a connection of ``client_id`` is closed, unanswered, on its next group
+        request (FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup; the coordinator
+        never sees it): a worker's group member cut off from its coordinator. Its other
+        requests pass: Connect before 3.x gives its config and status topics' clients the
+        same client.id, and its status (the REST evidence) must still be written and read.
+        Returns the hook; ``hooks.remove`` it to let the client back."""
         def close(call: Call) -> Close | None:
             return Close() if call.client_id == client_id else None
-        return self.hooks.add(close, keep=True, name=f"cut-off:{client_id}")
+        return self.hooks.add(close, api=GROUP_API_KEYS, keep=True, name=f"cut-off:{client_id}")
 
     def refuse_group(self, group: str, refused: bool = True) -> None:
         """From now on (until called with ``refused=False``) ACLs deny every operation on
