@@ -10,11 +10,11 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
 
-from . import balanced, double_ownership, revocation_ends, revoke_before_reassign, scheduled_delay
+from . import balanced, double_ownership, draft_epoch, revocation_ends, revoke_before_reassign, scheduled_delay
 from .rounds import Group, in_wire_order
 
 INVARIANTS: tuple[ModuleType, ...] = (double_ownership, revoke_before_reassign, scheduled_delay, balanced,
-                                      revocation_ends)
+                                      revocation_ends, draft_epoch)
 BY_REQUIREMENT: dict[str, ModuleType] = {m.REQUIREMENT: m for m in INVARIANTS}
 
 
@@ -26,6 +26,8 @@ def violations(rows: Iterable[dict[str, Any]], leaders: Iterable[str] | None = N
 
 
 def rounds_judged(rows: Iterable[dict[str, Any]], leaders: Iterable[str] | None = None) -> int:
-    """How many rounds of the group the invariants had to judge (evidence that they saw any)."""
+    """How many rounds (classic generations a judged member led, and the draft's heartbeats a
+    judged member sent) the invariants had to judge: evidence that they saw any."""
     g = Group(in_wire_order(rows), frozenset(leaders) if leaders is not None else None)
-    return sum(1 for r in g.rounds if r.syncs and g.judged(r))
+    return (sum(1 for r in g.rounds if r.syncs and g.judged(r))
+            + sum(1 for e in g.exs if e.api == "ConnectGroupHeartbeat" and g.judges_member(e.member_id)))

@@ -142,13 +142,17 @@ class Group:
     """One group's exchanges in wire order; its rounds derived once for every check."""
 
     exs: list[Ex]
-    # The members whose leadership is judged (the worker suite: its workers under test, not
-    # the scripted peers a case makes lead); None: every leader (the audit).
+    # The members judged (the worker suite: its workers under test, not the scripted peers a
+    # case makes lead or send what it likes); None: every member (the audit).
     leaders: frozenset[str] | None = None
 
     def judged(self, r: Round) -> bool:
         """Whether the assignment of round ``r`` is its leader's to answer for here."""
-        return self.leaders is None or r.leader in self.leaders
+        return self.judges_member(r.leader)
+
+    def judges_member(self, member: str | None) -> bool:
+        """Whether what ``member`` sends is judged here (a worker under test's, or anyone's)."""
+        return self.leaders is None or member in self.leaders
 
     @functools.cached_property
     def rounds(self) -> list[Round]:

@@ -125,3 +125,17 @@ def test_results_fail_with_the_case_and_the_exchange() -> None:
     assert out["CONN-INV-01[compatible]"].outcome.value == "PASS"
     # no case at eager recorded any round: never a pass from silence
     assert out["CONN-INV-01[eager]"].outcome.value == "NOT-APPLICABLE"
+
+
+def test_draft_member_heartbeats_with_its_current_epoch() -> None:
+    """C848-INV-01: w1 was given epoch 2; it heartbeats with 2 (fine), then with 1 (an older
+    one); w2, never given one, joins with 0 and leaves with -1 (fine)."""
+    s = Script()
+    s.connect_heartbeat("w1", 0, (), 2, ())
+    s.connect_heartbeat("w1", 2, (), 2, None)
+    s.connect_heartbeat("w2", 0, (), 3, ())
+    s.connect_heartbeat("w2", -1, (), -1, None)
+    assert found(s) == {}
+    s.connect_heartbeat("w1", 1, (), 2, None)  # lines 10-11
+    assert found(s) == {"C848-INV-01": [(11, None)]}
+    assert found(s, leaders=["w2"]) == {}  # w1 is not judged here

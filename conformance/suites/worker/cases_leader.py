@@ -248,8 +248,9 @@ async def cut_off_worker_stops_and_forgets(ctx: WorkerContext) -> None:
     """The worker leads alone and runs its work; then each connection of its group member is
     closed on its next group request, past its session timeout (the coordinator expires it;
     another worker could be given its work). It must stop that work (REST status) and, let
-    back, rejoin reporting no allocation it no longer runs (Connect 2.3 kept running:
-    KAFKA-9184; before 2.5.1 it rejoined reporting its stale assignment: KAFKA-9851)."""
+    back, rejoin reporting no allocation it no longer runs and run the work it is given back
+    (Connect 2.3 kept running: KAFKA-9184; before 2.5.1 it took work it had stopped for still
+    running and never started it again: KAFKA-9851)."""
     if not ctx.has_rest:
         raise NotApplicable("the target has no REST API to read what the worker runs")
     w, lead = await lead_alone(ctx)
@@ -287,3 +288,18 @@ async def cut_off_worker_stops_and_forgets(ctx: WorkerContext) -> None:
                      if md.allocation else set())
             ctx.check(not stale, f"allocation the worker reports as it rejoins ({p.name}), having stopped its work",
                       "none", sorted(stale))
+    # Alone again, it is given its work back (after the scheduled delay its own leadership may
+    # hold for the member it was): it must run it again, not take it for still running.
+    given: set[tuple[str, int]] = set()
+    after = rejoin
+    deadline = time.monotonic() + (ctx.target.timing.scheduled_rebalance_delay_ms + 60_000) / 1000
+    while not connectors <= given and time.monotonic() < deadline:
+        after = await ctx.worker_synced(w, after=after, within_ms=ctx.target.timing.scheduled_rebalance_delay_ms + 30_000)
+        _, asg = decode_assignment(bytes(after.response.assignment), "the worker's assignment once back")
+        given = (given - units_of(getattr(asg, "revoked", None))) | units_of(asg.assignment)
+    if not connectors <= given:
+        raise Violation("the worker's assignments once back (setup)", f"its connectors {sorted(connectors)} given back",
+                        sorted(given))
+    ok, now = await ctx.running_when(w, lambda r: connectors <= r, 30_000)
+    ctx.check(ok, "connectors the worker runs once given them back after the cut-off (REST status)",
+              sorted(connectors), sorted(now & connectors))

@@ -206,7 +206,7 @@ def exchange_rows(seen: list[Seen], source: str) -> tuple[list[dict[str, Any]], 
     ref: dict[tuple[int, int], int] = {(s.index, kind): n for n, (_, kind, s) in enumerate(events, 1)}
     rows, where = [], {}
     for s in seen:
-        if s.api not in ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup"):
+        if s.api not in ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "ConnectGroupHeartbeat"):
             continue
         req, resp = s.request.to_json(), s.response.to_json() if s.answered else None
         row = {"source": source, "source_kind": "case", "ref": ref[s.index, 0],
@@ -737,12 +737,13 @@ class WorkerContext(CoordinatorContext):
     def check_invariants(self) -> None:
         """Every group invariant over every exchange of the case's group (the workers' and the
         scripted peers'), judging the rounds a worker under test led; a violation names the
-        exchange, ``worker <id>`` / a peer's client id, API and position in the case."""
+        exchange, ``worker <id>`` / a peer's client id, API and position in the case. The
+        workers' own member ids are judged; scripted peers may lead or send what a case wants."""
         rows, where = exchange_rows(self.seen(), self.requirement.id)
         workers = {w.worker_id for w in self.workers}
-        leaders = {s.response.member_id for s in self.seen(api="JoinGroup")
-                   if s.client_id in workers and s.ok and getattr(s.response, "member_id", "")}
-        found = findings(rows, leaders)
+        mine = {r.get("resp_member_id") if r["api"] == "JoinGroup" else r.get("member_id") for r in rows
+                if r["client_id"] in workers and r["api"] in ("JoinGroup", "ConnectGroupHeartbeat")}
+        found = findings(rows, {m for m in mine if m})
         for f in found.values():
             for v in f["violations"]:
                 v["exchange"] = where.get(v["ref"], "")
