@@ -18,16 +18,19 @@ INVARIANTS: tuple[ModuleType, ...] = (double_ownership, revoke_before_reassign, 
 BY_REQUIREMENT: dict[str, ModuleType] = {m.REQUIREMENT: m for m in INVARIANTS}
 
 
-def violations(rows: Iterable[dict[str, Any]], leaders: Iterable[str] | None = None) -> dict[str, list[dict[str, Any]]]:
-    """Every invariant's violations in one group's exchange rows (clean Python values, the
-    exchanges table's columns), by requirement id; ``leaders``: judge only rounds these led."""
-    g = Group(in_wire_order(rows), frozenset(leaders) if leaders is not None else None)
+def group(rows: Iterable[dict[str, Any]], leaders: Iterable[str] | None = None) -> Group:
+    """One group's exchange rows (clean Python values, the exchanges table's columns) in wire
+    order; ``leaders``: judge only what these members did (None: everyone)."""
+    return Group(in_wire_order(rows), frozenset(leaders) if leaders is not None else None)
+
+
+def violations(g: Group) -> dict[str, list[dict[str, Any]]]:
+    """Every invariant's violations in the group, by requirement id."""
     return {m.REQUIREMENT: list(m.check(g)) for m in INVARIANTS}
 
 
-def rounds_judged(rows: Iterable[dict[str, Any]], leaders: Iterable[str] | None = None) -> int:
+def rounds_judged(g: Group) -> int:
     """How many rounds (classic generations a judged member led, and the draft's heartbeats a
     judged member sent) the invariants had to judge: evidence that they saw any."""
-    g = Group(in_wire_order(rows), frozenset(leaders) if leaders is not None else None)
     return (sum(1 for r in g.rounds if r.syncs and g.judged(r))
             + sum(1 for e in g.exs if e.api == "ConnectGroupHeartbeat" and g.judges_member(e.member_id)))

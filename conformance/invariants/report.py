@@ -13,17 +13,17 @@ from ..catalogue import default_catalogue
 from ..harness.outcomes import CaseResult, Outcome
 from ..scope import protocols_to_run
 from ..target import Target
-from . import BY_REQUIREMENT, rounds_judged, violations
+from . import BY_REQUIREMENT, group, rounds_judged, violations
 
 KEEP = 3  # violations kept per invariant and case: the first is the evidence, a few show the pattern
 
 
 def findings(rows: list[dict[str, Any]], leaders: Iterable[str]) -> dict[str, dict[str, Any]]:
     """What each invariant found in one case's exchange rows, rounds led by ``leaders`` only."""
-    leaders = list(leaders)
-    judged = rounds_judged(rows, leaders)
+    g = group(rows, leaders)
+    judged = rounds_judged(g)
     return {rid: {"rounds": judged, "violations": found[:KEEP], "more": max(0, len(found) - KEEP)}
-            for rid, found in violations(rows, leaders).items()}
+            for rid, found in violations(g).items()}
 
 
 def is_invariant(requirement_id: str) -> bool:

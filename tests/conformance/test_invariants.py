@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from conformance.invariants import violations
+from conformance.invariants import group, violations
 from conformance.invariants.report import findings, results
 from conformance.pipeline.decode import exchange_fields
 from conformance.target import load_target
@@ -31,7 +31,7 @@ def rows(s: Script) -> list[dict[str, Any]]:
 
 
 def found(s: Script, leaders: list[str] | None = None) -> dict[str, list[tuple[int, str | None]]]:
-    return {rid: [(v["ref"], v["unit"]) for v in vs] for rid, vs in violations(rows(s), leaders).items() if vs}
+    return {rid: [(v["ref"], v["unit"]) for v in vs] for rid, vs in violations(group(rows(s), leaders)).items() if vs}
 
 
 def two_members(w1: tuple[str, ...], w2: tuple[str, ...], leader: str = "w1", revoked: tuple[str, ...] = ()) -> Script:
