@@ -5,7 +5,9 @@ the config records the seed writes as that version writes them."""
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import time
+from pathlib import Path
 
 import pytest
 
@@ -15,12 +17,43 @@ from fakebroker.realconnect.worker import config_topic
 
 from fakebroker.realconnect import ConnectWorker, WorkerSettings, connect_build
 from fakebroker.realconnect.connectors import parse_connectors
-from fakebroker.realconnect.provision import version_key
+from fakebroker.realconnect.provision import ResolveFailed, pom_text, version_key
 from fakebroker.realconnect.seed import seed_connectors
 
 from .conftest import unique
 
 OLD = "3.0.0"  # before 3.4.0 a file connector hands its tasks only what they need (KAFKA-13809)
+# sha256 of fixtures/connect/pom.xml before it became a template: 4.x renders it byte for byte,
+# so a cache resolved from it stays valid (its stamp names this digest).
+POM_BEFORE_TEMPLATE = "1c4e10461f8c0e4a68f2b41e6bc870e92a6a90edaebc5616d9b69cefbcee6171"
+
+
+def test_the_pom_binds_the_logging_each_release_needs() -> None:
+    assert hashlib.sha256(pom_text("4.2.0").encode()).hexdigest() == POM_BEFORE_TEMPLATE
+    new, old = pom_text("4.1.0"), pom_text("3.0.0")
+    assert "<kafka.version>4.1.0</kafka.version>" in new and "log4j-slf4j2-impl" in new and "reload4j" not in new
+    assert "<kafka.version>3.0.0</kafka.version>" in old and "log4j-slf4j2-impl" not in old
+    assert "<artifactId>slf4j-reload4j</artifactId>" in old and "<artifactId>reload4j</artifactId>" in old
+    assert "<artifactId>slf4j-log4j12</artifactId></exclusion>" in old  # one binding on the class path
+
+
+def test_a_directory_of_jars_is_a_build(tmp_path: Path) -> None:
+    def build(*jars: str) -> Path:
+        d = tmp_path / str(len(list(tmp_path.iterdir())))
+        d.mkdir()
+        for j in jars:
+            (d / j).write_bytes(b"")
+        return d
+    base = ("connect-runtime-3.6.2-acme.4.jar", "connect-json-3.6.2.jar", "connect-file-3.6.2.jar",
+            "kafka-clients-3.6.2.jar")
+    old = connect_build(str(build(*base, "reload4j-1.2.25.jar", "slf4j-reload4j-1.7.36.jar")))
+    assert (old.version, old.log4j2, old.hostable) == ("3.6.2-acme.4", False, False)
+    new = connect_build(str(build(*base, "log4j-core-2.25.3.jar", "log4j-slf4j2-impl-2.25.3.jar")))
+    assert new.log4j2 and new.hostable and new.home != old.home
+    with pytest.raises(ResolveFailed, match="no logging binding"):
+        connect_build(str(build(*base)))
+    with pytest.raises(ResolveFailed, match="lacks connect-file-"):
+        connect_build(str(build(*base[:2], base[3], "reload4j-1.2.25.jar")))
 
 
 def _statuses(worker: ConnectWorker, names: list[str]) -> dict[str, list[str]] | None:
