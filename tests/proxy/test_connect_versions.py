@@ -112,3 +112,37 @@ def test_an_old_release_keeps_the_task_configs_seeded_as_it_writes_them(real_kaf
     rewritten = _task_records(real_kafka.bootstrap, config_topic(prefix))[len(seeded):]
     assert seeded == ["task-conn-a-0", "task-conn-a-1", "task-conn-b-0"]
     assert sorted(rewritten) == ([] if written_as == OLD else seeded), log[-3000:]
+
+
+@pytest.mark.realkafka
+def test_the_seed_writes_what_an_old_release_writes_through_rest(real_kafka, proxy_factory) -> None:
+    """A 3.0.0 worker creating the connectors through its REST API writes the records the seed
+    writes for 3.0.0 (read back from its config topic; the order of its writes aside)."""
+    import json
+    import tempfile
+
+    from fakebroker.realconnect.connectors import config_records
+
+    proxy = proxy_factory(real_kafka.bootstrap)
+    prefix = unique("versions-rest")
+    specs = parse_connectors("conn-a:2,conn-b:1")
+    worker = ConnectWorker(WorkerSettings(bootstrap=proxy.bootstrap, group=unique("g"), protocol="compatible",
+                                          topic_prefix=prefix, connect=OLD))
+    with worker:
+        assert worker.create_connectors(specs, 60, lambda m: None) == []
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and _statuses(worker, ["conn-a", "conn-b"]) != {
+                "conn-a": ["RUNNING"] * 3, "conn-b": ["RUNNING"] * 2}:
+            time.sleep(0.3)
+
+    async def read() -> list[tuple[str, object]]:
+        conn = await KafkaConnection.open(real_kafka.bootstrap)
+        try:
+            return [(r.key.decode(), json.loads(r.value)) for r in await fetch_all(conn, config_topic(prefix), 0)
+                    if r.key.startswith((b"connector-", b"task-", b"commit-"))]
+        finally:
+            await conn.close()
+    written = asyncio.run(read())
+    seeded = [(k.decode(), json.loads(v)) for k, v in
+              config_records(specs, f"{prefix}-work", Path(tempfile.gettempdir()), version_key(OLD))]
+    assert sorted(written, key=str) == sorted(seeded, key=str)
