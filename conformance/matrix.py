@@ -3,7 +3,7 @@ protocol each supports, as one table (markdown and JSON) of version x protocol x
 failing cases and the known bugs (``fixtures/connect/known-bugs.toml``) that explain them.
 
     conformance matrix --versions 2.4.1,3.0.0,4.2.0 --reports reports/matrix \\
-        [--protocols eager,compatible] [-k EXPR] [-n N] [--table docs/connect-matrix.md]
+        [--protocols eager,compatible] [-k EXPR] [-n N] [--table docs/connect-matrix.md] [--reuse]
 
 Each cell runs the bundled target of its protocol (``fixtures/targets/apache-connect-<p>.toml``)
 with ``connect_version`` set: the same cases, timings and seed as the certified release, only
@@ -187,10 +187,17 @@ def run_matrix(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     root = Path(args.reports)
     plan = [(v, p) for v in versions for p in wanted if p in supported(keys[v])]
+    done = _previous_cells(root) if args.reuse else {}
     skipped = [f"{v} {p}" for v in versions for p in wanted if p not in supported(keys[v])]
     cells: list[Cell] = []
     for i, (version, protocol) in enumerate(plan, 1):
         label = f"[{i}/{len(plan)}] Connect {version} {protocol}"
+        if (version, protocol) in done:  # the verdict as run; its failures explained afresh
+            cell = done[(version, protocol)]
+            cell.failed = [{"case": f["case"], "bugs": explain(f["case"], keys[version], bugs)} for f in cell.failed]
+            cells.append(cell)
+            print(f"{label}: {cell.verdict} (from {root / 'matrix.json'})", flush=True)
+            continue
         cell = Cell(version, protocol)
         cells.append(cell)
         try:
@@ -234,6 +241,17 @@ def run_matrix(args: argparse.Namespace) -> int:
     return EXIT_FAILED if any(c.unexplained for c in cells) else EXIT_OK
 
 
+def _previous_cells(root: Path) -> dict[tuple[str, str], Cell]:
+    """The cells of the matrix.json a former run wrote into ``root`` (none: {})."""
+    try:
+        doc = json.loads((root / "matrix.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    fields = set(Cell.__dataclass_fields__)
+    return {(c["version"], c["protocol"]): Cell(**{k: v for k, v in c.items() if k in fields})
+            for c in doc.get("cells", []) if c.get("verdict") not in ("NOT RUN", "BROKEN")}
+
+
 def register(sub: Any) -> None:
     m = sub.add_parser("matrix", help="the worker suite on Apache Connect releases: one table of verdicts",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -246,4 +264,7 @@ def register(sub: Any) -> None:
     m.add_argument("--bugs", default=str(KNOWN_BUGS), metavar="FILE", help="known bugs (default %(default)s)")
     m.add_argument("-n", dest="workers", default="auto", help="test processes per cell (as for run)")
     m.add_argument("-k", dest="keyword", help="only cases matching (pytest -k): every cell PARTIAL")
+    m.add_argument("--reuse", action="store_true",
+                   help="take the cells DIR/matrix.json holds from a former run (their failures explained "
+                        "again by the known bugs) and run only the others")
     m.set_defaults(func=run_matrix)
