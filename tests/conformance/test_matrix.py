@@ -75,7 +75,8 @@ def test_one_old_release_on_one_protocol(tmp_path: Path) -> None:
     (cell,) = doc["cells"]
     assert (cell["version"], cell["protocol"]) == ("3.0.0", "eager"), r.stdout[-3000:]
     assert cell["verdict"] == "PARTIAL" and not cell["failed"] and not cell["broken"], r.stdout[-3000:]
-    assert cell["counts"]["MUST"]["PASS"] == 3 and cell["host"].startswith("no")
+    # the three cases, and the invariants over their exchanges at eager (CONN-INV-01, -04)
+    assert cell["counts"]["MUST"]["PASS"] == 5 and cell["host"].startswith("no")
     assert "[1/1] Connect 3.0.0 eager: starting" in r.stdout and "% of cases done" in r.stdout
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-2000:]
     print(f"one old release on one protocol: {time.monotonic() - started:.1f} s")
