@@ -6,6 +6,7 @@
     conformance list [ID ...] [--suite S] [--target FILE] [--json]
     conformance mutants [--dir fixtures/mutants] [--suite S] [--group-log] [--reports DIR]
     conformance verify-attestation FILE --key PUB.pem
+    conformance matrix --versions V,V,... [--protocols P,...] [--reports DIR] [--table FILE] [-k EXPR]
 
 ``run`` and ``report`` write an in-toto attestation beside each certificate
 (attestation.intoto.json), signed in a DSSE envelope (attestation.intoto.dsse.json) with
@@ -109,13 +110,15 @@ def main(argv: list[str] | None = None) -> int:
     ver.add_argument("file", type=Path, help="the envelope (attestation.intoto.dsse.json)")
     ver.add_argument("--key", required=True, type=Path, metavar="PUB.pem", help="the Ed25519 PEM public key")
 
+    from .matrix import register as register_matrix, run_matrix
+    register_matrix(sub)
     from .pipeline.cli import register as register_pipeline  # ingest, audit, history (Spark)
     register_pipeline(sub)
     args = p.parse_args(argv)
     if getattr(args, "pipeline", None):
         return args.pipeline(args)
     commands = {"run": cmd_run, "report": cmd_report, "list": cmd_list, "mutants": cmd_mutants,
-                "verify-attestation": cmd_verify_attestation}
+                "verify-attestation": cmd_verify_attestation, "matrix": run_matrix}
     try:
         return commands[args.command](args)
     except (TargetError, AttestationError, CertificateError) as e:
@@ -206,6 +209,16 @@ def process_count(target: Target, workers: str) -> int:
 
 def _run_pytest(target: Target, out: Path, args: argparse.Namespace,
                 capture: bool = False) -> tuple[int, str | None]:
+    cmd = pytest_command(target, out, args)
+    if not capture:
+        return subprocess.call(cmd), None
+    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    return r.returncode, r.stdout
+
+
+def pytest_command(target: Target, out: Path, args: argparse.Namespace) -> list[str]:
+    """The pytest command running the suite on ``target`` into ``out`` (emptied of a former
+    run's results); ``args``: run's options (workers, strict, suite, keyword, markexpr)."""
     results_dir = out / "allure-results"
     if results_dir.exists():
         shutil.rmtree(results_dir)
@@ -220,18 +233,15 @@ def _run_pytest(target: Target, out: Path, args: argparse.Namespace,
         # (longest bound first): cases last from a second to forty (a real worker's windows),
         # and the default chunks of consecutive cases could queue three long ones on one.
         cmd += ["-n", str(processes), "--dist", "load", "--maxschedchunk", "1"]
-    if args.strict:
+    if getattr(args, "strict", False):
         cmd.append("--conformance-strict")
-    if args.suite:
+    if getattr(args, "suite", None):
         cmd += ["--conformance-suite", args.suite]
     if getattr(args, "keyword", None):
         cmd += ["-k", args.keyword]
     if getattr(args, "markexpr", None):
         cmd += ["-m", args.markexpr]
-    if not capture:
-        return subprocess.call(cmd), None
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return r.returncode, r.stdout
+    return cmd
 
 
 def _signing_key(args: argparse.Namespace) -> Ed25519PrivateKey | None:
@@ -337,6 +347,7 @@ def cmd_verify_attestation(args: argparse.Namespace) -> int:
 def cmd_list(args: argparse.Namespace) -> int:
     from .harness.cases import load_cases
     from .harness.runner import applicability
+    from .invariants.report import is_invariant
     from .scope import case_id, protocols_to_run
     cases = load_cases()
     target = load_target(args.target) if args.target else None
@@ -351,14 +362,16 @@ def cmd_list(args: argparse.Namespace) -> int:
         reqs = [r for r in reqs if r.id in wanted]
     rows = []
     for r in reqs:
-        live = cases[r.id].name.removeprefix("conformance.suites.") if r.id in cases else None
+        live = cases[r.id].name.removeprefix("conformance.suites.") if r.id in cases else (
+            "every worker case's exchanges (invariant)" if is_invariant(r.id) else None)
         row: dict[str, Any] = {"id": r.id, "level": r.level, "binds": list(r.binds), "protocols": list(r.protocols),
                                "coverage": "untestable" if r.untestable else "case" if live or r.transcripts else "missing",
                                "case": live, "transcripts": list(r.transcripts), "aliases": cat.aliases(r.id),
                                "statement": r.statement, "source": r.source.short, "source_title": r.source.doc.title,
                                "source_url": r.source.link}
         if target is not None:
-            a = applicability(r, target, cases.get(r.id))
+            a = None if is_invariant(r.id) and target.kind in r.binds and target.claims(r.protocols) \
+                else applicability(r, target, cases.get(r.id))
             row["on_target"] = "runs" if a is None else a[0].value
             row["cases"] = [case_id(r.id, p) for p in protocols_to_run(r, target)]
         rows.append(row)

@@ -126,7 +126,11 @@ def suite_of(config: pytest.Config) -> str:
 
 
 def planned_runs(config: pytest.Config) -> list[RequirementRun]:
-    return requirement_runs(requirements_of(suite_of(config)), config.stash[TARGET_KEY])
+    """The tests: every requirement run but the invariants', which the run reports from
+    every case's exchanges (``conformance.invariants.report``, at the session's end)."""
+    from .invariants.report import is_invariant
+    return [r for r in requirement_runs(requirements_of(suite_of(config)), config.stash[TARGET_KEY])
+            if not is_invariant(r.requirement.id)]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
@@ -346,7 +350,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         return
     target = config.stash[TARGET_KEY]
     from .provenance import provenance
-    results = sorted(_RESULTS_SEEN.values(), key=lambda r: r["id"])
+    results = list(_RESULTS_SEEN.values())
+    if suite_of(config) in ("worker", "all"):
+        from .invariants.report import results as invariant_results
+        results += [r.record() for r in invariant_results(results, target)]
+    results = sorted(results, key=lambda r: r["id"])
     doc = {
         "target": {"name": target.name, "path": target.path, "kind": target.kind,
                    "implementation": target.implementation_name, "version": _version(target),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 import string
 import tomllib
 from dataclasses import dataclass, field
@@ -29,10 +30,11 @@ SCHEMA_FILE = "target.schema.json"
 PLACEHOLDERS = frozenset({
     "bootstrap", "group", "worker_id", "rest_port", "python", "connect_protocol",
     "session_timeout_ms", "rebalance_timeout_ms", "heartbeat_interval_ms",
-    "scheduled_rebalance_delay_ms", "topic_prefix", "worker_host"})
+    "scheduled_rebalance_delay_ms", "topic_prefix", "worker_host", "connect"})
 # What the harness gives a seed command (run_seed_command) and a host command (start_worker_host).
-SEED_PLACEHOLDERS = frozenset({"bootstrap", "topic_prefix", "connect_protocol", "python"})
-HOST_PLACEHOLDERS = frozenset({"python", "worker_host"})
+SEED_PLACEHOLDERS = frozenset({"bootstrap", "topic_prefix", "connect_protocol", "python", "connect"})
+HOST_PLACEHOLDERS = frozenset({"python", "worker_host", "connect"})
+COMMAND_KEYS = ("command", "seed_command", "host_command")
 # ``[...]`` in a command template: an optional part, left out when the suite leaves a
 # placeholder in it unset (to observe the implementation's own default for that setting).
 OPTIONAL_PART = re.compile(r"\[([^\[\]]*)\]")
@@ -98,6 +100,7 @@ class Target:
     api_keys: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_API_KEYS))
     error_codes: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_ERROR_CODES))
     group_log: GroupLog | None = None
+    connect: str = ""  # {connect}: the Connect build its commands run (a version or a directory)
 
     @property
     def virtual_clock(self) -> bool:
@@ -133,17 +136,17 @@ class Target:
         assert self.command is not None
         if not all(self.can_leave_unset(n) for n in unset):
             raise ValueError(f"{self.path}: the command always sets {', '.join(sorted(unset))}")
-        return _fill(self.command, unset, values)
+        return _fill(self.command, unset, {"connect": shlex.quote(self.connect), **values})
 
     def render_seed_command(self, **values: Any) -> str:
         """The seed command with ``values`` (its optional parts kept)."""
         assert self.seed_command is not None
-        return _fill(self.seed_command, frozenset(), values)
+        return _fill(self.seed_command, frozenset(), {"connect": shlex.quote(self.connect), **values})
 
     def render_host_command(self, **values: Any) -> str:
         """The host command with ``values`` (its optional parts kept)."""
         assert self.host_command is not None
-        return _fill(self.host_command, frozenset(), values)
+        return _fill(self.host_command, frozenset(), {"connect": shlex.quote(self.connect), **values})
 
 
 def _fill(template: str, unset: frozenset[str], values: dict[str, Any]) -> str:
@@ -238,6 +241,28 @@ def rule_launch_version(data: dict[str, Any]) -> list[str]:
     return []
 
 
+def _takes_connect(data: dict[str, Any]) -> bool:
+    return any("{connect}" in (data["start"].get(k) or "") for k in COMMAND_KEYS)
+
+
+def rule_connect_build(data: dict[str, Any]) -> list[str]:
+    """One Connect build, named once, and run: connect_version or connect_libs (not both), a
+    command taking it ({connect}), and a certified version that is the build's."""
+    impl = data.get("implementation", {})
+    named = [k for k in ("connect_version", "connect_libs") if k in impl]
+    if len(named) > 1:
+        return ["implementation: connect_version and connect_libs both name the Connect build; give one "
+                "(rule connect-build)"]
+    if named and not _takes_connect(data):
+        return [f"implementation.{named[0]}: no command takes {{connect}}, so the build is never run "
+                f"(rule connect-build)"]
+    version = impl.get("connect_version")
+    if version is not None and impl.get("version", version) != version:
+        return [f"implementation.version: {impl['version']!r}, but connect_version runs Connect {version} "
+                f"(leave version out, or give {version!r}) (rule connect-build)"]
+    return []
+
+
 def rule_placeholders_known(data: dict[str, Any]) -> list[str]:
     """Every {placeholder} of a command template is one the harness fills in for it."""
     out: list[str] = []
@@ -325,7 +350,8 @@ def validate_target_data(data: Any, schema: dict[str, Any]) -> list[str]:
     out: list[str] = []
     for rule in (rule_start_one_way, rule_kind_start_match, rule_upstream_needs_command,
                  rule_overlap_stops_needs_command, rule_seed_command_needs_upstream,
-                 rule_host_command_with_its_workers, rule_launch_version, rule_placeholders_known, rule_optional_parts,
+                 rule_host_command_with_its_workers, rule_launch_version, rule_connect_build, rule_placeholders_known,
+                 rule_optional_parts,
                  rule_virtual_clock_builtin_only, rule_session_bounds_ordered,
                  rule_mutant_builtin_only, rule_group_log_declared):
         out += rule(data)
@@ -338,12 +364,28 @@ def target_schema() -> dict[str, Any]:
     return json.loads((default_schema_dir() / SCHEMA_FILE).read_text(encoding="utf-8"))
 
 
+def _connect_build(impl: dict[str, Any], takes: bool, path: str) -> tuple[str, str | None, tuple[str, ...]]:
+    """{connect}, the version the build certifies (None: not known here) and its jars'
+    patterns, for a target whose commands take {connect} (else nothing)."""
+    if not takes:
+        return "", None, ()
+    from fakebroker.realconnect.provision import CONNECT_VERSION, connect_home
+    if "connect_libs" in impl:
+        libs = Path(impl["connect_libs"]).expanduser()
+        if not libs.is_absolute():
+            libs = Path(path).resolve().parent / libs
+        return str(libs), None, (str(libs / "*.jar"),)
+    version = impl.get("connect_version", CONNECT_VERSION)
+    return version, version, (str(connect_home(version) / "libs" / "*.jar"),)
+
+
 def parse_target(data: dict[str, Any], path: str) -> Target:
     problems = validate_target_data(data, target_schema())
     if problems:
         raise TargetError(path, problems)
     start = data["start"]
     impl = data.get("implementation", {})
+    connect, connect_version, connect_jars = _connect_build(impl, _takes_connect(data), path)
     timing = Timing(**data.get("timing", {}))
     return Target(
         path=path, name=data["name"], kind=data["kind"],
@@ -354,13 +396,14 @@ def parse_target(data: dict[str, Any], path: str) -> Target:
         host_command=start.get("host_command"),
         description=data.get("description", ""),
         implementation_name=impl.get("name", data["name"]),
-        implementation_version=impl.get("version", "unknown"),
-        artefacts=tuple(impl.get("artefacts", ())),
+        implementation_version=impl.get("version", connect_version or "unknown"),
+        artefacts=tuple(impl.get("artefacts", connect_jars)),
         connect_protocol=data.get("connect_protocol", "sessioned"),
         mutant=data.get("fakebroker", {}).get("mutant"),
         api_keys={**DEFAULT_API_KEYS, **data.get("api_keys", {})},
         error_codes={**DEFAULT_ERROR_CODES, **data.get("error_codes", {})},
-        group_log=GroupLog(**data["group_log"]) if "group_log" in data else None)
+        group_log=GroupLog(**data["group_log"]) if "group_log" in data else None,
+        connect=connect)
 
 
 def load_target(path: str | Path) -> Target:

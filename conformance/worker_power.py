@@ -19,6 +19,8 @@ from pathlib import Path
 
 from .catalogue import default_catalogue
 from .harness.outcomes import CaseResult, Outcome
+from .invariants.report import is_invariant
+from .invariants.report import results as invariant_results
 from .suite_power import MutantVerdict, run_cases
 from .suites.worker.framework import WorkerSession
 from .target import Target, load_target
@@ -41,12 +43,17 @@ def run_worker_suite(target: Target, *, ids: list[str] | None = None,
                      stop_at_must_fail: bool = False) -> list[CaseResult]:
     """Every worker-suite case (or those of ``ids``), in catalogue order, in one process,
     without pytest."""
-    reqs = [r for r in default_catalogue().for_suite("worker") if ids is None or r.id in ids]
+    reqs = [r for r in default_catalogue().for_suite("worker")
+            if (ids is None or r.id in ids) and not is_invariant(r.id)]
     session = WorkerSession.start(target)
     try:
-        return run_cases(reqs, session, stop_at_must_fail=stop_at_must_fail)
+        ran = run_cases(reqs, session, stop_at_must_fail=stop_at_must_fail)
     finally:
         session.stop()
+    # The invariants over the exchanges of the cases that ran (a mutant they refuse is killed
+    # by the first case that showed it, whatever that case's own outcome).
+    return ran + [r for r in invariant_results([c.record() for c in ran], target)
+                  if r.outcome is not Outcome.NOT_APPLICABLE]
 
 
 def judge_worker_mutant(path: Path, *, only_designated: bool = False) -> MutantVerdict:
@@ -57,9 +64,10 @@ def judge_worker_mutant(path: Path, *, only_designated: bool = False) -> MutantV
     first = info.killed_by if info else None
     if only_designated and first is None:
         raise ValueError(f"{path}: mutant {name} names no designated case")
-    results = run_worker_suite(target, ids=[first]) if first else []
+    case = info.first_case if info else None
+    results = run_worker_suite(target, ids=[case]) if case else []
     if not only_designated and not refusing(results, first):
-        rest = [r.id for r in default_catalogue().for_suite("worker") if r.id != first]
+        rest = [r.id for r in default_catalogue().for_suite("worker") if r.id != case]
         results += run_worker_suite(target, ids=rest, stop_at_must_fail=True)
     return MutantVerdict(
         name, str(path), info.defect if info else target.description, refusing(results, first),

@@ -67,6 +67,9 @@ class CaseResult:
     # first that is not a pass (a transcript that cannot be replayed beside a passed live
     # case is NOT-APPLICABLE here and leaves the requirement's PASS alone).
     cases: list[dict[str, str]] = field(default_factory=list)
+    # What each group invariant found in the case's exchanges (a worker case's; see
+    # conformance.invariants.report): reported under the invariants' own ids, not this case's.
+    invariants: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __repr__(self) -> str:
         return f"<CaseResult {self.case_id} {self.outcome.value}>"
@@ -82,7 +85,8 @@ class CaseResult:
                 "level": self.level, "outcome": self.outcome.value,
                 "message": self.message, "expected": _jsonable(self.expected),
                 "actual": _jsonable(self.actual), "duration_s": round(self.duration_s, 3),
-                "notes": self.notes, "cases": self.cases}
+                "notes": self.notes, "cases": self.cases,
+                **({"invariants": self.invariants} if self.invariants else {})}
 
 
 def _jsonable(v: Any) -> Any:

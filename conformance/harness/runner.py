@@ -142,3 +142,4 @@ async def _run(c: Case, req: Requirement, session: Session, recording: Recorder,
                 pass
         result.notes = list(getattr(ctx, "notes", []))
         result.attachments = dict(getattr(ctx, "attachments", {}))
+        result.invariants = dict(getattr(ctx, "invariants", {}))

@@ -125,6 +125,14 @@ MUTANTS: dict[str, WorkerMutant] = {
         "empty first round (as Connect 4.2.0 does)", "CONN-DOWN-02"),
     "default-delay-too-long": WorkerMutant(
         "with scheduled.rebalance.max.delay.ms unset, holds lost work back for 600000 ms", "CONN-CFG-01"),
+    "revokes-and-assigns-same-round": WorkerMutant(
+        "as leader, gives the work it revokes from a member to another member in the same round",
+        "CONN-INV-02", via="CONN-ASSIGN-02"),
+    "eager-tasks-to-one": WorkerMutant(
+        "as an eager (v0) leader, spreads connectors round-robin but gives every task to one member",
+        "CONN-INV-04", via="CONN-ASSIGN-02"),
+    "keeps-running-when-cut-off": WorkerMutant(
+        "cut off from its coordinator past its session timeout, keeps running its work (a zombie)", "CONN-INC-19"),
     "retries-refused-group": WorkerMutant(
         "refused by authorization, retries its group requests at once instead of reporting and stopping",
         "CLS-W-11"),
@@ -167,6 +175,8 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
         self.rejoin_at: float | None = None
         self.last_leader = ("", "")
         self.last_share: dict[str, set[Unit]] = {}  # (mutant eager-assigns-new-only)
+        self.session_s = args.session_timeout_ms / 1000
+        self.unreachable_since: float | None = None  # since when no coordinator is known
         self.second_round = False  # it sent the empty downgrade round: rejoin once it is installed
         # (generation, assignment) of a join + sync that completed while no one awaited it
         self.unclaimed: tuple[Any, bytes] | None = None
@@ -236,6 +246,9 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
             return {m: ASSIGNMENT.encode_versioned(ASSIGNMENT.new(**header, assignment=[]), 0) for m in owned}
         if version == 0:
             share = round_robin(self.units, sorted(owned))
+            if self.defect("eager-tasks-to-one"):
+                tasks = {u for u in self.units if u[1] >= 0}
+                share = {m: (u - tasks) | (tasks if m == min(share) else set()) for m, u in share.items()}
             if self.defect("eager-assigns-new-only"):
                 share = {m: u - self.last_share.get(m, set()) for m, u in share.items()}
                 self.last_share = round_robin(self.units, sorted(owned))
@@ -265,7 +278,7 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
         if self.defect("restarts-full-delay"):
             a.delay_deadline_ms = None  # every round with lost work starts the full delay
         if self.defect("no-revocation-on-join"):
-            a.revoked_last_round = True  # rule 6 (balance by revoking) never runs
+            a.balance = False  # rule 6 (balance by revoking) never runs
         out = a.assign(now_ms, [ConnectUnit(*u) for u in self.units],
                        {m: [ConnectUnit(*u) for u in us] for m, us in owned.items()})
         members = sorted(owned)
@@ -289,6 +302,12 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
                 new[idle[0]] |= set(a.lost)
         if self.defect("revokes-all-on-join") and any(not owned[m] for m in members):
             revoked = {m: set(owned[m]) for m in members}
+        if self.defect("revokes-and-assigns-same-round"):
+            for m in members:
+                for u in sorted(revoked[m]):
+                    to = min((o for o in members if o != m), key=lambda o: (len(owned[o] | new[o]), o), default=None)
+                    if to is not None:
+                        new[to].add(u)
         return new, revoked, delay
 
     async def _do_join_and_sync_async(self) -> bytes:
@@ -354,6 +373,21 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
                 released, self.owned = sorted(self.owned), set()
             emit("released", generation=generation, units=released)
 
+    def release_when_cut_off(self) -> None:
+        """Cut off from its coordinator past its session timeout, the group has expired it and
+        another worker may be given its work: it stops all of it (no zombie, KIP-415's
+        happens-before) and so reports nothing when it rejoins."""
+        if not self.coordinator_unknown():
+            self.unreachable_since = None
+            return
+        now = time.monotonic()
+        self.unreachable_since = self.unreachable_since or now
+        if now - self.unreachable_since > self.session_s and not self.defect("keeps-running-when-cut-off"):
+            with self.lock:
+                released, self.owned = sorted(self.owned), set()
+            if released:
+                emit("released", reason="coordinator unreachable past the session timeout", units=released)
+
     def coordinator_dead(self, error: Any) -> None:
         super().coordinator_dead(error)
         if self.defect("coordinator-error-drops-work") and isinstance(error, Exception):
@@ -382,7 +416,14 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
                 if not self.defect("retries-refused-group"):
                     raise
                 continue
+            except Errors.KafkaError as e:  # a lost connection, no coordinator: try again, as Connect does
+                if not e.retriable:
+                    raise
+                self.release_when_cut_off()
+                stop.wait(0.2)
+                continue
             self.poll_heartbeat()
+            self.release_when_cut_off()
             if self.rejoin_at is not None and time.monotonic() >= self.rejoin_at:
                 self.rejoin_at = None
                 emit("scheduled-rejoin")

@@ -12,9 +12,12 @@ policy and five worked scenarios, not an algorithm; each rule below is needed by
 them and reproduces all five, see ``fixtures/scenarios/kip415-*.yaml``):
 
 1. Work a member reports that is no longer configured is revoked from it.
-2. *Lost* work: units the leader handed out last round that no member reports any more.
-   Lost work is held back for ``scheduled.rebalance.max.delay.ms`` from when it was first
-   noticed; every assignment made meanwhile carries the remaining delay. Members that
+2. *Lost* work: units the leader handed out last round that no member reports any more,
+   while a member of that round is gone. Lost work is held back for
+   ``scheduled.rebalance.max.delay.ms`` from when it was first noticed; every assignment
+   made meanwhile carries the remaining delay. Missing work while every member of the last
+   round is still there (one missed its assignment) is no departure: it is new work
+   (rule 5), given out at once (Connect fixed holding it back in 2.5.1: KAFKA-9848). Members that
    report no work while a delay runs are *candidates* (a bounced worker comes back empty),
    remembered in the order the leader first saw them (ties by member id).
 3. When the delay has run out, lost work goes to the candidates still present: the lost
@@ -28,9 +31,11 @@ them and reproduces all five, see ``fixtures/scenarios/kip415-*.yaml``):
 5. New (and unheld, e.g. revoked last round) work is dealt tasks first, then connector
    instances, each in natural order, to the member holding the fewest units (connectors
    plus tasks, counting what this round has given), ties by member id.
-6. Balance: when no delay is running and the leader did not revoke in its previous round,
-   a member holding more than ceil(C / members) connector instances or ceil(T / members)
-   tasks (C, T: configured counts) gives up the excess, its last units in natural order.
+6. Balance: when no delay is running, a member holding more than ceil(C / members)
+   connector instances or ceil(T / members) tasks (C, T: configured counts) gives up the
+   excess, its last units in natural order, in every round that needs it, the one after a
+   revoking round included (KIP-415: the steps repeat until the group converges; Connect
+   before 3.4.0 skipped it then and left a worker joining in that round idle, KAFKA-12495).
    Revoked work is not reassigned in the same round: the member releases it and rejoins,
    and the next round deals it as new work.
 
@@ -72,7 +77,7 @@ class IncrementalCooperativeAssignor:
     delay_deadline_ms: int | None = None
     lost: set[ConnectUnit] = field(default_factory=set)
     candidates: list[str] = field(default_factory=list)
-    revoked_last_round: bool = False
+    balance: bool = True  # rule 6; off only in a worker mutant (no-revocation-on-join)
     # --- as member
     received_deadline_ms: int | None = None
 
@@ -105,7 +110,7 @@ class IncrementalCooperativeAssignor:
             if self.received_deadline_ms is not None and now_ms < self.received_deadline_ms:
                 self.lost |= unaccounted
                 self.delay_deadline_ms = self.received_deadline_ms
-        else:
+        elif not (self.delay_deadline_ms is None and set(self.previous) <= set(reported)):
             expected = frozenset(u for us in self.previous.values() for u in us) & universe
             self.lost |= expected - active
         self.lost = {u for u in self.lost if u in universe and u not in active}
@@ -120,8 +125,7 @@ class IncrementalCooperativeAssignor:
         given: dict[str, set[ConnectUnit]] = {m: set() for m in reported}
 
         # Rule 6: balance what members hold, before anything is handed out.
-        revoking = False
-        if not delaying and not self.revoked_last_round and reported:
+        if not delaying and self.balance and reported:
             n = len(reported)
             c_quota = math.ceil(sum(1 for u in universe if u.is_connector) / n)
             t_quota = math.ceil(sum(1 for u in universe if not u.is_connector) / n)
@@ -131,7 +135,6 @@ class IncrementalCooperativeAssignor:
                     for u in mine[quota:]:
                         units.discard(u)
                         revoked[m].add(u)
-                        revoking = True
         released = frozenset(u for m in reported for u in revoked[m] if u in universe)
 
         # Rule 3: lost work after the delay.
@@ -166,7 +169,6 @@ class IncrementalCooperativeAssignor:
             out[m] = MemberAssignment(assigned=assigned, revoked=frozenset(revoked[m]),
                                       delay_ms=delay, added=assigned - reported[m])
         self.previous = {m: a.assigned for m, a in out.items()}
-        self.revoked_last_round = revoking
         return out
 
     @staticmethod

@@ -5,8 +5,8 @@ resolve``, run by .ci/setup.sh); ``ConnectWorker`` runs ``ConnectDistributed`` a
 fake broker in proxy mode in front of a real Kafka (``fakebroker.realkafka``).
 """
 
-from .provision import CONNECT_VERSION, cached_libs, ensure_resolved
+from .provision import CONNECT_VERSION, ConnectBuild, cached_libs, connect_build, ensure_resolved
 from .worker import PROTOCOLS, ConnectWorker, WorkerFailed, WorkerSettings
 
-__all__ = ["CONNECT_VERSION", "PROTOCOLS", "ConnectWorker", "WorkerFailed", "WorkerSettings",
-           "cached_libs", "ensure_resolved"]
+__all__ = ["CONNECT_VERSION", "PROTOCOLS", "ConnectBuild", "ConnectWorker", "WorkerFailed", "WorkerSettings",
+           "cached_libs", "connect_build", "ensure_resolved"]

@@ -29,16 +29,18 @@ import time
 from pathlib import Path
 
 from ..realkafka.cli import run_command, serve_until_signalled
-from . import CONNECT_VERSION, PROTOCOLS, ConnectWorker, WorkerSettings, cached_libs, ensure_resolved
+from . import PROTOCOLS, ConnectWorker, WorkerSettings, connect_build
 from .connectors import parse_connectors
+from .provision import CONNECT_VERSION
 from .host import WorkerHost
 from .worker import config_topic, stdout_appending
 
 
 def _resolve(args: argparse.Namespace) -> int:
-    cached = cached_libs()
-    libs = cached or ensure_resolved(quiet=False)
-    print(f"Kafka Connect {CONNECT_VERSION} jars: {libs}{' (cached)' if cached else ''}")
+    build = connect_build(args.connect, quiet=False)
+    host = "yes" if build.hostable else f"no ({build.not_hostable_reason})"
+    print(f"Kafka Connect {build.version} jars: {build.libs}; logging: {'log4j2' if build.log4j2 else 'log4j 1'}; "
+          f"worker host: {host}")
     return 0
 
 
@@ -57,6 +59,7 @@ def _start(args: argparse.Namespace) -> int:
         session_timeout_ms=args.session_timeout_ms,
         rebalance_timeout_ms=args.rebalance_timeout_ms, heartbeat_interval_ms=args.heartbeat_interval_ms,
         scheduled_rebalance_max_delay_ms=args.scheduled_rebalance_delay_ms, host=args.host,
+        connect=args.connect,
         # In the foreground the worker's log is this command's output (the harness keeps it).
         log_file="/dev/stdout"), verbose=True).start()
     stopping = threading.Event()
@@ -78,7 +81,7 @@ def _start(args: argparse.Namespace) -> int:
 def _host(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, _exit_on_sigterm)  # a stop while starting stops the JVM too
     stdout_appending()
-    host = WorkerHost(Path(args.socket), "/dev/stdout", heap_mb=args.heap_mb).start()
+    host = WorkerHost(Path(args.socket), "/dev/stdout", heap_mb=args.heap_mb, connect=args.connect).start()
     return serve_until_signalled(host, str(host.socket_path))
 
 
@@ -86,10 +89,12 @@ def _seed(args: argparse.Namespace) -> int:
     # Here, not at the top: every worker of a certification runs `start`, which needs none of it.
     from ..client import ClientError
     from ..realkafka.group_log import GroupLogError
+    from .provision import build_version, version_key
     from .seed import seed_connectors
     try:
         written = seed_connectors(args.bootstrap, args.topic_prefix, parse_connectors(args.connectors),
-                                  sessioned=args.protocol in (None, "sessioned"), now_ms=int(time.time() * 1000))
+                                  sessioned=args.protocol in (None, "sessioned"),
+                                  version=version_key(build_version(args.connect)), now_ms=int(time.time() * 1000))
     except (GroupLogError, ClientError, OSError) as e:
         print(f"[realconnect] seeding {config_topic(args.topic_prefix)} at {args.bootstrap}: {e}",
               file=sys.stderr, flush=True)
@@ -103,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m fakebroker.realconnect", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
-    sub.add_parser("resolve", help="resolve the worker's jars into the cache (offline once done)")
+    rs = sub.add_parser("resolve", help="resolve the worker's jars into the cache (offline once done)")
     st = sub.add_parser("start", help="run one distributed worker until interrupted")
     st.add_argument("--bootstrap", required=True, help="bootstrap.servers (a fake broker in proxy mode)")
     st.add_argument("--group", default="connect-cluster", help="group.id")
@@ -140,6 +145,10 @@ def main(argv: list[str] | None = None) -> int:
     sd.add_argument("--protocol", choices=PROTOCOLS, default=None,
                     help="the workers' connect.protocol: sessioned (or none: Connect's default) also "
                          "writes the session key their first leader would")
+    for command in (rs, st, ho, sd):
+        command.add_argument("--connect", default=None, metavar="VERSION|DIR",
+                             help=f"the Connect build: a release resolved from Maven Central (default "
+                                  f"{CONNECT_VERSION}) or a directory of a build's jars")
     args = p.parse_args(argv)
     if args.command in ("start", "seed"):
         try:

@@ -31,6 +31,7 @@ SINK = "org.apache.kafka.connect.file.FileStreamSinkConnector"
 SOURCE = "org.apache.kafka.connect.file.FileStreamSourceConnector"
 TASK_CLASS = {SINK: "org.apache.kafka.connect.file.FileStreamSinkTask",
               SOURCE: "org.apache.kafka.connect.file.FileStreamSourceTask"}
+SOURCE_BATCH_SIZE = 2000  # FileStreamSourceConnector's batch.size default
 _SPEC = re.compile(r"^([A-Za-z0-9][A-Za-z0-9._-]*):([1-9][0-9]*)$")
 
 
@@ -62,19 +63,35 @@ def parse_connectors(spec: str) -> list[ConnectorSpec]:
     return out
 
 
-def config_records(specs: list[ConnectorSpec], topic: str, datadir: Path) -> list[tuple[bytes, bytes]]:
-    """The config-topic records (key, value) a Connect worker writes when ``specs`` are
-    created through its REST API, in its order: each connector's config (the REST layer
-    adds ``name``), then, connector by connector, its task configs (a file connector hands
-    each task its own config; the worker adds ``task.class``) and the commit record that
-    names how many there are. Keys are ``KafkaConfigBackingStore``'s; values are JSON as its
-    internal converter (JsonConverter, no schemas) writes them."""
+def task_config(connector: dict[str, str], version: tuple[int, int, int]) -> dict[str, str]:
+    """The config a worker of ``version`` writes for one task of a file connector: since 3.4.0
+    the connector's whole config (KAFKA-13809); before, only what ``taskConfigs`` picked
+    (the source's file, topic and batch.size, which its task parses and dies without; the
+    sink's file, and the worker adds its topics). The worker adds ``task.class`` either way."""
+    cls = connector["connector.class"]
+    if version >= (3, 4, 0):
+        picked = dict(connector)
+    elif cls == SOURCE:
+        picked = {"file": connector["file"], "topic": connector["topic"], "batch.size": str(SOURCE_BATCH_SIZE)}
+    else:
+        picked = {"file": connector["file"], "topics": connector["topics"]}
+    return {**picked, "task.class": TASK_CLASS[cls]}
+
+
+def config_records(specs: list[ConnectorSpec], topic: str, datadir: Path,
+                   version: tuple[int, int, int]) -> list[tuple[bytes, bytes]]:
+    """The config-topic records (key, value) a Connect worker of ``version`` writes when
+    ``specs`` are created through its REST API, in its order: each connector's config (the
+    REST layer adds ``name``), then, connector by connector, its task configs
+    (``task_config``) and the commit record that names how many there are. Keys are
+    ``KafkaConfigBackingStore``'s; values are JSON as its internal converter (JsonConverter,
+    no schemas) writes them."""
     def record(key: str, value: object) -> tuple[bytes, bytes]:
         return key.encode(), json.dumps(value, separators=(",", ":")).encode()
     configs = {c.name: {**c.config(topic, datadir), "name": c.name} for c in specs}
     out = [record(f"connector-{name}", {"properties": config}) for name, config in configs.items()]
     for c in specs:
-        task = {**configs[c.name], "task.class": TASK_CLASS[configs[c.name]["connector.class"]]}
+        task = task_config(configs[c.name], version)
         out += [record(f"task-{c.name}-{i}", {"properties": task}) for i in range(c.tasks)]
         out.append(record(f"commit-{c.name}", {"tasks": c.tasks}))
     return out

@@ -33,7 +33,7 @@ from pathlib import Path
 from ..realkafka.jvm import spawn_in_group, stop_group
 from ..realkafka.provision import RealKafkaError
 from .fast_start import DUMP_STOP_TIMEOUT_S, FLAGS, ClassArchive, class_archive
-from .provision import connect_home, ensure_resolved, find_java
+from .provision import ConnectBuild, connect_build, find_java
 
 SOURCES = Path(__file__).resolve().parent / "host"
 MAIN_CLASS = "WorkerHost"
@@ -43,7 +43,7 @@ class HostFailed(RealKafkaError):
     pass
 
 
-def compiled_host(java: str, libs: Path) -> Path:
+def compiled_host(java: str, build: ConnectBuild) -> Path:
     """``WorkerHost``'s jar for this source and JVM, compiled into the cache the first time
     (into a temporary directory, renamed into place: test processes starting together each
     compile, one rename wins). A jar, not a class directory: a JVM dumps no class-data
@@ -51,7 +51,8 @@ def compiled_host(java: str, libs: Path) -> Path:
     source = SOURCES / f"{MAIN_CLASS}.java"
     real_java = os.path.realpath(java)
     digest = hashlib.sha256(source.read_bytes() + f"\0{real_java}\0{os.stat(real_java).st_mtime_ns}".encode())
-    home = connect_home() / "host"
+    libs = build.libs
+    home = build.home / "host"
     target = home / digest.hexdigest()[:16]
     jar = target / "worker-host.jar"
     if jar.is_file():
@@ -83,9 +84,10 @@ def compiled_host(java: str, libs: Path) -> Path:
 class WorkerHost:
     """The host JVM as a child process in a process group of its own, listening on ``socket_path``."""
 
-    def __init__(self, socket_path: Path, log_file: str, *, heap_mb: int = 1024,
+    def __init__(self, socket_path: Path, log_file: str, *, heap_mb: int = 1024, connect: str | None = None,
                  ready_timeout_s: float = 90.0, stop_timeout_s: float = 30.0) -> None:
         self.socket_path = socket_path
+        self.connect = connect  # the Connect build (provision.connect_build)
         self.log_file = log_file
         self.heap_mb = heap_mb
         self.ready_timeout_s = ready_timeout_s
@@ -95,11 +97,15 @@ class WorkerHost:
         self._listening = False  # only a JVM that ran the host leaves an archive of its classes
 
     def start(self) -> WorkerHost:
+        build = connect_build(self.connect)
+        if not build.hostable:
+            raise HostFailed(f"{build.not_hostable_reason}: run its workers without a host "
+                             f"(a target without host_command and --host)")
         java = find_java().path
-        libs = ensure_resolved()
-        jar = compiled_host(java, libs)
+        libs = build.libs
+        jar = compiled_host(java, build)
         class_path = f"{libs / '*'}:{jar}"
-        archive = class_archive(connect_home(), java, libs, extra=str(jar))
+        archive = class_archive(build.home, java, libs, extra=str(jar))
         archive_opts, builds = archive.jvm_options()
         self._archive = archive if builds else None
         cmd = [java, "-Xms256m", f"-Xmx{self.heap_mb}m", *FLAGS, *archive_opts, "-Djava.awt.headless=true",

@@ -4,7 +4,8 @@ the way a worker writes them, without starting one.
 ``python -m fakebroker.realconnect seed --bootstrap HOST:PORT --topic-prefix P --connectors
 conn-a:2,conn-b:1`` creates ``P-configs`` as Connect creates its config topic (one partition,
 ``cleanup.policy=compact``) and writes the records a worker writes when those connectors are
-created through its REST API (``connectors.config_records``), after, for the sessioned
+created through its REST API (``connectors.config_records``; ``--connect`` names the
+version, whose file connectors' task configs differ), after, for the sessioned
 protocol (``--protocol sessioned`` or none: Connect's default), the session key its first
 leader would have written (``session_key_record``): every worker started later
 with ``--topic-prefix P`` reads them, as a worker joining a running cluster does. A
@@ -45,14 +46,14 @@ def session_key_record(key: bytes, now_ms: int) -> tuple[bytes, bytes]:
 
 
 async def _seed(bootstrap: str, topic_prefix: str, specs: list[ConnectorSpec], sessioned: bool,
-                now_ms: int, timeout_s: float) -> list[str]:
+                version: tuple[int, int, int], now_ms: int, timeout_s: float) -> list[str]:
     topic = config_topic(topic_prefix)
     conn = await KafkaConnection.open(bootstrap, client_id="realconnect-seed", timeout_s=timeout_s)
     try:
         await ensure_topic(conn, topic, timeout_s=timeout_s)
         there = {r.key for r in await fetch_all(conn, topic, 0)}
         todo = [c for c in specs if f"commit-{c.name}".encode() not in there]
-        records = config_records(todo, work_topic(topic_prefix), Path(tempfile.gettempdir()))
+        records = config_records(todo, work_topic(topic_prefix), Path(tempfile.gettempdir()), version)
         if sessioned and SESSION_KEY not in there:
             records.insert(0, session_key_record(os.urandom(SESSION_KEY_BYTES), now_ms))
         if records:
@@ -64,7 +65,9 @@ async def _seed(bootstrap: str, topic_prefix: str, specs: list[ConnectorSpec], s
 
 
 def seed_connectors(bootstrap: str, topic_prefix: str, specs: list[ConnectorSpec], *,
-                    sessioned: bool, now_ms: int, timeout_s: float = 30.0) -> list[str]:
-    """Write ``specs`` (and, ``sessioned``, a session key) into the config topic of
-    ``topic_prefix`` unless there already; the names of the connectors written."""
-    return asyncio.run(_seed(bootstrap, topic_prefix, specs, sessioned, now_ms, timeout_s))
+                    sessioned: bool, version: tuple[int, int, int], now_ms: int,
+                    timeout_s: float = 30.0) -> list[str]:
+    """Write ``specs`` as a worker of Connect ``version`` writes them (and, ``sessioned``, a
+    session key) into the config topic of ``topic_prefix`` unless there already; the names
+    of the connectors written."""
+    return asyncio.run(_seed(bootstrap, topic_prefix, specs, sessioned, version, now_ms, timeout_s))

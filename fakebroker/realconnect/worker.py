@@ -42,7 +42,7 @@ from ..realkafka.provision import RealKafkaError
 from .connectors import ConnectorSpec, create_connectors
 from .fast_start import DUMP_STOP_TIMEOUT_S, FLAGS, ClassArchive, class_archive
 from .host import HostedWorker
-from .provision import connect_home, ensure_resolved, find_java
+from .provision import ConnectBuild, connect_build, find_java
 
 HOST = "127.0.0.1"
 MARKER = "connect.conformance.realconnect"
@@ -50,6 +50,14 @@ PROTOCOLS = ("eager", "compatible", "sessioned")
 LOG4J2 = LOG4J2_BASE + """\
 logger.reflections.name = org.reflections
 logger.reflections.level = error
+"""
+# The same for Connect before 4.0 (log4j 1 through reload4j; see provision).
+LOG4J1 = """\
+log4j.rootLogger=INFO, out
+log4j.appender.out=org.apache.log4j.ConsoleAppender
+log4j.appender.out.layout=org.apache.log4j.PatternLayout
+log4j.appender.out.layout.ConversionPattern=[%d] %p %m (%c)%n
+log4j.logger.org.reflections=ERROR
 """
 
 
@@ -91,6 +99,7 @@ class WorkerSettings:
     heap_mb: int = 256
     fast_start: bool = True  # C1 only, serial GC, class-data archive (see fast_start)
     host: str | None = None  # a WorkerHost's socket: run there, not in a JVM of its own
+    connect: str | None = None  # the Connect build: a version or a directory of jars (provision.connect_build)
     ready_timeout_s: float = 90.0
     stop_timeout_s: float = 15.0
     properties: dict[str, Any] = field(default_factory=dict)  # win over everything above
@@ -163,22 +172,27 @@ class ConnectWorker:
         self.rest_port = self.settings.rest_port or free_port()
         props = self.settings.worker_properties(self.rest_port)
         (self.workdir / "worker.properties").write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+        build = connect_build(self.settings.connect, quiet=not self.verbose)
         try:
-            if self.settings.host is not None:
+            if self.settings.host is not None and not build.hostable:
+                self._say(f"{build.not_hostable_reason}; not in the worker host at {self.settings.host}")
+            if self.settings.host is not None and build.hostable:
                 self.hosted = HostedWorker.start(self.settings.host, self.workdir / "worker.properties",
                                                  self._host_log_file(), self.settings.ready_timeout_s)
             else:
-                self.proc = self._spawn()
+                self.proc = self._spawn(build)
             self._wait_rest()
             self._started = True
         except BaseException:
             self._kill()
             raise
-        if self.verbose:
-            where = f"pid {self.proc.pid}" if self.proc else f"host {self.settings.host}"
-            print(f"[realconnect] worker ({where}) REST at {self.rest_url}, "
-                  f"directory {self.workdir}", file=sys.stderr, flush=True)
+        where = f"pid {self.proc.pid}" if self.proc else f"host {self.settings.host}"
+        self._say(f"Connect {build.version} worker ({where}) REST at {self.rest_url}, directory {self.workdir}")
         return self
+
+    def _say(self, line: str) -> None:
+        if self.verbose:
+            print(f"[realconnect] {line}", file=sys.stderr, flush=True)
 
     def _host_log_file(self) -> str:
         """Where the host writes this worker's log: this process's standard output is opened
@@ -190,22 +204,26 @@ class ConnectWorker:
         stdout_appending()
         return f"/proc/{os.getpid()}/fd/1"
 
-    def _spawn(self) -> subprocess.Popen[bytes]:
+    def _spawn(self, build: ConnectBuild) -> subprocess.Popen[bytes]:
         """The worker in a JVM of its own."""
         assert self.workdir is not None
         java = find_java().path
-        libs = ensure_resolved(quiet=not self.verbose)
-        (self.workdir / "log4j2.properties").write_text(LOG4J2)
+        libs = build.libs
+        if build.log4j2:
+            (self.workdir / "log4j2.properties").write_text(LOG4J2)
+            logging = f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}"
+        else:
+            (self.workdir / "log4j.properties").write_text(LOG4J1)
+            logging = f"-Dlog4j.configuration=file:{self.workdir / 'log4j.properties'}"
         jvm_opts: list[str] = []
         if self.settings.fast_start:
-            archive = class_archive(connect_home(), java, libs)
+            archive = class_archive(build.home, java, libs)
             archive_opts, builds = archive.jvm_options()
             jvm_opts = [*FLAGS, *archive_opts]
             self._archive = archive if builds else None
         cmd = [java, f"-Xms{self.settings.heap_mb}m", f"-Xmx{self.settings.heap_mb}m", *jvm_opts,
                "-Djava.awt.headless=true",
-               f"-Dlog4j2.configurationFile={self.workdir / 'log4j2.properties'}",
-               f"-D{MARKER}={self.workdir}", "-cp", str(libs / "*"),
+               logging, f"-D{MARKER}={self.workdir}", "-cp", str(libs / "*"),
                "org.apache.kafka.connect.cli.ConnectDistributed",
                str(self.workdir / "worker.properties")]
         log = self.log_path

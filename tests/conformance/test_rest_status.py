@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import SimpleNamespace
 import urllib.error
 import urllib.request
 
 import pytest
 
+from conformance.harness.outcomes import Broken
 from conformance.suites.worker.framework import WorkerContext, free_port
 from conformance.workers.rest_status import serve_status
 
@@ -47,8 +51,57 @@ def test_the_suite_reads_it_as_the_units_running() -> None:
 
     class W:
         rest_port = port
+        worker_id = "w"
 
+    reader = SimpleNamespace(unit_states={})
     try:
-        assert asyncio.run(WorkerContext.running(None, W())) == owned  # type: ignore[arg-type]
+        assert asyncio.run(WorkerContext.running(reader, W())) == owned  # type: ignore[arg-type]
+        assert reader.unit_states["w"][("conn-b", -1)] == ("UNASSIGNED", "")
+    finally:
+        server.shutdown()
+
+
+class _Status(BaseHTTPRequestHandler):
+    """Connect's REST status as a real worker answers it: conn-a RUNNING here, its task 0
+    stopped (UNASSIGNED), task 1 RUNNING on another worker; conn-b's task FAILED here."""
+    def do_GET(self) -> None:
+        me = f"127.0.0.1:{self.server.server_port}"
+        body = {"/connectors": ["conn-a", "conn-b"],
+                "/connectors/conn-a/status": {"connector": {"state": "RUNNING", "worker_id": me}, "tasks": [
+                    {"id": 0, "state": "UNASSIGNED", "worker_id": me},
+                    {"id": 1, "state": "RUNNING", "worker_id": "127.0.0.1:1"}]},
+                "/connectors/conn-b/status": {"connector": {"state": "RUNNING", "worker_id": me}, "tasks": [
+                    {"id": 0, "state": "FAILED", "worker_id": me,
+                     "trace": "java.lang.NumberFormatException: null\n\tat java.base/..."}]}}[self.path]
+        data = json.dumps(body).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_unit_failed_on_the_worker_is_broken_and_a_missing_one_is_told_apart() -> None:
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Status)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+
+    class W:
+        rest_port = server.server_port
+        worker_id = "w"
+
+        def alive(self) -> bool:
+            return True
+
+    reader = SimpleNamespace(unit_states={})
+    try:
+        with pytest.raises(Broken) as e:
+            asyncio.run(WorkerContext.running(reader, W()))  # type: ignore[arg-type]
+        assert "not a protocol verdict" in str(e.value)
+        assert "('conn-b', 0) FAILED on the worker: java.lang.NumberFormatException: null" in str(e.value)
+        told = WorkerContext.where_units_are(reader, W(), {("conn-a", 0), ("conn-a", 1), ("conn-c", 0)})  # type: ignore[arg-type]
+        assert told == ("('conn-a', 0) UNASSIGNED on the worker; ('conn-a', 1) RUNNING on 127.0.0.1:1; "
+                        "('conn-c', 0) not listed")
     finally:
         server.shutdown()

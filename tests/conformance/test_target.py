@@ -82,11 +82,23 @@ def test_minimal_coordinator(tmp_path: Path) -> None:
      "start.host_command", "needs start.command"),
     (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
         'bootstrap = "127.0.0.1:9092"', 'command = "run {bootstrap} {worker_host}"\nhost_command = "h {worker_host} {group}"'),
-     "start.host_command", "unknown placeholder(s) {group}; known: python, worker_host"),
+     "start.host_command", "unknown placeholder(s) {group}; known: connect, python, worker_host"),
     (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
         'bootstrap = "127.0.0.1:9092"',
         'command = "run {bootstrap}"\nupstream = "real-kafka"\nseed_command = "seed {bootstrap} {group}"'),
-     "start.seed_command", "unknown placeholder(s) {group}; known: bootstrap, connect_protocol, python, topic_prefix"),
+     "start.seed_command", "unknown placeholder(s) {group}; known: bootstrap, connect, connect_protocol, python, topic_prefix"),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"', 'command = "run {bootstrap} --connect {connect}"')
+     + '[implementation]\nconnect_version = "3.0.0"\nconnect_libs = "libs"\n',
+     "implementation", "connect_version and connect_libs both name the Connect build"),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"', 'command = "run {bootstrap} --connect {connect}"')
+     + '[implementation]\nconnect_version = "3.0.0"\nversion = "3.1.0"\n',
+     "implementation.version", "connect_version runs Connect 3.0.0"),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"', 'command = "run {bootstrap}"') + '[implementation]\nconnect_version = "3.0.0"\n',
+     "implementation.connect_version", "no command takes {connect}"),
+    (GOOD + '[implementation]\nconnect_version = "3.0"\n', "implementation.connect_version", "does not match"),
     ("colour = 1\n" + GOOD, "(top level)", "Additional properties are not allowed ('colour'"),
     (GOOD + "[api_keys]\nConnectGroupHeartbeat = 70000\n", "api_keys.ConnectGroupHeartbeat", "is greater than the maximum"),
     ("name = [", "(file)", "not valid TOML"),
@@ -108,6 +120,18 @@ def test_command_rendering(tmp_path: Path) -> None:
         'bootstrap = "127.0.0.1:9092"', 'command = "w --b {bootstrap} --g {group} --id {worker_id} --rest {rest_port}"')))
     assert t.render_command(bootstrap="h:1", group="g", worker_id="w1", rest_port=8083) == \
         "w --b h:1 --g g --id w1 --rest 8083"
+
+
+def test_a_connect_version_is_the_build_the_commands_run_and_the_version_certified(tmp_path: Path) -> None:
+    from fakebroker.realconnect.provision import CONNECT_VERSION, connect_home
+    worker = GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"', 'command = "w --connect {connect} --b {bootstrap}"')
+    t = load_target(write(tmp_path, worker + '[implementation]\nconnect_version = "3.0.0"\n'))
+    assert t.render_command(bootstrap="h:1") == "w --connect 3.0.0 --b h:1"
+    assert t.implementation_version == "3.0.0"
+    assert t.artefacts == (str(connect_home("3.0.0") / "libs" / "*.jar"),)
+    bundled = load_target(write(tmp_path, worker))  # none named: the bundled release
+    assert bundled.connect == bundled.implementation_version == CONNECT_VERSION
 
 
 def test_optional_parts_are_left_out_only_for_unset_settings(tmp_path: Path) -> None:

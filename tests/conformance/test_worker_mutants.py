@@ -48,7 +48,14 @@ def test_worker_mutant_is_refused_by_its_designated_case(path: Path) -> None:
         f"worker mutant {verdict.name} ({verdict.defect}) survived its designated case; broken: {verdict.broken}")
 
 
-@pytest.mark.parametrize("req_id", sorted({m.killed_by for m in MUTANTS.values()}))
-def test_unmodified_worker_passes_the_designated_case(req_id: str) -> None:
-    (result,) = run_worker_suite(load_target(BUNDLED), ids=[req_id])
-    assert (result.requirement_id, result.outcome, result.message) == (req_id, Outcome.PASS, "")
+@pytest.mark.parametrize("designated", sorted({(m.first_case, m.killed_by) for m in MUTANTS.values()}),
+                         ids=lambda d: d[0] if d[0] == d[1] else f"{d[1]} via {d[0]}")
+def test_unmodified_worker_passes_the_designated_case(designated: tuple[str, str]) -> None:
+    """... and every invariant over that case's exchanges (one designated to an invariant
+    is judged on the rounds its case led the worker through: never a pass from silence)."""
+    case, req_id = designated
+    results = {r.requirement_id: r for r in run_worker_suite(load_target(BUNDLED), ids=[case])}
+    assert (results[case].outcome, results[case].message) == (Outcome.PASS, "")
+    assert all(r.outcome is Outcome.PASS for r in results.values()), \
+        [(r.case_id, r.outcome.value, r.message) for r in results.values() if r.outcome is not Outcome.PASS]
+    assert results[req_id].outcome is Outcome.PASS

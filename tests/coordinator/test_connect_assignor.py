@@ -40,16 +40,30 @@ def test_no_delay_configured_deals_lost_work_at_once() -> None:
     assert got == {"W1": (ALL, [], 0)}
 
 
-def test_no_revocation_in_two_consecutive_rounds() -> None:
+def test_revokes_again_in_the_round_after_a_revoking_round() -> None:
+    """KAFKA-12495: W3 joins in the follow-up of the round that revoked for W2; W1 still
+    holds more than its share, so it is revoked again at once, and W3 gets work next."""
     a = IncrementalCooperativeAssignor()
     run(a, 0, ALL, {"W1": []})
     first = run(a, 1, ALL, {"W1": ALL, "W2": []})
-    assert first["W1"][1]  # revoked something
-    # W1 comes back still running everything (it did not release): no second revocation.
-    second = run(a, 2, ALL, {"W1": ALL, "W2": []})
-    assert second["W1"][1] == []
-    third = run(a, 3, ALL, {"W1": ALL, "W2": []})
-    assert third["W1"][1]
+    kept = first["W1"][0]
+    second = run(a, 2, ALL, {"W1": kept, "W2": [], "W3": []})
+    assert second["W1"][1], second  # revoked again: three members, W1 above its share
+    third = run(a, 3, ALL, {m: second[m][0] for m in second})
+    assert third["W3"][0] and not any(r for _, r, _ in third.values())
+    assert sorted(len(x) for x, _, _ in third.values()) in ([1, 2, 2], [2, 2, 1])
+
+
+def test_work_missing_while_nobody_left_is_dealt_at_once() -> None:
+    """KAFKA-9848: W2 missed the assignment that gave it BC0 and BT1 and rejoins reporting
+    nothing, with every member still there: no delay, the work is dealt again at once."""
+    a = IncrementalCooperativeAssignor()
+    run(a, 0, ALL, {"W1": []})
+    first = run(a, 1, ALL, {"W1": ALL, "W2": []})
+    run(a, 2, ALL, {"W1": first["W1"][0], "W2": []})  # W2's share: it never arrives
+    got = run(a, 3, ALL, {"W1": first["W1"][0], "W2": []})
+    assert {d for _, _, d in got.values()} == {0}
+    assert sorted(u for x, _, _ in got.values() for u in x) == sorted(ALL)
 
 
 def test_new_work_goes_to_the_least_loaded_tasks_first() -> None:

@@ -102,6 +102,18 @@ def assignors(accept_disjoint: bool, refuse_covered: bool) -> Script:
     return s
 
 
+def settled_unbalanced() -> Script:
+    """w2 joins; the leader revokes nothing and keeps all the work: the round settles unbalanced."""
+    s = Script()
+    s.join("w1", 1, "w1", members={"w1": ()})
+    s.sync("w1", 1, "w1", assigned=("c1", "c1-0", "c1-1"))
+    s.join("w1", 2, "w1", owned=("c1", "c1-0", "c1-1"), members={"w1": ("c1", "c1-0", "c1-1"), "w2": ()})
+    s.join("w2", 2, "w1")
+    s.sync("w1", 2, "w1")  # line 11
+    s.sync("w2", 2, "w1")
+    return s
+
+
 CASES = {
     "clean-incremental": (incremental(), set()),
     "revocation-skipped": (incremental("revocation-skipped"),
@@ -114,6 +126,7 @@ CASES = {
     "double-eager": (eager(True), {("double-ownership", 9, "c1-0")}),
     "clean-delay": (delayed(False), set()),
     "early-reassign": (delayed(True), {("scheduled-delay-honoured", 17, "c1-1")}),
+    "settled-unbalanced": (settled_unbalanced(), {("balanced-when-settled", 11, None)}),
     "clean-draft": (draft(False), set()),
     "draft-unacknowledged": (draft(True), {("draft-revocation-acknowledged", 11, "c1-0")}),
     "draft-epoch-backwards": (epochs_backwards(), {("generation-monotonic", 15, None)}),

@@ -46,7 +46,7 @@ def parsed(records: list[tuple[bytes, bytes]] | list[Record]) -> list[tuple[str,
 
 
 def test_the_records_are_those_connect_writes() -> None:
-    records = config_records(parse_connectors("conn-a:2,conn-b:1"), WORK, Path("/tmp"))
+    records = config_records(parse_connectors("conn-a:2,conn-b:1"), WORK, Path("/tmp"), (4, 2, 0))
     assert parsed(records) == WRITTEN_BY_CONNECT  # same keys, same order (offsets), same configs
 
 
@@ -74,12 +74,12 @@ async def _records(bootstrap: str, topic: str) -> list[Record]:
 def test_a_seed_writes_once(real_kafka: RealKafka, sessioned: bool) -> None:
     prefix = f"seed-{uuid.uuid4().hex[:8]}"
     specs = parse_connectors("conn-a:2,conn-b:1")
-    written = seed_connectors(real_kafka.bootstrap, prefix, specs, sessioned=sessioned, now_ms=1000)
+    written = seed_connectors(real_kafka.bootstrap, prefix, specs, sessioned=sessioned, version=(4, 2, 0), now_ms=1000)
     assert written == ["conn-a", "conn-b"]
     log = asyncio.run(_records(real_kafka.bootstrap, config_topic(prefix)))
     keys = [r.key.decode() for r in log]
     assert keys == (["session-key"] if sessioned else []) + [k for k, _ in WRITTEN_BY_CONNECT]
     assert [r.offset for r in log] == list(range(len(log)))
     # A second seed of the same prefix (another process, a rerun) writes nothing.
-    assert seed_connectors(real_kafka.bootstrap, prefix, specs, sessioned=sessioned, now_ms=2000) == []
+    assert seed_connectors(real_kafka.bootstrap, prefix, specs, sessioned=sessioned, version=(4, 2, 0), now_ms=2000) == []
     assert len(asyncio.run(_records(real_kafka.bootstrap, config_topic(prefix)))) == len(log)

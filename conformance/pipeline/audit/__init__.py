@@ -17,13 +17,17 @@ from pyspark.sql import functions as F
 
 from ..ingest.frames import in_groups
 from ..tables import VIOLATION
-from . import (assignor_selection, double_ownership, draft_revocation, generations_monotonic,
-               revoke_before_reassign, scheduled_delay, session_timeout, stale_generation, windows)
+from ...invariants import balanced, double_ownership, revocation_ends, revoke_before_reassign, scheduled_delay
+from . import (assignor_selection, draft_revocation, generations_monotonic, session_timeout, stale_generation,
+               windows)
 from .group import Group, exchanges
 
 ROW_CHECKS = (stale_generation, session_timeout)
-ROUND_CHECKS = (double_ownership, generations_monotonic, revoke_before_reassign, scheduled_delay,
-                draft_revocation, assignor_selection)
+# The classic rounds' rules are the worker suite's invariants too (``conformance.invariants``);
+# the draft's worker-side epoch rule (C848-INV-01) is not the audit's: the golden transcripts'
+# scripted members send invalid epochs on purpose, to see the coordinator refuse them.
+ROUND_CHECKS = (double_ownership, generations_monotonic, revoke_before_reassign, scheduled_delay, balanced,
+                revocation_ends, draft_revocation, assignor_selection)
 CHECKS: dict[str, Callable[[Group], Iterator[dict[str, Any]]]] = {
     m.NAME: m.check for m in (*ROUND_CHECKS, *ROW_CHECKS)}
 ROUND_APIS = ("JoinGroup", "SyncGroup", "ConnectGroupHeartbeat")
@@ -32,7 +36,7 @@ ROUND_COLUMNS = ("source", "source_kind", "group_id", "ref", "resp_ref", "req_ti
                  "req_vtime_ms", "resp_vtime_ms", "api", "error_code", "member_id", "generation",
                  "resp_generation", "resp_member_id", "leader", "protocol_name", "assignment_version",
                  "assigned", "revoked", "scheduled_delay_ms", "owned", "member_epoch",
-                 "resp_member_epoch", "assignors")
+                 "resp_member_epoch", "assignors", "plan", "meta_version")
 
 
 def audit_group(records: list[dict[str, Any]], checks: Any = None) -> list[dict[str, Any]]:

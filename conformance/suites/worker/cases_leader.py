@@ -7,10 +7,12 @@ import asyncio
 import time
 
 from ...harness.cases import case
-from fakebroker.connect.embedded import PROTOCOL_VERSIONS, units_of
+from fakebroker.connect.embedded import METADATA, PROTOCOL_VERSIONS, units_of
 from ...harness.outcomes import Broken, NotApplicable, Violation
 from .framework import WorkerContext, WorkerProcess
-from .peers import Lead, Peer, Round, decode_assignment, lead_alone, play_round, second_owners, settle
+from ...invariants.balanced import spreads
+from .peers import (Lead, Peer, Round, decode_assignment, lead_alone, play_round, second_owners, settle, unit_names,
+                    until_settled)
 
 W = "worker"
 
@@ -151,3 +153,153 @@ async def remaining_delay_on_return(ctx: WorkerContext) -> None:
     early = units_of(given.assignment)
     ctx.check(not early, "work given to the returning worker before the remaining delay ends", "none",
               sorted(early))
+
+
+# ---------------------------------------------------------------- rounds Connect got wrong
+
+def _settled_work(ctx: WorkerContext, final: Round, what: str) -> None:
+    """The settled assignment is balanced (conformance.invariants.balanced, the one definition)."""
+    work = {m: unit_names(u) for m, u in final.after.items()}
+    spread = spreads(work)
+    ctx.check(spread is None, what, "balanced: work within one per member, or connectors and tasks each within one",
+              spread)
+
+
+async def peer_joined(ctx: WorkerContext, **kw: object) -> tuple[WorkerProcess, Lead, Peer, Round]:
+    """The worker leads alone, p1 joins: the round in which the worker revokes work for p1."""
+    w, lead = await lead_alone(ctx, **kw)
+    if PROTOCOL_VERSIONS[lead.protocol] == 0:
+        raise NotApplicable("the group runs the eager protocol (the case needs v1/v2)")
+    p1 = await Peer.join(ctx, "p1", lead)
+    r1 = await play_round(ctx, w, [p1], lead.sync, wait_for_worker=False)
+    if not r1.revoked:
+        raise Violation("the round p1 joined (setup)", "the leader revokes work for p1", "nothing revoked")
+    return w, lead, p1, r1
+
+
+@case("CONN-INC-16", suite=W, timeout_s=240)
+async def join_after_revoking_round(ctx: WorkerContext) -> None:
+    """p1 joins and the worker revokes work for it; p2 joins before the follow-up round. The
+    leader must go on balancing (Connect before 3.4.0 never revoked in two rounds in a row and
+    left p2 idle or the group unbalanced: KAFKA-12495)."""
+    w, lead, p1, r1 = await peer_joined(ctx)
+    p2 = await Peer.join(ctx, "p2", lead)  # its join opens the follow-up round before p1 rejoins
+    rounds = await until_settled(ctx, w, [p2, p1], [r1, await play_round(ctx, w, [p2, p1], r1.sync,
+                                                                          wait_for_worker=False)])
+    final = rounds[-1]
+    ctx.check(bool(p2.owned), "work of p2, which joined in the round right after a revoking round, once the group "
+              "settled", "some", {p.name: sorted(p.owned) for p in (p1, p2)})
+    _settled_work(ctx, final, "work per member once the group settled after p2's join")
+
+
+@case("CONN-INC-17", suite=W, timeout_s=240)
+async def no_delay_departure(ctx: WorkerContext) -> None:
+    """scheduled.rebalance.max.delay.ms 0; the peer with the most work leaves. Its work must be
+    given out by the round its departure starts (or that round's follow-ups), never left
+    unassigned under ScheduledDelay 0, which starts no later round (Connect 3.3-3.5.1, 3.6.0:
+    KAFKA-15693)."""
+    w, lead, peers, rounds = await grown_group(ctx, scheduled_rebalance_delay_ms=0)
+    gone = max(peers, key=lambda p: (len(p.owned), p.name))
+    rest = [p for p in peers if p is not gone]
+    ctx.expect_error(await gone.member.leave(), "NONE", f"{gone.name}'s LeaveGroup (setup)")
+    ctx.note(f"{gone.name} left owning {sorted(gone.owned)}")
+    after = await until_settled(ctx, w, rest, [await play_round(ctx, w, rest, rounds[-1].sync)])
+    held = set().union(*after[-1].after.values())
+    ctx.check(gone.owned <= held, f"work of {gone.name} once the group settled (no delay configured)",
+              f"given out: {sorted(gone.owned)}", f"{sorted(gone.owned - held)} unassigned, ScheduledDelay "
+              f"{after[-1].delays}")
+
+
+@case("CONN-INC-18", suite=W, timeout_s=240)
+async def missed_assignment_reassigned(ctx: WorkerContext) -> None:
+    """p1 joins and, in the follow-up round, never syncs: the work the leader gave it never
+    reached it. p2's join starts the next round, p1 rejoins reporting what it really owns. No
+    member left, so the leader gives the missing work out at once: no ScheduledDelay (Connect
+    before 2.5.1 held it back for scheduled.rebalance.max.delay.ms, for ever with 0: KAFKA-9848)."""
+    w, lead, p1, r1 = await peer_joined(ctx, scheduled_rebalance_delay_ms=max(
+        10_000, ctx.target.timing.scheduled_rebalance_delay_ms))
+    # The follow-up round (p1 rejoins once the worker has: the round is open), but p1 never
+    # sends its SyncGroup.
+    await ctx.next_request(w, "JoinGroup", after=r1.sync, answered=False, what="the worker's rejoin after revoking",
+                           keep_alive=[p1.member])
+    j = p1.submit_join()
+    if not await ctx.until_answered([j], ctx.rebalance_ms):
+        raise Violation("the follow-up round (setup)", "p1's JoinGroup answered", "parked")
+    ctx.expect_error(p1.member.take_join(await j.response()), "NONE", "p1's JoinGroup (setup)")
+    missed_sync = await ctx.worker_synced(w, after=r1.sync)
+    given = {a.member_id: decode_assignment(bytes(a.assignment), f"the assignment for {a.member_id}")[1]
+             for a in missed_sync.request.assignments}
+    missed = units_of(given[p1.member.member_id].assignment) if p1.member.member_id in given else set()
+    if not missed:
+        raise Violation("the follow-up round (setup)", "work given to p1", "none")
+    ctx.note(f"p1 never syncs the round that gave it {sorted(missed)}")
+    p2 = await Peer.join(ctx, "p2", lead)
+    r = await play_round(ctx, w, [p2, p1], missed_sync, wait_for_worker=False)
+    ctx.check(set(r.delays.values()) == {0}, "ScheduledDelay when work is missing but no member left",
+              "0 for every member: the missing work is given out at once", r.delays)
+    rounds = await until_settled(ctx, w, [p2, p1], [r])
+    held = set().union(*rounds[-1].after.values())
+    ctx.check(missed <= held, "the work p1 missed once the group settled", f"given out: {sorted(missed)}",
+              f"{sorted(missed - held)} unassigned")
+
+
+@case("CONN-INC-19", suite=W, timeout_s=240)
+async def cut_off_worker_stops_and_forgets(ctx: WorkerContext) -> None:
+    """The worker leads alone and runs its work; then each connection of its group member is
+    closed on its next group request, past its session timeout (the coordinator expires it;
+    another worker could be given its work). It must stop that work (REST status) and, let
+    back, rejoin reporting no allocation it no longer runs and run the work it is given back
+    (Connect 2.3 kept running: KAFKA-9184; before 2.5.1 it took work it had stopped for still
+    running and never started it again: KAFKA-9851)."""
+    if not ctx.has_rest:
+        raise NotApplicable("the target has no REST API to read what the worker runs")
+    w, lead = await lead_alone(ctx)
+    if PROTOCOL_VERSIONS[lead.protocol] == 0:
+        raise NotApplicable("the group runs the eager protocol: no allocation to report")
+    ok, ran = await ctx.running_when(w, lambda r: any(t == -1 for _, t in r), 60_000)
+    if not ok:
+        raise Violation("connectors the worker runs before it is cut off (setup, REST status)", "some", sorted(ran))
+    session_ms = ctx.target.timing.session_timeout_ms
+    hook = ctx.recorder.cut_off(w.worker_id)
+    cut_at = time.monotonic()
+    ctx.note(f"cut off from the coordinator (each connection of {w.worker_id} closed on its next group request) "
+             f"while running {sorted(ran)}")
+    try:
+        # Connector instances are the evidence: a Connect task's REST status may lag its stop
+        # (fixtures/targets/apache-connect.md, as in CONN-EAGER-03); the allocation below covers all.
+        connectors = {u for u in ran if u[1] == -1}
+        stopped, now = await ctx.running_when(w, lambda r: not (r & connectors), 2 * session_ms + 10_000)
+        # Past the session timeout in any case: the coordinator has expired the member.
+        await asyncio.sleep(max(0.0, cut_at + 1.5 * session_ms / 1000 - time.monotonic()))
+    finally:
+        ctx.recorder.hooks.remove(hook)
+    back_at = time.monotonic()
+    ctx.note(f"let back after {back_at - cut_at:.1f} s")
+    ctx.check(stopped, f"connectors the worker runs once cut off from its coordinator past its session timeout "
+              f"({session_ms} ms; REST status)", "none", sorted(now & connectors))
+    rejoin = await ctx.maybe_next_request(w, "JoinGroup", within_ms=60_000,
+                                          where=lambda s: s.t_request > back_at and s.answered)
+    if rejoin is None:
+        raise Violation("the worker's JoinGroup once let back", "one within 60 s", "none")
+    for p in rejoin.request.protocols:
+        v, md = METADATA.decode_versioned(bytes(p.metadata))
+        if v >= 1:
+            stale = (units_of(decode_assignment(bytes(md.allocation), "allocation")[1].assignment)
+                     if md.allocation else set())
+            ctx.check(not stale, f"allocation the worker reports as it rejoins ({p.name}), having stopped its work",
+                      "none", sorted(stale))
+    # Alone again, it is given its work back (after the scheduled delay its own leadership may
+    # hold for the member it was): it must run it again, not take it for still running.
+    given: set[tuple[str, int]] = set()
+    after = rejoin
+    deadline = time.monotonic() + (ctx.target.timing.scheduled_rebalance_delay_ms + 60_000) / 1000
+    while not connectors <= given and time.monotonic() < deadline:
+        after = await ctx.worker_synced(w, after=after, within_ms=ctx.target.timing.scheduled_rebalance_delay_ms + 30_000)
+        _, asg = decode_assignment(bytes(after.response.assignment), "the worker's assignment once back")
+        given = (given - units_of(getattr(asg, "revoked", None))) | units_of(asg.assignment)
+    if not connectors <= given:
+        raise Violation("the worker's assignments once back (setup)", f"its connectors {sorted(connectors)} given back",
+                        sorted(given))
+    ok, now = await ctx.running_when(w, lambda r: connectors <= r, 30_000)
+    ctx.check(ok, "connectors the worker runs once given them back after the cut-off (REST status)",
+              sorted(connectors), sorted(now & connectors))

@@ -33,7 +33,7 @@ from typing import Any
 
 from fakebroker.coordinator.config import CoordinatorConfig
 from fakebroker.realconnect.connectors import parse_connectors
-from fakebroker.intercept.hooks import Call, Gate, Hold, Respond
+from fakebroker.intercept.hooks import Call, Close, Gate, Hold, Respond
 from fakebroker.script.recorder import Recorder
 from fakebroker.script.transcript import Event
 from fakebroker.server.acl import AclRule, Acls, Operation, ResourceType
@@ -48,6 +48,8 @@ from ...harness.clock import RealCaseClock
 from fakebroker.connect.embedded import connect_protocols
 from ...harness.context import CoordinatorContext
 from ...harness.outcomes import Broken, NotApplicable, Violation
+from ...invariants.report import findings
+from ...pipeline.decode import exchange_fields
 from ...harness.shared_kafka import TOPIC_PREFIX, prefix_of, real_kafka_for
 from ...target import Target
 from .host import WorkerHostProcess, start_worker_host
@@ -165,6 +167,17 @@ class RecordingBroker(FakeBroker):
         observer = self.hooks.add(peer_synced, api="SyncGroup", keep=True, name="peers-synced")
         self.hooks.add(hold, api="SyncGroup", name=f"hold-sync:{worker_id}")
 
+    def cut_off(self, client_id: str) -> Any:
+        """From now on a connection of ``client_id`` is closed, unanswered, on its next group
+        request (FindCoordinator, JoinGroup, Heartbeat, LeaveGroup, SyncGroup; the coordinator
+        never sees it): a worker's group member cut off from its coordinator. Its other
+        requests pass: Connect before 3.x gives its config and status topics' clients the
+        same client.id, and its status (the REST evidence) must still be written and read.
+        Returns the hook; ``hooks.remove`` it to let the client back."""
+        def close(call: Call) -> Close | None:
+            return Close() if call.client_id == client_id else None
+        return self.hooks.add(close, api=GROUP_API_KEYS, keep=True, name=f"cut-off:{client_id}")
+
     def refuse_group(self, group: str, refused: bool = True) -> None:
         """From now on (until called with ``refused=False``) ACLs deny every operation on
         ``group`` to everyone: its requests get Kafka's GROUP_AUTHORIZATION_FAILED answers;
@@ -182,6 +195,27 @@ class RecordingBroker(FakeBroker):
         second: not the whole run's, copied each time)."""
         with self._lock:
             return self.seen[since:]
+
+
+def exchange_rows(seen: list[Seen], source: str) -> tuple[list[dict[str, Any]], dict[int, str]]:
+    """The case's group exchanges as the exchanges table's rows (``conformance.pipeline.decode``
+    reads Connect's embedded bytes, as the audit does), refs in arrival order of requests and
+    answers alike; and, per ref, the exchange as a person finds it in the case's transcript."""
+    events = sorted([(s.t_request, 0, s) for s in seen] + [(s.t_response, 1, s) for s in seen if s.answered],
+                    key=lambda e: (e[0], e[1], e[2].index))
+    ref: dict[tuple[int, int], int] = {(s.index, kind): n for n, (_, kind, s) in enumerate(events, 1)}
+    rows, where = [], {}
+    for s in seen:
+        if s.api not in ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "ConnectGroupHeartbeat"):
+            continue
+        req, resp = s.request.to_json(), s.response.to_json() if s.answered else None
+        row = {"source": source, "source_kind": "case", "ref": ref[s.index, 0],
+               "resp_ref": ref.get((s.index, 1)), "req_time": s.t_request, "resp_time": s.t_response,
+               "api": s.api, "client_id": s.client_id, **exchange_fields(s.api, req, resp)}
+        rows.append(row)
+        what = f"{s.client_id} {s.api} v{s.version} (request #{s.index - seen[0].index + 1} of the case)"
+        where[row["ref"]] = where[row["resp_ref"]] = what
+    return rows, where
 
 
 def free_port() -> int:
@@ -462,7 +496,10 @@ class WorkerContext(CoordinatorContext):
         self.first_frame = self.recorder.frame_mark()
         self.initial_delay_ms = 0
         self.attachments: dict[str, str] = {}
+        self.invariants: dict[str, dict[str, Any]] = {}  # set by close(): conformance.invariants.report
         self.refusing = False
+        # worker id -> (connector, task or -1) -> (state, worker_id) at its last REST status read
+        self.unit_states: dict[str, dict[tuple[str, int], tuple[str, str]]] = {}
 
     def refuse_group(self) -> None:
         """The coordinator's ACLs refuse this case's group to everyone until the case ends
@@ -510,10 +547,13 @@ class WorkerContext(CoordinatorContext):
         """Connectors (task -1) and tasks the worker reports RUNNING on itself, from its REST
         API (``GET /connectors``, then each one's ``/status``; a connector with no status
         yet counts as running nothing); None while the API is not serving yet (404: a worker
-        answers before its resources are registered). A worker that cannot answer at all
-        is BROKEN."""
+        answers before its resources are registered). Every unit's state is kept
+        (``unit_states``: a unit missing from the set was stopped, or is elsewhere, or FAILED,
+        and a case says which). A unit FAILED on the worker is BROKEN: the harness's work
+        (Kafka's file connectors on the configs it seeded) failed, which says nothing of the
+        group protocol. A worker that cannot answer at all is BROKEN."""
         me = f"127.0.0.1:{w.rest_port}"
-        out: set[tuple[str, int]] = set()
+        states: dict[tuple[str, int], tuple[str, str]] = {}
         try:
             try:
                 names = await asyncio.to_thread(rest_get, w.rest_port, "/connectors")
@@ -521,6 +561,7 @@ class WorkerContext(CoordinatorContext):
                 if e.code == 404:
                     return None
                 raise
+            failed: list[str] = []
             for name in names:
                 try:
                     st = await asyncio.to_thread(rest_get, w.rest_port, f"/connectors/{name}/status")
@@ -528,15 +569,32 @@ class WorkerContext(CoordinatorContext):
                     if e.code == 404:  # no status record yet
                         continue
                     raise
-                if st["connector"]["state"] == "RUNNING" and st["connector"].get("worker_id") == me:
-                    out.add((name, -1))
-                out.update((name, t["id"]) for t in st["tasks"]
-                           if t["state"] == "RUNNING" and t.get("worker_id") == me)
+                for unit, entry in [((name, -1), st["connector"]), *(((name, t["id"]), t) for t in st["tasks"])]:
+                    states[unit] = (entry["state"], entry.get("worker_id", ""))
+                    if entry["state"] == "FAILED" and entry.get("worker_id") == me:
+                        trace = (entry.get("trace") or "no trace").strip().splitlines()[0]
+                        failed.append(f"{unit} FAILED on the worker: {trace}")
         except (OSError, ValueError) as e:
             if not w.alive():
                 raise Broken(f"the worker exited ({w.proc.returncode}); log:\n{w.log_tail()}") from None
             raise Broken(f"the worker's REST API on port {w.rest_port}: {e}") from None
-        return out
+        self.unit_states[w.worker_id] = states
+        if failed:
+            raise Broken("the harness's work failed on the worker (REST status), not a protocol verdict: "
+                         + "; ".join(failed))
+        return {unit for unit, (state, where) in states.items() if state == "RUNNING" and where == me}
+
+    def where_units_are(self, w: WorkerProcess, units: set[tuple[str, int]]) -> str:
+        """What the worker's last REST status read said of ``units`` (missing from its running
+        set): each one's state and the worker it names, or that it was not listed."""
+        me = f"127.0.0.1:{w.rest_port}"
+        states = self.unit_states.get(w.worker_id, {})
+        def one(unit: tuple[str, int]) -> str:
+            if unit not in states:
+                return f"{unit} not listed"
+            state, where = states[unit]
+            return f"{unit} {state} " + ("on the worker" if where == me else f"on {where or 'no worker'}")
+        return "; ".join(one(u) for u in sorted(units))
 
     async def running_when(self, w: WorkerProcess, ok: Any, within_ms: int,
                            keep_alive: list[Any] | None = None) -> tuple[bool, set[tuple[str, int]]]:
@@ -673,4 +731,20 @@ class WorkerContext(CoordinatorContext):
         if self.refusing:
             self.recorder.refuse_group(self.group_id, refused=False)
         self.add_worker_exchanges()
+        self.check_invariants()
         await super().close()
+
+    def check_invariants(self) -> None:
+        """Every group invariant over every exchange of the case's group (the workers' and the
+        scripted peers'), judging the rounds a worker under test led; a violation names the
+        exchange, ``worker <id>`` / a peer's client id, API and position in the case. The
+        workers' own member ids are judged; scripted peers may lead or send what a case wants."""
+        rows, where = exchange_rows(self.seen(), self.requirement.id)
+        workers = {w.worker_id for w in self.workers}
+        mine = {r.get("resp_member_id") if r["api"] == "JoinGroup" else r.get("member_id") for r in rows
+                if r["client_id"] in workers and r["api"] in ("JoinGroup", "ConnectGroupHeartbeat")}
+        found = findings(rows, {m for m in mine if m})
+        for f in found.values():
+            for v in f["violations"]:
+                v["exchange"] = where.get(v["ref"], "")
+        self.invariants = found

@@ -210,3 +210,22 @@ def second_owners(r: Round) -> list[str]:
         for other in members[i + 1:]:
             out += [f"{u} left with both {m} and {other}" for u in sorted(r.after[m] & r.after[other])]
     return out
+
+
+def unit_names(units: set[Unit]) -> set[str]:
+    """Connect's unit names as the exchanges and the invariants read them (``conn``, ``conn-3``)."""
+    return {c if t == -1 else f"{c}-{t}" for c, t in units}
+
+
+async def until_settled(ctx: WorkerContext, w: WorkerProcess, peers: list[Peer], rounds: list[Round], *,
+                        max_rounds: int = 6) -> list[Round]:
+    """Rounds the worker leads after ``rounds`` while the last one revoked work or set a
+    ScheduledDelay (a leader may defer work or a revocation behind one; the worker rejoins
+    when it expires): the group has settled when a round does neither."""
+    while rounds[-1].revoked or max(rounds[-1].delays.values(), default=0) > 0:
+        if len(rounds) >= max_rounds:
+            raise Violation("rounds until the group settles (no revocation, no ScheduledDelay)",
+                            f"at most {max_rounds}", f"still revoking or delaying after {len(rounds)}")
+        delay = max(rounds[-1].delays.values(), default=0)
+        rounds.append(await play_round(ctx, w, peers, rounds[-1].sync, within_ms=delay + 20_000))
+    return rounds

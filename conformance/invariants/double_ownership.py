@@ -5,13 +5,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .group import Group, violation
+from .rounds import Group, violation
 
+REQUIREMENT = "CONN-INV-01"
 NAME = "double-ownership"
 
 
 def check(g: Group) -> Iterator[dict[str, Any]]:
     for r in g.rounds:
+        if not g.judged(r):
+            continue
         owner: dict[str, str] = {}
         for m in sorted(r.syncs, key=lambda m: r.syncs[m].ex.at):
             for unit in sorted(r.after.get(m, ())):

@@ -6,13 +6,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from .group import Group, violation
+from .rounds import Group, violation
 
+REQUIREMENT = "CONN-INV-02"
 NAME = "revoke-before-reassign"
 
 
 def check(g: Group) -> Iterator[dict[str, Any]]:
     for r in g.rounds:
+        if not g.judged(r):
+            continue
         for m, s in sorted(r.syncs.items()):
             if not s.incremental:
                 continue  # eager: every member gives up everything when it rejoins

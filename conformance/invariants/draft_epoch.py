@@ -1,0 +1,30 @@
+"""The draft's ConnectGroupHeartbeat (MemberEpoch: "the current member epoch; 0 to join the
+group; -1 to leave the group"): a member heartbeats with the epoch the coordinator last gave
+it, 0 to (re)join, or -1 to leave; never an epoch it was not given, nor an older one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from .rounds import FENCED, Group, violation
+
+REQUIREMENT = "C848-INV-01"
+NAME = "draft-member-epoch-current"
+
+
+def check(g: Group) -> Iterator[dict[str, Any]]:
+    given: dict[str, int] = {}  # member -> the epoch its last successful answer gave it
+    for e in g.exs:
+        if e.api != "ConnectGroupHeartbeat" or not e.member_id or e.member_epoch is None:
+            continue
+        m, sent = e.member_id, e.member_epoch
+        if sent not in (0, -1) and g.judges_member(m) and sent != given.get(m):
+            last = given.get(m)
+            yield violation(NAME, e, f"member {m} heartbeated with epoch {sent}; the coordinator last gave it "
+                            f"{'none' if last is None else last} (0 joins, -1 leaves)",
+                            generation=sent, members=(m,))
+        if sent == -1 or e.error_code in FENCED:
+            given.pop(m, None)
+        elif e.error_code == 0 and e.resp_member_epoch is not None:
+            given[m] = e.resp_member_epoch
