@@ -262,7 +262,8 @@ def _previous_cells(root: Path) -> tuple[dict[tuple[str, str], Cell], dict[str, 
 def register(sub: Any) -> None:
     m = sub.add_parser("matrix", help="the worker suite on Apache Connect releases: one table of verdicts",
                        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    m.add_argument("--versions", required=True, metavar="V,V,...", help="Apache Kafka Connect releases, e.g. 2.4.1,3.0.0,4.2.0")
+    m.add_argument("--versions", required=True, metavar="V,V,...",
+                   help="Apache Kafka Connect releases, e.g. 2.4.1,3.0.0,4.2.0")
     m.add_argument("--protocols", default=None, metavar="P,P,...",
                    help="connect.protocol values (default: all three; each where the release supports it)")
     m.add_argument("--reports", default="reports/matrix", metavar="DIR",
