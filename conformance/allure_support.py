@@ -239,7 +239,7 @@ def write_allure_extras(alluredir: Path, doc: dict[str, Any]) -> None:
     cert = build_certificate(doc)
     _write_certificate_result(alluredir, cert, doc)
     t = doc["target"]
-    props = {"verdict": verdict_line(cert), "target": t["name"], "target.kind": t["kind"],
+    props = {"verdict": verdict_line(cert), "run.id": doc.get("run_id") or "", "target": t["name"], "target.kind": t["kind"],
              "implementation": t["implementation"], "implementation.version": t["version"],
              "protocols": ",".join(t["protocols"]),
              "suite": doc["suite"], "strict": str(doc["strict"]).lower()}

@@ -32,23 +32,25 @@ from pathlib import Path
 from collections.abc import Iterator
 from typing import Any
 
-from fakebroker import __version__
+from fakebroker.cli_text import add_version, plain
 from fakebroker.exit_codes import EXIT_BROKEN, EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
 
 from .attestation import AttestationError, Ed25519PrivateKey, load_private_key, verify_file, write_attestation
 from .catalogue import default_catalogue
-from .certificate import CertificateError
+from .certificate import CertificateError, check_same_run
+from .command import CommandError, preflight
+from .provenance import ArtefactMissing, require_artefact
 from .target import Target, TargetError, load_target
 
 # Worst first: with several targets the run exits with the worst code of any.
 SEVERITY = (EXIT_USAGE, EXIT_BROKEN, EXIT_FAILED, EXIT_PARTIAL, EXIT_OK)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="conformance", description=__doc__.split("\n\n")[0],
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="conformance", description=plain(__doc__.split("\n\n")[0]),
                                 epilog="exit codes: 0 certified, 1 not certified, 2 usage error, "
                                        "3 broken, 4 partial (see conformance/README.md)")
-    p.add_argument("--version", action="version", version=f"conformance (connect-conformance) {__version__}")
+    add_version(p, "conformance")
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the suite against one or more targets and certify them")
@@ -77,6 +79,10 @@ def main(argv: list[str] | None = None) -> int:
                           "FILE's name under each target's folder)")
     run.add_argument("--signing-key", metavar="FILE", type=Path,
                      help="Ed25519 PEM private key: also sign each attestation (DSSE envelope)")
+    run.add_argument("--no-artefact-digest", action="store_true",
+                     help="certify a target with nothing local to digest as its tested artefact (e.g. a "
+                          "coordinator at a bootstrap address); the certificate states it. Without it such a "
+                          "run is refused before any case runs")
 
     rep = sub.add_parser("report", help="write certificate.json/.md and the Allure HTML from a run")
     rep.add_argument("--reports", default="reports", metavar="DIR",
@@ -95,8 +101,12 @@ def main(argv: list[str] | None = None) -> int:
 
     mut = sub.add_parser("mutants", help="run the suites against every mutant: kill rate per suite")
     mut.add_argument("--dir", default="fixtures/mutants", help="coordinator mutants; worker mutants in DIR/workers")
-    mut.add_argument("--suite", choices=("coordinator", "worker", "all"), default="all")
-    mut.add_argument("--reports", default="reports", metavar="DIR")
+    mut.add_argument("--suite", choices=("coordinator", "worker", "all"), default="all",
+                     help="which suite's mutants: coordinator mutants are judged by the coordinator suite, "
+                          "worker mutants by the worker suite (default %(default)s)")
+    mut.add_argument("--reports", default="reports", metavar="DIR",
+                     help="where mutants.json (the kill rate and every mutant's verdict) goes "
+                          "(default %(default)s)")
     mut.add_argument("--group-log", action="store_true",
                      help="also the group-log mutants (DIR/group-log), judged by the coordinator suite on a "
                           "real Kafka the harness starts for each (about a minute each; off by default)")
@@ -110,14 +120,18 @@ def main(argv: list[str] | None = None) -> int:
 
     from .pipeline.cli import register as register_pipeline  # ingest, audit, history (Spark)
     register_pipeline(sub)
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
     if getattr(args, "pipeline", None):
         return args.pipeline(args)
     commands = {"run": cmd_run, "report": cmd_report, "list": cmd_list, "mutants": cmd_mutants,
                 "verify-attestation": cmd_verify_attestation}
     try:
         return commands[args.command](args)
-    except (TargetError, AttestationError, CertificateError) as e:
+    except (TargetError, AttestationError, CertificateError, CommandError, ArtefactMissing) as e:
         print(f"conformance: {e}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -126,6 +140,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     targets = [load_target(t) for t in args.target]  # refuses invalid files before anything runs
+    for target in targets:  # ... and a command, script or artefact that is not there
+        preflight(target)
+        require_artefact(target, args.no_artefact_digest)
     key = _signing_key(args)
     names = [t.name for t in targets]
     if len(set(names)) != len(names):
@@ -141,9 +158,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     outs = [root if len(targets) == 1 else root / target.name for target in targets]
     codes, summary = [], []
     for target, out, (code, wall) in zip(targets, outs, _run_all(targets, outs, args)):
-        if code == 4:  # pytest's usage error
-            return EXIT_USAGE
         if not (out / "results.json").exists():
+            if code == pytest_usage_error():
+                return EXIT_USAGE
             print(f"conformance: the run of {target.name} wrote no results (pytest exit {code})", file=sys.stderr)
             codes.append(EXIT_BROKEN)
             continue
@@ -158,7 +175,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         summary.append(_summary_entry(out, cert, wall))
     if len(targets) > 1:
         _write_index(root, summary)
+        print(f"== summary of {len(targets)} targets: {root / 'certificate.md'} (and .json)", flush=True)
     return worst(codes)
+
+
+def pytest_usage_error() -> int:
+    """pytest's exit code for a usage error (a target refused by the plugin): with no
+    results.json written, the plugin's own verdict codes cannot be meant."""
+    import pytest
+    return int(pytest.ExitCode.USAGE_ERROR)
 
 
 def worst(codes: list[int]) -> int:
@@ -221,6 +246,8 @@ def _run_pytest(target: Target, out: Path, args: argparse.Namespace,
         cmd += ["-n", str(processes), "--dist", "load", "--maxschedchunk", "1"]
     if args.strict:
         cmd.append("--conformance-strict")
+    if args.no_artefact_digest:
+        cmd.append("--conformance-no-artefact-digest")
     if args.suite:
         cmd += ["--conformance-suite", args.suite]
     if getattr(args, "keyword", None):
@@ -240,16 +267,15 @@ def _signing_key(args: argparse.Namespace) -> Ed25519PrivateKey | None:
 
 
 def _certify(out: Path, *, html: bool, key: Ed25519PrivateKey | None = None) -> tuple[int, dict[str, Any]]:
+    from .allure_support import verdict_line
     from .certificate import exit_code, render_allure, write_certificate
     if html:  # first, so that the certificate links the report
         index, why = render_allure(out / "allure-results", out / "allure-report")
         print(f"   allure report: {index}" if index else f"   allure report not rendered: {why}")
     cert = write_certificate(out)
-    c = cert["counts"]
-    g = cert["goldens"]
-    print(f"   {cert['verdict']}: " + ", ".join(
-        f"{lvl} " + "/".join(f"{k}={v}" for k, v in c[lvl].items() if v) for lvl in c if any(c[lvl].values()))
-        + (f"; goldens {g['replayed']} replayed of {g['recorded']}" if g["recorded"] else ""))
+    print(f"   {verdict_line(cert)}")
+    for why in cert["refused"]:
+        print(f"   REFUSED {why}")
     for i in cert["failed"]:
         print(f"   FAIL   {i}")
     for i in cert["broken"]:
@@ -302,8 +328,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = Path(args.reports)
     key = _signing_key(args)
     if (out / "results.json").exists():
+        check_same_run(out)
         return _certify(out, html=not args.no_html, key=key)[0]
     runs = sorted(d for d in out.glob("*") if (d / "results.json").is_file())
+    for d in runs:
+        check_same_run(d)
     if not runs:
         print(f"conformance: no {out / 'results.json'} nor */results.json: run the suite first", file=sys.stderr)
         return EXIT_USAGE

@@ -28,6 +28,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..cli_text import add_version, plain
 from ..realkafka.cli import run_command, serve_until_signalled
 from . import CONNECT_VERSION, PROTOCOLS, ConnectWorker, WorkerSettings, cached_libs, ensure_resolved
 from .connectors import parse_connectors
@@ -100,8 +101,20 @@ def _seed(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m fakebroker.realconnect", description=__doc__,
+    p = parser()
+    args = p.parse_args(argv)
+    if args.command in ("start", "seed"):
+        try:
+            parse_connectors(args.connectors)
+        except ValueError as e:
+            p.error(f"--connectors: {e}")
+    return run_command(p, args, {"resolve": _resolve, "start": _start, "host": _host, "seed": _seed}, "realconnect")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m fakebroker.realconnect", description=plain(__doc__),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_version(p, "fakebroker.realconnect")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("resolve", help="resolve the worker's jars into the cache (offline once done)")
     st = sub.add_parser("start", help="run one distributed worker until interrupted")
@@ -140,13 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     sd.add_argument("--protocol", choices=PROTOCOLS, default=None,
                     help="the workers' connect.protocol: sessioned (or none: Connect's default) also "
                          "writes the session key their first leader would")
-    args = p.parse_args(argv)
-    if args.command in ("start", "seed"):
-        try:
-            parse_connectors(args.connectors)
-        except ValueError as e:
-            p.error(f"--connectors: {e}")
-    return run_command(p, args, {"resolve": _resolve, "start": _start, "host": _host, "seed": _seed}, "realconnect")
+    return p
 
 
 if __name__ == "__main__":
