@@ -50,7 +50,7 @@ if ! command -v java >/dev/null 2>&1 || ! command -v mvn >/dev/null 2>&1; then
 fi
 .venv/bin/python -m fakebroker.realkafka resolve
 # Apache Kafka Connect 4.2.0's distributed worker (a bundled worker target, tests/proxy):
-# connect-runtime, connect-json, connect-file (fixtures/connect/pom.xml), resolved the same way
+# connect-runtime, connect-json, connect-file (fakebroker/realconnect/pom.xml), resolved the same way
 # into ~/.cache/connect-conformance/connect-4.2.0 (a no-op once the cache matches the POM).
 .venv/bin/python -m fakebroker.realconnect resolve
 

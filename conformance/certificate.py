@@ -238,10 +238,12 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def write_certificate(reports: Path, catalogue: Catalogue | None = None) -> dict[str, Any]:
-    """certificate.json and .md of the run in ``reports``; the Allure report is linked only
-    when it was rendered from this run's results (its run id), never an earlier run's."""
-    run = json.loads((reports / "results.json").read_text(encoding="utf-8"))
+def write_certificate(reports: Path, catalogue: Catalogue | None = None, *,
+                      results: Path | None = None) -> dict[str, Any]:
+    """certificate.json and .md of the run in ``reports`` (its ``results``, by default
+    reports/results.json); the Allure report is linked only when it was rendered from this
+    run's results (its run id), never an earlier run's."""
+    run = json.loads((results or reports / "results.json").read_text(encoding="utf-8"))
     if (reports / ALLURE_REPORT).is_file() and report_run_id(reports / "allure-report") == run.get("run_id"):
         run["allure_report"] = ALLURE_REPORT
     cert = build_certificate(run, catalogue)

@@ -24,12 +24,13 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from fakebroker.cli_text import add_version, plain
@@ -61,8 +62,9 @@ def build_parser() -> argparse.ArgumentParser:
                           "virtual-clock target, two per core for a real-clock one, whose cases mostly "
                           "wait on real time (real workers and brokers)")
     run.add_argument("--jobs", type=int, default=1, metavar="J",
-                     help="run up to J targets at once (default 1); each target's output is printed "
-                          "when it finishes. Targets that mostly wait on real time (real workers and "
+                     help="run up to J targets at once (default 1); each case's outcome is printed as it "
+                          "comes, [target] ID OUTCOME, each target's summary when it finishes and its whole "
+                          "pytest output goes to its folder's pytest.log. Targets that mostly wait on real time (real workers and "
                           "brokers) finish sooner; their cases then share the CPU (make certify runs the "
                           "bundled targets 3 at a time)")
     run.add_argument("--strict", action="store_true", help="a SHOULD not met fails the run")
@@ -191,31 +193,63 @@ def worst(codes: list[int]) -> int:
     return min(codes, key=SEVERITY.index) if codes else EXIT_BROKEN
 
 
+# A case's line in pytest -v output, in either order (plain: "...[ID] PASS"; under xdist:
+# "[gw0] [ 10%] PASS ...[ID]"): the outcome words are the plugin's (pytest_report_teststatus).
+OUTCOME_WORDS = r"(PASS|FAIL|BROKEN|NON-STRICT \(strict\)|NON-STRICT|NOT-APPLICABLE)"
+CASE_LINE = (re.compile(r"test_requirement\[(?P<id>.+)\] " + OUTCOME_WORDS.replace("(", "(?P<word>", 1) + r"(?=\s|$)"),
+             re.compile(OUTCOME_WORDS.replace("(", "(?P<word>", 1) + r" \S*test_requirement\[(?P<id>.+)\]\s*$"))
+PYTEST_LOG = "pytest.log"
+
+
 def _run_all(targets: list[Target], outs: list[Path], args: argparse.Namespace) -> Iterator[tuple[int, float]]:
     """(pytest's exit code, wall seconds) per target, in order, each after its ``==`` line
     and output. One at a time, pytest writes straight to the terminal; with ``--jobs``
-    several run at once and each one's output is shown, whole, in its turn."""
-    def run(target: Target, out: Path, capture: bool) -> tuple[int, float, str | None]:
-        started = time.monotonic()
-        code, output = _run_pytest(target, out, args, capture)
-        return code, time.monotonic() - started, output
-
+    several run at once: each case's outcome is printed as it comes (``[target] ID PASS``),
+    then, in the targets' order, each one's summary; the whole output is in its pytest.log."""
     def header(target: Target, out: Path) -> None:
         print(f"== {target.name} ({target.kind}, {target.path}) -> {out}/", flush=True)
     if args.jobs == 1 or len(targets) == 1:
         for target, out in zip(targets, outs):
             header(target, out)
-            code, wall, _ = run(target, out, False)
-            yield code, wall
+            started = time.monotonic()
+            code = _run_pytest(target, out, args)
+            yield code, time.monotonic() - started
         return
+    import threading
     from concurrent.futures import ThreadPoolExecutor
+    lock = threading.Lock()
+
+    def run(target: Target, out: Path) -> tuple[int, float, list[str]]:
+        started = time.monotonic()
+        with lock:
+            print(f"== started {target.name} -> {out}/", flush=True)
+        lines: list[str] = []
+
+        def progress(line: str) -> None:
+            lines.append(line)
+            m = CASE_LINE[0].search(line) or CASE_LINE[1].search(line)
+            if m:
+                with lock:
+                    print(f"   [{target.name}] {m.group('id')} {m.group('word')}", flush=True)
+        code = _run_pytest(target, out, args, progress)
+        return code, time.monotonic() - started, lines
     with ThreadPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(run, t, o, True) for t, o in zip(targets, outs)]
+        futures = [pool.submit(run, t, o) for t, o in zip(targets, outs)]
         for target, out, f in zip(targets, outs, futures):
-            code, wall, output = f.result()
-            header(target, out)
-            print(output or "", end="", flush=True)
+            code, wall, lines = f.result()
+            with lock:
+                header(target, out)
+                print("".join(_summary_lines(lines)), end="")
+                print(f"   pytest output: {out / PYTEST_LOG}", flush=True)
             yield code, wall
+
+
+def _summary_lines(lines: list[str]) -> list[str]:
+    """pytest's closing part: from its short test summary (or its last line) on."""
+    for i, line in enumerate(lines):
+        if "short test summary info" in line:
+            return lines[i:]
+    return lines[-1:]
 
 
 def process_count(target: Target, workers: str) -> int:
@@ -229,7 +263,9 @@ def process_count(target: Target, workers: str) -> int:
 
 
 def _run_pytest(target: Target, out: Path, args: argparse.Namespace,
-                capture: bool = False) -> tuple[int, str | None]:
+                progress: Callable[[str], None] | None = None) -> int:
+    """pytest on ``target``: its exit code. Its output goes to the terminal, or, with
+    ``progress``, line by line to it and to ``out/pytest.log``."""
     results_dir = out / "allure-results"
     if results_dir.exists():
         shutil.rmtree(results_dir)
@@ -254,10 +290,15 @@ def _run_pytest(target: Target, out: Path, args: argparse.Namespace,
         cmd += ["-k", args.keyword]
     if getattr(args, "markexpr", None):
         cmd += ["-m", args.markexpr]
-    if not capture:
-        return subprocess.call(cmd), None
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return r.returncode, r.stdout
+    if progress is None:
+        return subprocess.call(cmd)
+    with open(out / PYTEST_LOG, "w", encoding="utf-8") as log, \
+            subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log.write(line)
+            progress(line)
+    return proc.returncode
 
 
 def _signing_key(args: argparse.Namespace) -> Ed25519PrivateKey | None:

@@ -354,8 +354,8 @@ def _is_controller(config: pytest.Config) -> bool:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
-    if not active(config) or not _is_controller(config):
-        return
+    if not active(config) or not _is_controller(config) or config.option.collectonly:
+        return  # --collect-only ran nothing: no results, no certificate
     target = config.stash[TARGET_KEY]
     from .provenance import provenance
     results = sorted(_RESULTS_SEEN.values(), key=lambda r: r["id"])
@@ -385,7 +385,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     # and an exit code that tells the truth: pytest's own says only whether tests failed.
     from .attestation import AttestationError, write_attestation
     from .certificate import exit_code, write_certificate
-    cert = config.stash[CERTIFICATE_KEY] = write_certificate(out.parent)
+    cert = config.stash[CERTIFICATE_KEY] = write_certificate(out.parent, results=out)
     try:
         write_attestation(out.parent, cert, None)
     except AttestationError:

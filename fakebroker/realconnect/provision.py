@@ -1,10 +1,10 @@
 """Apache Kafka Connect 4.2.0's runtime jars, resolved once from Maven Central.
 
-``fixtures/connect/pom.xml`` lists connect-runtime, connect-json and connect-file; Maven's
-``dependency:copy-dependencies`` copies them and their runtime dependencies into
-``~/.cache/connect-conformance/connect-<version>/libs`` (beside the broker's
-``kafka-<version>/libs``; never into the repository). A stamp records the POM's digest and
-the jars, so a later run is offline and a changed POM resolves again. Maven is tried offline
+``fakebroker/realconnect/pom.xml`` (shipped in the wheel) lists connect-runtime,
+connect-json and connect-file; Maven's ``dependency:copy-dependencies`` copies them and
+their runtime dependencies into ``~/.cache/connect-conformance/connect-<version>/libs``
+(beside the broker's ``kafka-<version>/libs``; never into the repository). A stamp records
+the POM's digest and the jars, so a later run is offline and a changed POM resolves again. Maven is tried offline
 (the local ~/.m2 repository) before Maven Central.
 """
 
@@ -16,7 +16,7 @@ from ..realkafka import provision as kp
 from ..realkafka.provision import ResolveFailed, find_java, find_maven  # noqa: F401 - re-exported
 
 CONNECT_VERSION = "4.2.0"
-POM = Path(__file__).resolve().parents[2] / "fixtures" / "connect" / "pom.xml"
+POM = Path(__file__).with_name("pom.xml")
 STAMP = "resolved.json"
 REQUIRED_JARS = ("connect-runtime-", "connect-json-", "connect-file-", "kafka-clients-",
                  "log4j-slf4j2-impl-")
