@@ -131,9 +131,11 @@ def parser() -> argparse.ArgumentParser:
                          "there, also while it stops (one per group: a stopping worker cannot overwrite "
                          "those of another group's worker sharing the other topics)")
     st.add_argument("--client-id", default=None, help="client.id of the worker's group member")
-    st.add_argument("--session-timeout-ms", type=int, default=6000)
-    st.add_argument("--rebalance-timeout-ms", type=int, default=20000)
-    st.add_argument("--heartbeat-interval-ms", type=int, default=1000)
+    st.add_argument("--session-timeout-ms", type=int, default=6000, help="session.timeout.ms (default %(default)s)")
+    st.add_argument("--rebalance-timeout-ms", type=int, default=20000,
+                    help="rebalance.timeout.ms (default %(default)s)")
+    st.add_argument("--heartbeat-interval-ms", type=int, default=1000,
+                    help="heartbeat.interval.ms (default %(default)s)")
     st.add_argument("--scheduled-rebalance-delay-ms", type=int, default=None,
                     help="scheduled.rebalance.max.delay.ms (default: not set, Connect's own default: 300000)")
     st.add_argument("--connectors", default="", metavar="NAME:TASKS,...",
