@@ -14,14 +14,21 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import sys
 import venv
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
+import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from conformance.attestation import STATEMENT_FILE
+from conformance.attestation import ENVELOPE_FILE, STATEMENT_FILE
+from conformance.certificate import ALLURE_VERSION, allure_binary
 
 ROOT = Path(__file__).resolve().parents[2]
 DRAFT_WORKER = ROOT / "fixtures" / "targets" / "draft-worker.toml"
@@ -49,25 +56,41 @@ def run(*cmd: str | Path, cwd: Path, timeout: float = 600) -> subprocess.Complet
                           env=clean_env())
 
 
+@dataclass(frozen=True)
+class Built:
+    wheel: Path
+    wheelhouse: Path  # the runtime dependencies' wheels, and pip's
+
+
 @pytest.fixture(scope="module")
-def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The fresh venv's bin folder, with the wheel of a clean clone and its runtime
-    dependencies, nothing else."""
-    base = tmp_path_factory.mktemp("install")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Built:
+    """The wheel of a clean clone (nothing beside it), and a wheelhouse of what it needs."""
+    base = tmp_path_factory.mktemp("build")
     clone = run("git", "clone", "-q", ROOT, base / "src", cwd=base)
     assert clone.returncode == 0, clone.stderr
     assert not (base / "shared").exists()
-    built = run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", base / "dist", base / "src", cwd=base)
-    assert built.returncode == 0, f"the wheel did not build (hatchling from pip's cache or PyPI):\n{built.stderr[-3000:]}"
+    made = run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", base / "dist", base / "src", cwd=base)
+    assert made.returncode == 0, f"the wheel did not build (hatchling from pip's cache or PyPI):\n{made.stderr[-3000:]}"
     [wheel] = (base / "dist").glob("connect_conformance-*.whl")
-    got = run(sys.executable, "-m", "pip", "download", "-q", "-d", base / "wheelhouse", wheel, cwd=base)
+    got = run(sys.executable, "-m", "pip", "download", "-q", "-d", base / "wheelhouse", wheel, "pip", cwd=base)
     assert got.returncode == 0, got.stderr[-3000:]
-    venv.EnvBuilder(with_pip=False).create(base / "venv")
-    python = base / "venv" / "bin" / "python"
-    inst = run(sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-compile", "--no-index",
-               "--find-links", base / "wheelhouse", wheel, cwd=base)
+    return Built(wheel, base / "wheelhouse")
+
+
+def fresh_venv(where: Path, wheelhouse: Path, *packages: str | Path) -> Path:
+    """A venv of its own (no system site-packages) with ``packages`` from the wheelhouse
+    only; its bin folder."""
+    venv.EnvBuilder(with_pip=False).create(where)
+    inst = run(sys.executable, "-m", "pip", "--python", where / "bin" / "python", "install", "-q", "--no-compile",
+               "--no-index", "--find-links", wheelhouse, *packages, cwd=where)
     assert inst.returncode == 0, inst.stderr[-3000:]
-    return base / "venv" / "bin"
+    return where / "bin"
+
+
+@pytest.fixture(scope="module")
+def installed(built: Built, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A fresh venv's bin folder with the wheel and its runtime dependencies, nothing else."""
+    return fresh_venv(tmp_path_factory.mktemp("install") / "venv", built.wheelhouse, built.wheel)
 
 
 def test_the_commands_run_and_every_module_imports(installed: Path, tmp_path: Path) -> None:
@@ -89,16 +112,20 @@ def test_the_commands_run_and_every_module_imports(installed: Path, tmp_path: Pa
     assert r.returncode == 0 and "--conformance-target=FILE" in r.stdout and "--alluredir" in r.stdout
 
 
-def test_a_worker_of_ones_own_certifies_from_outside_the_checkout(installed: Path, tmp_path: Path) -> None:
-    mine = tmp_path / "my-worker"
-    mine.mkdir()
-    (mine / "my_worker.py").write_text(MY_WORKER)
-    # The bundled draft worker's target, pointed at the script beside it (a path relative to
-    # the target file, which the run is started from the folder above).
+def my_worker(folder: Path) -> Path:
+    """The bundled draft worker's target pointed at a script beside it (a path relative to the
+    target file): a worker of one's own in ``folder``."""
+    folder.mkdir(parents=True)
+    (folder / "my_worker.py").write_text(MY_WORKER)
     target = DRAFT_WORKER.read_text().replace("{python} -m conformance.workers.draft_worker", "{python} my_worker.py")
     target = target.replace('name = "draft-worker"', 'name = "my-worker"')
     assert "{python} my_worker.py" in target
-    (mine / "my-worker.toml").write_text(target)
+    (folder / "my-worker.toml").write_text(target)
+    return folder / "my-worker.toml"
+
+
+def test_a_worker_of_ones_own_certifies_from_outside_the_checkout(installed: Path, tmp_path: Path) -> None:
+    my_worker(tmp_path / "my-worker")  # the run starts from the folder above
     reports = tmp_path / "reports"
     r = run(installed / "conformance", "run", "--target", "my-worker/my-worker.toml", "-n", "2", "--no-html",
             "--reports", reports, cwd=tmp_path, timeout=900)
@@ -123,3 +150,56 @@ def test_a_missing_script_is_refused_before_any_case_runs(installed: Path, tmp_p
     [line] = r.stderr.splitlines()
     assert f"the script {mine / 'my_worker.py'} is not there" in line and "rule command-exists" in line
     assert not (tmp_path / "r").exists()  # nothing ran
+
+
+def test_the_github_examples_own_steps_run_outside_the_checkout(built: Built, tmp_path: Path) -> None:
+    """examples/ci/github-actions.yml's shell steps, as written, in order, by bash -e (the
+    runner's shell) in a repository of one's own whose worker is at the example's
+    CONFORMANCE_TARGET, with a Python that has nothing but pip (setup-python's). As far as
+    this machine allows: `uses:` steps are the runner's (the checkout is the folder, Java and
+    Node are installed); CONFORMANCE_PACKAGE is the clean clone's wheel (the example's other
+    form: no repository to fetch from here) installed from the wheelhouse (PIP_NO_INDEX);
+    `npm install --global` is recorded, not run (this machine's global npm is not the test's),
+    and ALLURE names the set-up's allure-commandline of the same version."""
+    job = yaml.safe_load((ROOT / "examples" / "ci" / "github-actions.yml").read_text())["jobs"]["conformance"]
+    repo = tmp_path / "my-repo"
+    my_worker((repo / job["env"]["CONFORMANCE_TARGET"]).parent)
+    bin_dir = fresh_venv(tmp_path / "python", built.wheelhouse, "pip")
+    shims = tmp_path / "shims"
+    shims.mkdir()
+    npm = shims / "npm"
+    npm.write_text(f"#!/bin/sh\necho \"$@\" >> {tmp_path / 'npm-calls'}\n")
+    npm.chmod(npm.stat().st_mode | stat.S_IEXEC)
+    allure = allure_binary()
+    assert allure is not None, "allure-commandline not found: run .ci/setup.sh"
+    key = Ed25519PrivateKey.generate().private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                     serialization.NoEncryption()).decode()
+    github_env = tmp_path / "github-env"
+    github_env.touch()
+    env: dict[str, Any] = {**clean_env(), **job["env"], "CONFORMANCE_PACKAGE": str(built.wheel),
+                           "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(built.wheelhouse), "ALLURE": allure,
+                           "PATH": os.pathsep.join([str(bin_dir), str(shims), os.environ["PATH"]]),
+                           "RUNNER_TEMP": str(tmp_path), "GITHUB_ENV": str(github_env)}
+    secrets = {"${{ secrets.CONFORMANCE_SIGNING_KEY }}": key}
+    ran = []
+    for step in job["steps"]:
+        if "run" not in step:
+            continue
+        if step.get("if") == "${{ env.CONFORMANCE_REAL_KAFKA == 'true' }}":
+            if env["CONFORMANCE_REAL_KAFKA"] != "true":
+                continue
+        assert "${{" not in step["run"], step  # scripts read variables, not expressions
+        step_env = {k: secrets.get(v, v) for k, v in step.get("env", {}).items()}
+        r = subprocess.run(["bash", "-e", "-c", step["run"]], cwd=repo, env={**env, **step_env},
+                           capture_output=True, text=True, timeout=1200)
+        assert r.returncode == 0, (step.get("name"), r.stdout[-3000:], r.stderr[-3000:])
+        env.update(line.split("=", 1) for line in github_env.read_text().splitlines() if "=" in line)
+        ran.append(step.get("name"))
+    assert ran == ["Install the conformance suite and Allure's report generator", "Signing key", "conformance run"]
+    assert (tmp_path / "npm-calls").read_text().split() == ["install", "--global", f"allure-commandline@{ALLURE_VERSION}"]
+    reports = repo / "reports"
+    cert = json.loads((reports / "certificate.json").read_text())
+    assert cert["verdict"] == "CERTIFIED" and cert["provenance"]["artefact"]["sha256"]
+    for f in ("junit.xml", ENVELOPE_FILE, "allure-report/index.html"):
+        assert (reports / f).is_file(), f
+    assert (reports / "allure-report" / "history" / "history-trend.json").is_file()  # what the cache keeps
