@@ -14,6 +14,7 @@ protocols). Without ``--alluredir`` every call is a no-op (allure-pytest is not 
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.parse
 import uuid
@@ -285,7 +286,9 @@ def mark_non_strict(alluredir: Path) -> int:
         if labels.get(OUTCOME_LABEL) != "NON-STRICT" or result.get("status") != "skipped":
             continue
         message = (result.get("statusDetails") or {}).get("message", "")
-        detail = message.split("NON-STRICT: ", 1)[-1] if "NON-STRICT: " in message else message
+        # "XFAIL NON-STRICT: <detail>" then pytest's "_pytest.outcomes.XFailed: NON-STRICT: <detail>"
+        detail = message.split("NON-STRICT: ", 1)[-1]
+        detail = re.split(r"\s*_pytest\.outcomes\.XFailed:", detail, maxsplit=1)[0].strip()
         result["status"] = "unknown"
         result["statusDetails"] = {"message": f"{NON_STRICT_MESSAGE}: {detail}"}
         path.write_text(json.dumps(result), encoding="utf-8")
