@@ -235,3 +235,33 @@ def test_golden_replay_catches_a_mutant() -> None:
         except ReplayDiverged as e:
             caught.append(str(e))
     assert caught, [r.id for r in hb]
+
+
+def test_the_pytest_route_certifies_and_report_refuses_two_runs_mixed(tmp_path: Path) -> None:
+    """The issue's sequence: a run with Allure output and its rendered report, then a run by
+    the pytest route into the same folder without Allure. The second run's certificate is its
+    own (verdict, run id) and does not link the first run's report; `conformance report`
+    then refuses the folder, naming both runs."""
+    from conformance.certificate import ALLURE_REPORT, allure_binary, render_allure, write_certificate
+    if allure_binary() is None:
+        pytest.fail("allure-commandline not found: run .ci/setup.sh")
+    reports = tmp_path / "reports"
+    common = ("--pyargs", "conformance", "--conformance-target", str(FAKEBROKER), "--conformance-results",
+              str(reports / "results.json"))
+    first = pytest_run(*common, "-k", "CLS-JOIN-01", "--alluredir", str(reports / "allure-results"))
+    assert first.returncode == EXIT_PARTIAL, first.stdout[-2000:]
+    run1 = json.loads((reports / "results.json").read_text())["run_id"]
+    assert render_allure(reports / "allure-results", reports / "allure-report")[0] is not None
+    assert write_certificate(reports)["allure_report"] == ALLURE_REPORT  # run 1's report, of run 1
+    second = pytest_run(*common, "-k", "CLS-JOIN-03")
+    assert second.returncode == EXIT_PARTIAL, second.stdout[-2000:]
+    lines = second.stdout.splitlines()
+    assert any(line.startswith("=") and "PARTIAL: MUST PASS=1" in line for line in lines), second.stdout[-2000:]
+    cert = json.loads((reports / "certificate.json").read_text())
+    assert cert["run_id"] != run1 and cert["verdict"] == "PARTIAL" and cert["allure_report"] is None
+    assert f"certificate: {reports / 'certificate.md'} (run {cert['run_id']})" in second.stdout
+    r = subprocess.run([sys.executable, "-m", "conformance.cli", "report", "--reports", str(reports), "--no-html"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    [line] = r.stderr.splitlines()
+    assert f"results.json is of run {cert['run_id']} but allure-results/ of run {run1}" in line
