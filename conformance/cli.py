@@ -193,6 +193,9 @@ def worst(codes: list[int]) -> int:
     return min(codes, key=SEVERITY.index) if codes else EXIT_BROKEN
 
 
+# Progress is plain lines, not rich's live display: CI logs and pipes (where certification
+# mostly runs) are not terminals, a live display there prints nothing until the end or
+# redraws as noise, and a line per case is what a reader (and the test) can grep.
 # A case's line in pytest -v output, in either order (plain: "...[ID] PASS"; under xdist:
 # "[gw0] [ 10%] PASS ...[ID]"): the outcome words are the plugin's (pytest_report_teststatus).
 OUTCOME_WORDS = r"(PASS|FAIL|BROKEN|NON-STRICT \(strict\)|NON-STRICT|NOT-APPLICABLE)"

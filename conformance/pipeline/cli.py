@@ -42,7 +42,12 @@ def register(sub: Any) -> None:
 
 def _guarded(name: str, fn: Any, args: argparse.Namespace) -> int:
     """One line on the screen for anything that goes wrong; details in the JVM log."""
-    from .session import ConfError, jvm_log
+    try:
+        from .session import ConfError, jvm_log
+    except ImportError as e:  # a plain install: the pipeline is the `spark` extra
+        print(f"conformance {name}: needs the data pipeline's packages: pip install "
+              f"'connect-conformance[spark]' ({e})", file=sys.stderr)
+        return EXIT_NOTHING
     try:
         return fn(args)
     except ConfError as e:

@@ -107,6 +107,10 @@ def test_the_commands_run_and_every_module_imports(installed: Path, tmp_path: Pa
             "print(conformance.__file__)", cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip().startswith(str(installed.parent)), r.stdout  # not the checkout
+    # The data pipeline is the `spark` extra: without it, one line saying so, no traceback.
+    r = run(installed / "conformance", "audit", ROOT / "fixtures" / "golden" / "CLS-JOIN-03.jsonl", cwd=tmp_path)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr[-2000:]
+    assert "pip install 'connect-conformance[spark]'" in r.stderr
     # pytest and its plugins come with it: the plugin route works too.
     r = run(installed / "python", "-m", "pytest", "--pyargs", "conformance", "--help", cwd=tmp_path)
     assert r.returncode == 0 and "--conformance-target=FILE" in r.stdout and "--alluredir" in r.stdout
