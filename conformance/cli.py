@@ -337,7 +337,7 @@ def _certify(out: Path, *, html: bool, key: Ed25519PrivateKey | None = None) -> 
 
 
 def _summary_entry(out: Path, cert: dict[str, Any], wall_s: float) -> dict[str, Any]:
-    return {"target": cert["target"]["name"], "verdict": cert["verdict"], "dir": str(out),
+    return {"target": cert["target"]["name"], "verdict": cert["verdict"], "run_id": cert["run_id"], "dir": str(out),
             "wall_s": round(wall_s, 1), "counts": cert["counts"], "goldens": cert["goldens"],
             "left_out": len(cert["left_out"]), "finished": cert["provenance"].get("finished"),
             "implementation": cert["target"]["implementation_text"], "allure_report": cert.get("allure_report")}

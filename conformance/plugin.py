@@ -26,8 +26,12 @@ Allure's durations are the case's own); the outcome maps onto pytest as follows:
 
 The controlling process (also under pytest-xdist) collects every outcome and writes
 ``results.json`` (``--conformance-results``) with what of the target's scope was left out,
-which ``conformance report`` turns into the certificate; with ``--alluredir`` it also
-writes Allure's ``environment.properties``, ``categories.json`` and ``executor.json``.
+and beside it the certificate (``certificate.json``/``.md``) and the attestation; it prints
+the verdict last and exits with the project's code (0 certified, 1 not certified, 3 broken,
+4 partial), not pytest's "tests passed". With ``--alluredir`` it also writes Allure's
+``environment.properties``, ``categories.json`` and ``executor.json``. Every file of a run
+carries its run id. The target's commands and artefact are checked before any case runs
+(``conformance.command.preflight``, ``conformance.provenance.require_artefact``).
 """
 
 from __future__ import annotations
