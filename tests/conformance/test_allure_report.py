@@ -247,3 +247,14 @@ def test_the_transcript_attachment_is_the_projects_format_and_reads_back(non_str
     d = subprocess.run([sys.executable, "-m", "fakebroker.cli", "decode", first["raw"]], capture_output=True,
                        text=True, timeout=60)
     assert d.returncode == 0 and json.loads(d.stdout)["api"] == first["api"], d.stderr
+
+
+def test_a_report_folder_feeds_the_pipeline_each_case_once(non_strict_reports: Path) -> None:
+    """`conformance ingest/audit REPORTS/` reads the cases' transcript attachments, not also
+    their pcaps (the same frames): each conversation counts once."""
+    from conformance.pipeline.inputs import resolve
+    inputs = resolve([str(non_strict_reports)])
+    attached = [p for p in inputs.transcripts if "/allure-results/" in p]
+    cases = [r for r in allure_results(non_strict_reports) if any(a["name"] == "transcript.jsonl"
+                                                                  for a in r.get("attachments", []))]
+    assert len(attached) == len(cases) > 0 and not [p for p in inputs.pcaps if "/allure-results/" in p]

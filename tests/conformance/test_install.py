@@ -107,6 +107,12 @@ def test_the_commands_run_and_every_module_imports(installed: Path, tmp_path: Pa
             "print(conformance.__file__)", cwd=tmp_path)
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip().startswith(str(installed.parent)), r.stdout  # not the checkout
+    # The golden transcripts ship in the wheel: a coordinator run replays them all.
+    r = run(installed / "python", "-c", "from conformance.golden import golden_dir; print(golden_dir())", cwd=tmp_path)
+    shipped = Path(r.stdout.strip())
+    assert shipped.is_relative_to(installed.parent) and (shipped / "rules.json").is_file(), r
+    assert sorted(p.name for p in shipped.glob("*.jsonl")) == sorted(
+        p.name for p in (ROOT / "fixtures" / "golden").glob("*.jsonl"))
     # The data pipeline is the `spark` extra: without it, one line saying so, no traceback.
     r = run(installed / "conformance", "audit", ROOT / "fixtures" / "golden" / "CLS-JOIN-03.jsonl", cwd=tmp_path)
     assert r.returncode == 2 and r.stderr.count("\n") == 1, r.stderr[-2000:]
