@@ -53,7 +53,7 @@ fi
 # the engine itself runs only during `make test` (.ci/docker-engine.sh run).
 bash .ci/docker-engine.sh install
 # Apache Kafka Connect 4.2.0's distributed worker (a bundled worker target, tests/proxy):
-# connect-runtime, connect-json, connect-file (fixtures/connect/pom.xml, a template rendered for
+# connect-runtime, connect-json, connect-file (fakebroker/realconnect/pom.xml, a template rendered for
 # the bundled release, CONNECT_VERSION), resolved the same way into
 # ~/.cache/connect-conformance/connect-<version> (a no-op once the cache matches the POM).
 .venv/bin/python -m fakebroker.realconnect resolve

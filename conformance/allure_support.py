@@ -14,6 +14,7 @@ protocols). Without ``--alluredir`` every call is a no-op (allure-pytest is not 
 from __future__ import annotations
 
 import json
+import re
 import time
 import urllib.parse
 import uuid
@@ -94,13 +95,24 @@ def label_case(req: Requirement, target: Target, result: CaseResult) -> None:
     if req.errata:
         desc += f"\n\nResolved by schemas/ERRATA.md entries {', '.join(map(str, req.errata))}."
     desc += f"\n\nOutcome: **{result.outcome}** {result.message}"
-    if result.notes:  # a note's first line; its body (a worker's log tail) is an attachment
-        desc += "\n\nNotes:\n" + "\n".join(f"- {n.splitlines()[0]}" for n in result.notes if n.strip())
+    if result.notes:
+        desc += "\n\nNotes:\n" + "\n".join(note_markdown(n) for n in result.notes if n.strip())
     allure.dynamic.description(desc)
+    allure.dynamic.label(OUTCOME_LABEL, result.outcome.value)
     if req.transcripts and result.outcome.value in ("FAIL", "BROKEN", "NON-STRICT"):
         from .golden import transcript_paths
         for path in transcript_paths(req):
             allure.attach.file(str(path), path.name, extension="jsonl")
+
+
+def note_markdown(note: str) -> str:
+    """A note as a list item: its first line, and its body (a worker's log tail) as a code
+    block under it, or "(empty)" when a note announcing a body has none."""
+    head, _, body = note.strip("\n").partition("\n")
+    body = body.strip("\n")
+    if body:
+        return f"- {head}\n\n  ```\n" + "\n".join(f"  {line}" for line in body.splitlines()) + "\n  ```"
+    return f"- {head} (empty)" if head.rstrip().endswith(":") else f"- {head}"
 
 
 def attach_failure(result: CaseResult) -> None:
@@ -117,8 +129,11 @@ def attach_failure(result: CaseResult) -> None:
 
 
 def attach_evidence(result: CaseResult) -> None:
-    """The case's transcript (the one format: its header and event lines as a JSON array), a
-    pcap of the same frames and its other attachments (a worker's log)."""
+    """The case's transcript in the project's one transcript format (JSON lines, as
+    ``serve --record`` writes them: ``fakebroker pcap``, ``replay`` and ``ingest`` read it),
+    a pcap of the same frames with the broker on 9092, the port Wireshark dissects as Kafka
+    (the target's own port is in the transcript's header), and its other attachments (a
+    worker's log)."""
     try:
         import allure
     except ImportError:
@@ -126,14 +141,12 @@ def attach_evidence(result: CaseResult) -> None:
     t = result.transcript
     if t is not None and t.events:
         _exchange_steps(allure, t)
-        lines = ([t.header] if t.header else []) + [e.to_json() for e in t.events]
-        allure.attach(json.dumps(lines, indent=1), "transcript", allure.attachment_type.JSON)
+        allure.attach("".join(line + "\n" for line in t.lines()), TRANSCRIPT_ATTACHMENT,
+                      "text/plain", extension="jsonl")
         from fakebroker.protocol import default_registry
         from fakebroker.script.export import exchanges
         from fakebroker.script.pcap import pcap_bytes
-        port = int((t.header or {}).get("broker", {}).get("port", 9092))
-        allure.attach(pcap_bytes(exchanges(t, default_registry()), port), "capture.pcap",
-                      extension="pcap")
+        allure.attach(pcap_bytes(exchanges(t, default_registry())), PCAP_ATTACHMENT, extension="pcap")
     for name, text in result.attachments.items():
         allure.attach(text, name, allure.attachment_type.TEXT)
 
@@ -152,21 +165,48 @@ def exchange_title(request: Event, response: Event | None, t0: float | None) -> 
 
 
 def _exchange_steps(allure: Any, t: Transcript) -> None:
-    """The wire conversation as steps, one per exchange, in the order sent (their times are
-    in the titles: the steps are written after the case ran)."""
+    """The wire conversation as steps, one per exchange, in the order sent, each spanning
+    its request to its answer (the steps are written after the case ran, so their start and
+    stop are set from the transcript's times, not from when they were written)."""
     requests = t.requests()
     answers = {(e.conn, e.correlation_id): e for e in t.events if e.kind == "response"}
     t0 = min((e.time for e in requests if e.time is not None), default=None)
+    test = _current_test()
+    before = len(test.steps) if test is not None else 0
     for e in requests:  # the transcript is in wall-clock order
         with allure.step(exchange_title(e, answers.get((e.conn, e.correlation_id)), t0)):
             pass
+    if test is None:
+        return
+    for step, e in zip(test.steps[before:], requests):
+        answer = answers.get((e.conn, e.correlation_id))
+        if e.time is not None:
+            step.start = int(e.time * 1000)
+            step.stop = int((answer.time if answer is not None and answer.time is not None else e.time) * 1000)
 
+
+def _current_test() -> Any:
+    """allure-pytest's result of the running test, whose steps these are (None when
+    allure-pytest is not listening)."""
+    from allure_commons import plugin_manager
+    from allure_commons.model2 import TestResult
+    for plugin in plugin_manager.get_plugins():
+        reporter = getattr(plugin, "allure_logger", None)
+        if reporter is not None:
+            return reporter.get_last_item(TestResult)
+    return None
+
+
+TRANSCRIPT_ATTACHMENT = "transcript.jsonl"
+PCAP_ATTACHMENT = "capture.pcap"
+OUTCOME_LABEL = "conformance.outcome"  # the case's outcome, for rewriting NON-STRICT below
+NON_STRICT_MESSAGE = "SHOULD not met (NON-STRICT)"
 
 CATEGORIES = [
     {"name": "FAIL: a MUST is not met", "matchedStatuses": ["failed"],
      "messageRegex": "(?s).*FAIL .*"},
-    {"name": "NON-STRICT: a SHOULD is not met", "matchedStatuses": ["skipped", "failed"],
-     "messageRegex": "(?s).*NON-STRICT.*"},
+    {"name": "NON-STRICT: a SHOULD is not met", "matchedStatuses": ["unknown", "failed"],
+     "messageRegex": r"(?s)(SHOULD not met \(NON-STRICT\)|.*NON-STRICT \S+ \(SHOULD, strict mode\)).*"},
     {"name": "NOT-APPLICABLE", "matchedStatuses": ["skipped"],
      "messageRegex": "(?s).*NOT-APPLICABLE.*"},
     {"name": "BROKEN: the harness or the target could not run", "matchedStatuses": ["broken"]},
@@ -225,13 +265,37 @@ def _write_certificate_result(alluredir: Path, cert: dict[str, Any], doc: dict[s
     (alluredir / f"{result['uuid']}-result.json").write_text(json.dumps(result, indent=1), encoding="utf-8")
 
 
+def mark_non_strict(alluredir: Path) -> int:
+    """pytest reports a SHOULD not met as an xfail, which allure-pytest writes as
+    "skipped" with pytest's ``XFailed`` in its message and trace: rewritten as a result of its
+    own, status unknown (not skipped, not passed: Allure's pie no longer reads 100 %), whose
+    message is the case's, in the category "NON-STRICT: a SHOULD is not met". Returns how
+    many were rewritten."""
+    n = 0
+    for path in alluredir.glob("*-result.json"):
+        result = json.loads(path.read_text(encoding="utf-8"))
+        labels = {x.get("name"): x.get("value") for x in result.get("labels", [])}
+        if labels.get(OUTCOME_LABEL) != "NON-STRICT" or result.get("status") != "skipped":
+            continue
+        message = (result.get("statusDetails") or {}).get("message", "")
+        # "XFAIL NON-STRICT: <detail>" then pytest's "_pytest.outcomes.XFailed: NON-STRICT: <detail>"
+        detail = message.split("NON-STRICT: ", 1)[-1]
+        detail = re.split(r"\s*_pytest\.outcomes\.XFailed:", detail, maxsplit=1)[0].strip()
+        result["status"] = "unknown"
+        result["statusDetails"] = {"message": f"{NON_STRICT_MESSAGE}: {detail}"}
+        path.write_text(json.dumps(result), encoding="utf-8")
+        n += 1
+    return n
+
+
 def write_allure_extras(alluredir: Path, doc: dict[str, Any]) -> None:
     from .certificate import build_certificate
     alluredir.mkdir(parents=True, exist_ok=True)
+    mark_non_strict(alluredir)
     cert = build_certificate(doc)
     _write_certificate_result(alluredir, cert, doc)
     t = doc["target"]
-    props = {"verdict": verdict_line(cert), "target": t["name"], "target.kind": t["kind"],
+    props = {"verdict": verdict_line(cert), "run.id": doc.get("run_id") or "", "target": t["name"], "target.kind": t["kind"],
              "implementation": t["implementation"], "implementation.version": t["version"],
              "protocols": ",".join(t["protocols"]),
              "suite": doc["suite"], "strict": str(doc["strict"]).lower()}

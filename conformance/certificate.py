@@ -33,6 +33,7 @@ OUTCOMES = ("PASS", "NON-STRICT", "NOT-APPLICABLE", "FAIL", "BROKEN")
 CERTIFIED, NOT_CERTIFIED, PARTIAL = "CERTIFIED", "NOT CERTIFIED", "PARTIAL"
 VERDICTS = (CERTIFIED, NOT_CERTIFIED, PARTIAL)
 ALLURE_REPORT = "allure-report/index.html"  # relative to the run's reports folder
+ALLURE_VERSION = "2.46.1"  # the allure-commandline the set-up and the CI examples install
 
 
 class CertificateError(ValueError):
@@ -68,13 +69,15 @@ def build_certificate(run: dict[str, Any], catalogue: Catalogue | None = None) -
     left = run.get("left_out")
     if left is None:  # a results.json without the record of its scope proves no coverage
         left = [{"id": "(scope)", "reason": "results.json does not record what the run covered"}]
-    verdict = NOT_CERTIFIED if failed or broken else PARTIAL if left else CERTIFIED
+    refused = _refusals(run)
+    verdict = NOT_CERTIFIED if failed or broken or refused else PARTIAL if left else CERTIFIED
     target = dict(run["target"])
     target["implementation_text"] = implementation_text(target.get("implementation", ""), target.get("version", ""))
     return {
         "format": "connect-conformance certificate 1",
         "target": target, "suite": run["suite"], "strict": strict,
         "verdict": verdict, "certified": verdict == CERTIFIED,
+        "run_id": run.get("run_id"), "refused": refused,
         "failed": failed, "broken": broken, "left_out": left,
         "counts": counts,
         "goldens": {"requirements": sum(1 for r in rows if r["transcripts"]), "recorded": len(replays),
@@ -84,6 +87,17 @@ def build_certificate(run: dict[str, Any], catalogue: Catalogue | None = None) -
         "allure_report": run.get("allure_report"),
         "requirements": rows,
     }
+
+
+def _refusals(run: dict[str, Any]) -> list[str]:
+    """What keeps a run from certifying whatever its cases say: a certificate must name the
+    artefact it vouches for by digest, unless the run was told not to (--no-artefact-digest)."""
+    art = (run.get("provenance") or {}).get("artefact") or {}
+    if art.get("sha256") or art.get("waived"):
+        return []
+    how = art.get("chosen") or "no provenance recorded"
+    return [f"no digest of the tested artefact ({how}): declare [implementation] artefacts, "
+            "or run with --no-artefact-digest, which the certificate then states"]
 
 
 def _cases(res: dict[str, Any], transcripts: tuple[str, ...]) -> list[dict[str, str]]:
@@ -120,6 +134,7 @@ def render_markdown(cert: dict[str, Any]) -> str:
            f"**Verdict: {cert['verdict']}**" + (" (strict)" if cert["strict"] else ""), "",
            "| | |", "| --- | --- |",
            f"| date (UTC) | {prov.get('finished', 'unknown')} (started {prov.get('started', 'unknown')}) |",
+           f"| run | `{cert.get('run_id') or 'not recorded'}` |",
            f"| target file | `{t['path']}` |", f"| kind | {t['kind']} |",
            f"| implementation | {t['implementation_text']} |",
            f"| protocols claimed | {', '.join(t['protocols'])} |"]
@@ -144,9 +159,10 @@ def render_markdown(cert: dict[str, Any]) -> str:
             f"{g['recorded']} recorded, {g['replayed']} replayed ("
             + ", ".join(f"{k} {v}" for k, v in g["counts"].items() if v) + ")."
             if g["recorded"] else "Golden transcripts: none in this run."]
-    if cert["failed"] or cert["broken"]:
+    if cert["failed"] or cert["broken"] or cert["refused"]:
         out += ["", "## Why not certified", ""]
         out += [f"- FAIL {i}" for i in cert["failed"]] + [f"- BROKEN {i}" for i in cert["broken"]]
+        out += [f"- {why}" for why in cert["refused"]]
     if cert["left_out"]:
         out += ["", f"## Left out ({len(cert['left_out'])}): this run certifies nothing", "",
                 "| case | why |", "| --- | --- |"]
@@ -170,7 +186,7 @@ def _provenance_rows(prov: dict[str, Any]) -> list[str]:
     rows = [f"| suite version | {suite['name']} {suite['version']}"
             + (f", commit `{suite['commit']}`" if suite.get("commit") else "") + " |",
             f"| catalogue | {cat['file']}: {cat['requirements']} requirements, sha256 `{cat['sha256']}` |",
-            f"| tested artefact | {art['files']} file(s), {art['chosen']}; sha256 `{art['sha256']}` |"]
+            f"| tested artefact | {_artefact_text(art)} |"]
     if prov.get("java"):
         rows.append(f"| Java | {prov['java']} |")
     ci = prov.get("ci")
@@ -178,6 +194,15 @@ def _provenance_rows(prov: dict[str, Any]) -> list[str]:
     for d in prov["spec_documents"]:
         rows.append(f"| source | [{d['id']}]({d['url']}): {_cell(d['title'])} |")
     return rows
+
+
+def _artefact_text(art: dict[str, Any]) -> str:
+    if art.get("sha256"):
+        names = f" ({', '.join(f'`{n}`' for n in art['names'])})" if art.get("names") else ""
+        return f"{art['files']} file(s){names}, {art['chosen']}; sha256 `{art['sha256']}`"
+    if art.get("waived"):
+        return f"**not digested: the run was given --no-artefact-digest** ({art['chosen']})"
+    return f"**no digest** ({art['chosen']})"
 
 
 def _per_protocol_section(cert: dict[str, Any]) -> list[str]:
@@ -212,9 +237,13 @@ def _cell(text: str) -> str:
     return text.replace("|", "\\|").replace("\n", " ")
 
 
-def write_certificate(reports: Path, catalogue: Catalogue | None = None) -> dict[str, Any]:
-    run = json.loads((reports / "results.json").read_text(encoding="utf-8"))
-    if (reports / ALLURE_REPORT).is_file():
+def write_certificate(reports: Path, catalogue: Catalogue | None = None, *,
+                      results: Path | None = None) -> dict[str, Any]:
+    """certificate.json and .md of the run in ``reports`` (its ``results``, by default
+    reports/results.json); the Allure report is linked only when it was rendered from this
+    run's results (its run id), never an earlier run's."""
+    run = json.loads((results or reports / "results.json").read_text(encoding="utf-8"))
+    if (reports / ALLURE_REPORT).is_file() and report_run_id(reports / "allure-report") == run.get("run_id"):
         run["allure_report"] = ALLURE_REPORT
     cert = build_certificate(run, catalogue)
     (reports / "certificate.json").write_text(json.dumps(cert, indent=1), encoding="utf-8")
@@ -244,23 +273,60 @@ def render_allure(results_dir: Path, out_dir: Path) -> tuple[Path | None, str]:
     the folder is opened."""
     binary = allure_binary()
     if binary is None:
-        return None, "allure-commandline not found (install: see .ci/setup.sh)"
+        return None, (f"allure-commandline not found: install it with `npm install --global "
+                      f"allure-commandline@{ALLURE_VERSION}` (it runs on Java 17), or set ALLURE to its path; "
+                      f"--no-html leaves the HTML out")
     if not results_dir.is_dir():
         return None, f"no Allure results in {results_dir}"
     history = out_dir / "history"
     if history.is_dir() and not _rendered_before(results_dir, history):
         shutil.copytree(history, results_dir / "history", dirs_exist_ok=True)
     _continue_build_order(results_dir)
+    (out_dir / RUN_ID_FILE).unlink(missing_ok=True)  # until generated, the folder is of no run
     proc = _allure_generate(binary, results_dir, out_dir, single_file=True)
     index = out_dir / "index.html"
     if proc.returncode != 0 or not index.exists():
         return None, f"allure generate failed ({proc.returncode}): {proc.stderr.strip()[-500:]}"
+    run_id = results_run_id(results_dir)
+    if run_id:
+        (out_dir / RUN_ID_FILE).write_text(run_id + "\n", encoding="utf-8")
     # --single-file writes no history/: the multi-file report does; keep only that.
     with tempfile.TemporaryDirectory() as tmp:
         if _allure_generate(binary, results_dir, Path(tmp), single_file=False).returncode == 0:
             shutil.copytree(Path(tmp) / "history", history, dirs_exist_ok=True)
     _copy_documents(out_dir)
     return index, "ok"
+
+
+RUN_ID_FILE = "run-id"  # beside a rendered report's index.html: the run it was rendered from
+
+
+def report_run_id(report_dir: Path) -> str | None:
+    path = report_dir / RUN_ID_FILE
+    return path.read_text(encoding="utf-8").strip() or None if path.is_file() else None
+
+
+def results_run_id(results_dir: Path) -> str | None:
+    """The run id the plugin wrote into Allure's environment.properties (``run.id``)."""
+    env = results_dir / "environment.properties"
+    if not env.is_file():
+        return None
+    for line in env.read_text(encoding="utf-8").splitlines():
+        key, _, value = line.partition("=")
+        if key.strip() == "run.id":
+            return value.strip() or None
+    return None
+
+
+def check_same_run(reports: Path) -> None:
+    """``conformance report`` refuses a folder whose results.json and Allure results are of
+    two different runs (a later run written only one of them): CertificateError naming both."""
+    run_id = json.loads((reports / "results.json").read_text(encoding="utf-8")).get("run_id")
+    allure_id = results_run_id(reports / "allure-results")
+    if (reports / "allure-results").is_dir() and allure_id != run_id:
+        raise CertificateError(f"{reports}: results.json is of run {run_id or '(none recorded)'} but "
+                               f"allure-results/ of run {allure_id or '(none recorded)'}: they belong to "
+                               "different runs; run again, or remove the stale allure-results/")
 
 
 def _allure_generate(binary: str, results: Path, out: Path, *, single_file: bool) -> subprocess.CompletedProcess[str]:

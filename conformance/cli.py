@@ -25,31 +25,34 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
 import time
 from pathlib import Path
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
-from fakebroker import __version__
+from fakebroker.cli_text import add_version, plain
 from fakebroker.exit_codes import EXIT_BROKEN, EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
 
 from .attestation import AttestationError, Ed25519PrivateKey, load_private_key, verify_file, write_attestation
 from .catalogue import default_catalogue
-from .certificate import CertificateError
+from .certificate import CertificateError, check_same_run
+from .command import CommandError, preflight
+from .provenance import ArtefactMissing, require_artefact
 from .target import Target, TargetError, load_target
 
 # Worst first: with several targets the run exits with the worst code of any.
 SEVERITY = (EXIT_USAGE, EXIT_BROKEN, EXIT_FAILED, EXIT_PARTIAL, EXIT_OK)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="conformance", description=__doc__.split("\n\n")[0],
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="conformance", description=plain(__doc__.split("\n\n")[0]),
                                 epilog="exit codes: 0 certified, 1 not certified, 2 usage error, "
                                        "3 broken, 4 partial (see docs/running.md, Exit codes)")
-    p.add_argument("--version", action="version", version=f"conformance (connect-conformance) {__version__}")
+    add_version(p, "conformance")
     sub = p.add_subparsers(dest="command", required=True)
 
     run = sub.add_parser("run", help="run the suite against one or more targets and certify them")
@@ -60,8 +63,9 @@ def main(argv: list[str] | None = None) -> int:
                           "virtual-clock target, two per core for a real-clock one, whose cases mostly "
                           "wait on real time (real workers and brokers)")
     run.add_argument("--jobs", type=int, default=1, metavar="J",
-                     help="run up to J targets at once (default 1); each target's output is printed "
-                          "when it finishes. Targets that mostly wait on real time (real workers and "
+                     help="run up to J targets at once (default 1); each case's outcome is printed as it "
+                          "comes, [target] ID OUTCOME, each target's summary when it finishes and its whole "
+                          "pytest output goes to its folder's pytest.log. Targets that mostly wait on real time (real workers and "
                           "brokers) finish sooner; their cases then share the CPU (make certify runs the "
                           "bundled targets 3 at a time)")
     run.add_argument("--strict", action="store_true", help="a SHOULD not met fails the run")
@@ -78,6 +82,10 @@ def main(argv: list[str] | None = None) -> int:
                           "FILE's name under each target's folder)")
     run.add_argument("--signing-key", metavar="FILE", type=Path,
                      help="Ed25519 PEM private key: also sign each attestation (DSSE envelope)")
+    run.add_argument("--no-artefact-digest", action="store_true",
+                     help="certify a target with nothing local to digest as its tested artefact (e.g. a "
+                          "coordinator at a bootstrap address); the certificate states it. Without it such a "
+                          "run is refused before any case runs")
 
     rep = sub.add_parser("report", help="write certificate.json/.md and the Allure HTML from a run")
     rep.add_argument("--reports", default="reports", metavar="DIR",
@@ -97,8 +105,12 @@ def main(argv: list[str] | None = None) -> int:
 
     mut = sub.add_parser("mutants", help="run the suites against every mutant: kill rate per suite")
     mut.add_argument("--dir", default="fixtures/mutants", help="coordinator mutants; worker mutants in DIR/workers")
-    mut.add_argument("--suite", choices=("coordinator", "worker", "all"), default="all")
-    mut.add_argument("--reports", default="reports", metavar="DIR")
+    mut.add_argument("--suite", choices=("coordinator", "worker", "all"), default="all",
+                     help="which suite's mutants: coordinator mutants are judged by the coordinator suite, "
+                          "worker mutants by the worker suite (default %(default)s)")
+    mut.add_argument("--reports", default="reports", metavar="DIR",
+                     help="where mutants.json (the kill rate and every mutant's verdict) goes "
+                          "(default %(default)s)")
     mut.add_argument("--group-log", action="store_true",
                      help="also the group-log mutants (DIR/group-log), judged by the coordinator suite on a "
                           "real Kafka the harness starts for each (about a minute each; off by default)")
@@ -110,18 +122,23 @@ def main(argv: list[str] | None = None) -> int:
     ver.add_argument("file", type=Path, help="the envelope (attestation.intoto.dsse.json)")
     ver.add_argument("--key", required=True, type=Path, metavar="PUB.pem", help="the Ed25519 PEM public key")
 
-    from .matrix import register as register_matrix, run_matrix
+    from .matrix import register as register_matrix
     register_matrix(sub)
     from .pipeline.cli import register as register_pipeline  # ingest, audit, history (Spark)
     register_pipeline(sub)
-    args = p.parse_args(argv)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .matrix import run_matrix
+    args = build_parser().parse_args(argv)
     if getattr(args, "pipeline", None):
         return args.pipeline(args)
     commands = {"run": cmd_run, "report": cmd_report, "list": cmd_list, "mutants": cmd_mutants,
                 "verify-attestation": cmd_verify_attestation, "matrix": run_matrix}
     try:
         return commands[args.command](args)
-    except (TargetError, AttestationError, CertificateError) as e:
+    except (TargetError, AttestationError, CertificateError, CommandError, ArtefactMissing) as e:
         print(f"conformance: {e}", file=sys.stderr)
         return EXIT_USAGE
 
@@ -130,6 +147,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     targets = [load_target(t) for t in args.target]  # refuses invalid files before anything runs
+    for target in targets:  # ... and a command, script or artefact that is not there
+        preflight(target)
+        require_artefact(target, args.no_artefact_digest)
     key = _signing_key(args)
     names = [t.name for t in targets]
     if len(set(names)) != len(names):
@@ -145,9 +165,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     outs = [root if len(targets) == 1 else root / target.name for target in targets]
     codes, summary = [], []
     for target, out, (code, wall) in zip(targets, outs, _run_all(targets, outs, args)):
-        if code == 4:  # pytest's usage error
-            return EXIT_USAGE
         if not (out / "results.json").exists():
+            if code == pytest_usage_error():
+                return EXIT_USAGE
             print(f"conformance: the run of {target.name} wrote no results (pytest exit {code})", file=sys.stderr)
             codes.append(EXIT_BROKEN)
             continue
@@ -162,7 +182,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         summary.append(_summary_entry(out, cert, wall))
     if len(targets) > 1:
         _write_index(root, summary)
+        print(f"== summary of {len(targets)} targets: {root / 'certificate.md'} (and .json)", flush=True)
     return worst(codes)
+
+
+def pytest_usage_error() -> int:
+    """pytest's exit code for a usage error (a target refused by the plugin): with no
+    results.json written, the plugin's own verdict codes cannot be meant."""
+    import pytest
+    return int(pytest.ExitCode.USAGE_ERROR)
 
 
 def worst(codes: list[int]) -> int:
@@ -170,31 +198,66 @@ def worst(codes: list[int]) -> int:
     return min(codes, key=SEVERITY.index) if codes else EXIT_BROKEN
 
 
+# Progress is plain lines, not rich's live display: CI logs and pipes (where certification
+# mostly runs) are not terminals, a live display there prints nothing until the end or
+# redraws as noise, and a line per case is what a reader (and the test) can grep.
+# A case's line in pytest -v output, in either order (plain: "...[ID] PASS"; under xdist:
+# "[gw0] [ 10%] PASS ...[ID]"): the outcome words are the plugin's (pytest_report_teststatus).
+OUTCOME_WORDS = r"(PASS|FAIL|BROKEN|NON-STRICT \(strict\)|NON-STRICT|NOT-APPLICABLE)"
+CASE_LINE = (re.compile(r"test_requirement\[(?P<id>.+)\] " + OUTCOME_WORDS.replace("(", "(?P<word>", 1) + r"(?=\s|$)"),
+             re.compile(OUTCOME_WORDS.replace("(", "(?P<word>", 1) + r" \S*test_requirement\[(?P<id>.+)\]\s*$"))
+PYTEST_LOG = "pytest.log"
+
+
 def _run_all(targets: list[Target], outs: list[Path], args: argparse.Namespace) -> Iterator[tuple[int, float]]:
     """(pytest's exit code, wall seconds) per target, in order, each after its ``==`` line
     and output. One at a time, pytest writes straight to the terminal; with ``--jobs``
-    several run at once and each one's output is shown, whole, in its turn."""
-    def run(target: Target, out: Path, capture: bool) -> tuple[int, float, str | None]:
-        started = time.monotonic()
-        code, output = _run_pytest(target, out, args, capture)
-        return code, time.monotonic() - started, output
-
+    several run at once: each case's outcome is printed as it comes (``[target] ID PASS``),
+    then, in the targets' order, each one's summary; the whole output is in its pytest.log."""
     def header(target: Target, out: Path) -> None:
         print(f"== {target.name} ({target.kind}, {target.path}) -> {out}/", flush=True)
     if args.jobs == 1 or len(targets) == 1:
         for target, out in zip(targets, outs):
             header(target, out)
-            code, wall, _ = run(target, out, False)
-            yield code, wall
+            started = time.monotonic()
+            code = _run_pytest(target, out, args)
+            yield code, time.monotonic() - started
         return
+    import threading
     from concurrent.futures import ThreadPoolExecutor
+    lock = threading.Lock()
+
+    def run(target: Target, out: Path) -> tuple[int, float, list[str]]:
+        started = time.monotonic()
+        with lock:
+            print(f"== started {target.name} -> {out}/", flush=True)
+        lines: list[str] = []
+
+        def progress(line: str) -> None:
+            lines.append(line)
+            m = CASE_LINE[0].search(line) or CASE_LINE[1].search(line)
+            if m:
+                with lock:
+                    print(f"   [{target.name}] {m.group('id')} {m.group('word')}", flush=True)
+        code = _run_pytest(target, out, args, progress)
+        return code, time.monotonic() - started, lines
     with ThreadPoolExecutor(args.jobs) as pool:
-        futures = [pool.submit(run, t, o, True) for t, o in zip(targets, outs)]
+        futures = [pool.submit(run, t, o) for t, o in zip(targets, outs)]
         for target, out, f in zip(targets, outs, futures):
-            code, wall, output = f.result()
-            header(target, out)
-            print(output or "", end="", flush=True)
+            code, wall, lines = f.result()
+            with lock:
+                header(target, out)
+                print("".join(_summary_lines(lines)), end="")
+                print(f"   pytest output: {out / PYTEST_LOG}", flush=True)
             yield code, wall
+
+
+def _summary_lines(lines: list[str]) -> list[str]:
+    """pytest's closing part: from its short test summary (or its last line) on."""
+    for i, line in enumerate(lines):
+        if "short test summary info" in line:
+            return lines[i:]
+    return lines[-1:]
 
 
 def process_count(target: Target, workers: str) -> int:
@@ -208,12 +271,19 @@ def process_count(target: Target, workers: str) -> int:
 
 
 def _run_pytest(target: Target, out: Path, args: argparse.Namespace,
-                capture: bool = False) -> tuple[int, str | None]:
+                progress: Callable[[str], None] | None = None) -> int:
+    """pytest on ``target``: its exit code. Its output goes to the terminal, or, with
+    ``progress``, line by line to it and to ``out/pytest.log``."""
     cmd = pytest_command(target, out, args)
-    if not capture:
-        return subprocess.call(cmd), None
-    r = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    return r.returncode, r.stdout
+    if progress is None:
+        return subprocess.call(cmd)
+    with open(out / PYTEST_LOG, "w", encoding="utf-8") as log, \
+            subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) as proc:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            log.write(line)
+            progress(line)
+    return proc.returncode
 
 
 def pytest_command(target: Target, out: Path, args: argparse.Namespace) -> list[str]:
@@ -235,6 +305,8 @@ def pytest_command(target: Target, out: Path, args: argparse.Namespace) -> list[
         cmd += ["-n", str(processes), "--dist", "load", "--maxschedchunk", "1"]
     if getattr(args, "strict", False):
         cmd.append("--conformance-strict")
+    if getattr(args, "no_artefact_digest", False):
+        cmd.append("--conformance-no-artefact-digest")
     if getattr(args, "suite", None):
         cmd += ["--conformance-suite", args.suite]
     if getattr(args, "keyword", None):
@@ -251,16 +323,15 @@ def _signing_key(args: argparse.Namespace) -> Ed25519PrivateKey | None:
 
 
 def _certify(out: Path, *, html: bool, key: Ed25519PrivateKey | None = None) -> tuple[int, dict[str, Any]]:
+    from .allure_support import verdict_line
     from .certificate import exit_code, render_allure, write_certificate
     if html:  # first, so that the certificate links the report
         index, why = render_allure(out / "allure-results", out / "allure-report")
         print(f"   allure report: {index}" if index else f"   allure report not rendered: {why}")
     cert = write_certificate(out)
-    c = cert["counts"]
-    g = cert["goldens"]
-    print(f"   {cert['verdict']}: " + ", ".join(
-        f"{lvl} " + "/".join(f"{k}={v}" for k, v in c[lvl].items() if v) for lvl in c if any(c[lvl].values()))
-        + (f"; goldens {g['replayed']} replayed of {g['recorded']}" if g["recorded"] else ""))
+    print(f"   {verdict_line(cert)}")
+    for why in cert["refused"]:
+        print(f"   REFUSED {why}")
     for i in cert["failed"]:
         print(f"   FAIL   {i}")
     for i in cert["broken"]:
@@ -278,7 +349,7 @@ def _certify(out: Path, *, html: bool, key: Ed25519PrivateKey | None = None) -> 
 
 
 def _summary_entry(out: Path, cert: dict[str, Any], wall_s: float) -> dict[str, Any]:
-    return {"target": cert["target"]["name"], "verdict": cert["verdict"], "dir": str(out),
+    return {"target": cert["target"]["name"], "verdict": cert["verdict"], "run_id": cert["run_id"], "dir": str(out),
             "wall_s": round(wall_s, 1), "counts": cert["counts"], "goldens": cert["goldens"],
             "left_out": len(cert["left_out"]), "finished": cert["provenance"].get("finished"),
             "implementation": cert["target"]["implementation_text"], "allure_report": cert.get("allure_report")}
@@ -313,8 +384,11 @@ def cmd_report(args: argparse.Namespace) -> int:
     out = Path(args.reports)
     key = _signing_key(args)
     if (out / "results.json").exists():
+        check_same_run(out)
         return _certify(out, html=not args.no_html, key=key)[0]
     runs = sorted(d for d in out.glob("*") if (d / "results.json").is_file())
+    for d in runs:
+        check_same_run(d)
     if not runs:
         print(f"conformance: no {out / 'results.json'} nor */results.json: run the suite first", file=sys.stderr)
         return EXIT_USAGE

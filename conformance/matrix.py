@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from fakebroker.exit_codes import EXIT_BROKEN, EXIT_FAILED, EXIT_OK, EXIT_USAGE
+from fakebroker.cli_text import plain
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGETS = ROOT / "fixtures" / "targets"
@@ -261,7 +262,7 @@ def _previous_cells(root: Path) -> tuple[dict[tuple[str, str], Cell], dict[str, 
 
 def register(sub: Any) -> None:
     m = sub.add_parser("matrix", help="the worker suite on Apache Connect releases: one table of verdicts",
-                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+                       description=plain(__doc__ or ""), formatter_class=argparse.RawDescriptionHelpFormatter)
     m.add_argument("--versions", required=True, metavar="V,V,...",
                    help="Apache Kafka Connect releases, e.g. 2.4.1,3.0.0,4.2.0")
     m.add_argument("--protocols", default=None, metavar="P,P,...",

@@ -26,8 +26,12 @@ Allure's durations are the case's own); the outcome maps onto pytest as follows:
 
 The controlling process (also under pytest-xdist) collects every outcome and writes
 ``results.json`` (``--conformance-results``) with what of the target's scope was left out,
-which ``conformance report`` turns into the certificate; with ``--alluredir`` it also
-writes Allure's ``environment.properties``, ``categories.json`` and ``executor.json``.
+and beside it the certificate (``certificate.json``/``.md``) and the attestation; it prints
+the verdict last and exits with the project's code (0 certified, 1 not certified, 3 broken,
+4 partial), not pytest's "tests passed". With ``--alluredir`` it also writes Allure's
+``environment.properties``, ``categories.json`` and ``executor.json``. Every file of a run
+carries its run id. The target's commands and artefact are checked before any case runs
+(``conformance.command.preflight``, ``conformance.provenance.require_artefact``).
 """
 
 from __future__ import annotations
@@ -45,7 +49,9 @@ import pytest
 from .allure_support import (PROTOCOL_TITLES, attach_evidence, attach_failure, keep_fixture_teardowns_known,
                              label_case, write_allure_extras)
 from .catalogue import LEVELS, Requirement, default_catalogue
+from .command import CommandError, preflight
 from .harness.outcomes import CaseResult, Outcome
+from .provenance import ArtefactMissing, new_run_id, require_artefact
 from .scope import RequirementRun, left_out, requirement_runs, requirements_of
 from .target import Target, TargetError, load_target
 
@@ -53,6 +59,8 @@ PACKAGE_DIR = Path(__file__).resolve().parent
 TARGET_KEY = pytest.StashKey[Target]()
 RESULTS_KEY = pytest.StashKey[dict[str, dict[str, Any]]]()
 STARTED_KEY = pytest.StashKey[float]()
+RUN_ID_KEY = pytest.StashKey[str]()
+CERTIFICATE_KEY = pytest.StashKey[dict[str, Any]]()
 USER_PROPERTY = "conformance"
 
 
@@ -76,7 +84,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                 help="which requirements to run (default: those binding the target's kind; "
                      "a narrower suite makes the verdict PARTIAL)")
     g.addoption("--conformance-results", metavar="FILE", default="reports/results.json",
-                help="where the controlling process writes every outcome (default %(default)s)")
+                help="where the controlling process writes every outcome (default %(default)s); "
+                     "certificate.json/.md and the attestation go beside it")
+    g.addoption("--conformance-no-artefact-digest", action="store_true", default=False,
+                help="certify a target with nothing local to digest as its tested artefact; the "
+                     "certificate says it was not digested")
 
 
 def active(config: pytest.Config) -> bool:
@@ -97,11 +109,15 @@ def pytest_configure(config: pytest.Config) -> None:
     if not active(config):
         return
     try:
-        config.stash[TARGET_KEY] = load_target(config.getoption("--conformance-target"))
-    except TargetError as e:
+        target = config.stash[TARGET_KEY] = load_target(config.getoption("--conformance-target"))
+        if _is_controller(config):  # before any case runs: what the target runs is there
+            preflight(target)
+            require_artefact(target, config.getoption("--conformance-no-artefact-digest"))
+    except (TargetError, CommandError, ArtefactMissing) as e:
         raise pytest.UsageError(str(e)) from None
     config.stash[RESULTS_KEY] = {}
     config.stash[STARTED_KEY] = time.time()
+    config.stash[RUN_ID_KEY] = new_run_id(config.stash[STARTED_KEY])
     keyword = config.getoption("keyword", default="")
     if keyword:  # a retired id (schemas/id-renames.json) selects the requirement holding its rule
         config.option.keyword = default_catalogue().resolve_ids_in(keyword)
@@ -346,8 +362,8 @@ def _is_controller(config: pytest.Config) -> bool:
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     config = session.config
-    if not active(config) or not _is_controller(config):
-        return
+    if not active(config) or not _is_controller(config) or config.option.collectonly:
+        return  # --collect-only ran nothing: no results, no certificate
     target = config.stash[TARGET_KEY]
     from .provenance import provenance
     results = list(_RESULTS_SEEN.values())
@@ -356,6 +372,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         results += [r.record() for r in invariant_results(results, target)]
     results = sorted(results, key=lambda r: r["id"])
     doc = {
+        "run_id": config.stash[RUN_ID_KEY],
         "target": {"name": target.name, "path": target.path, "kind": target.kind,
                    "implementation": target.implementation_name, "version": _version(target),
                    "protocols": sorted(target.protocols), "connect_protocol": target.connect_protocol,
@@ -365,7 +382,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "left_out": left_out(target, suite_of(config), {r["id"] for r in results},
                              narrowed_by=_narrowing(config)),
         "versions": environment_versions(),
-        "provenance": provenance(target, config.stash[STARTED_KEY], time.time()),
+        "provenance": provenance(target, config.stash[STARTED_KEY], time.time(),
+                                 waived=config.getoption("--conformance-no-artefact-digest")),
         "workers": getattr(config.option, "numprocesses", None) or 0,
         "results": results,
     }
@@ -375,6 +393,29 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     alluredir = getattr(config.option, "allure_report_dir", None)
     if alluredir:
         write_allure_extras(Path(alluredir), doc)
+    # The same certificate as `conformance run` writes (it adds the HTML report's link),
+    # and an exit code that tells the truth: pytest's own says only whether tests failed.
+    from .attestation import AttestationError, write_attestation
+    from .certificate import exit_code, write_certificate
+    cert = config.stash[CERTIFICATE_KEY] = write_certificate(out.parent, results=out)
+    try:
+        write_attestation(out.parent, cert, None)
+    except AttestationError:
+        pass  # no digest: the certificate says so and does not certify
+    if exitstatus in (pytest.ExitCode.OK, pytest.ExitCode.TESTS_FAILED, pytest.ExitCode.NO_TESTS_COLLECTED):
+        session.exitstatus = exit_code(cert)
+
+
+def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> None:
+    """The verdict, last: "1 passed" of a run narrowed with -k is not a certificate."""
+    cert = config.stash.get(CERTIFICATE_KEY, None)
+    if cert is None:
+        return
+    from .allure_support import verdict_line
+    out = Path(config.getoption("--conformance-results")).parent
+    terminalreporter.write_sep("=", verdict_line(cert), bold=True,
+                               red=cert["verdict"] != "CERTIFIED", green=cert["verdict"] == "CERTIFIED")
+    terminalreporter.write_line(f"certificate: {out / 'certificate.md'} (run {cert['run_id']})")
 
 
 def _version(target: Target) -> str:

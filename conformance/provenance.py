@@ -15,13 +15,13 @@ import glob
 import hashlib
 import os
 import re
-import shlex
 import shutil
 import subprocess
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .command import Launched, base_dir, launched
 from .target import Target
 
 PACKAGE_ROOT = Path(__file__).resolve().parent.parent
@@ -49,9 +49,10 @@ def digest_files(files: list[Path], root: Path | None = None) -> str:
 # ---------------------------------------------------------------- the tested artefact
 
 def artefact_files(target: Target) -> tuple[list[Path], Path | None, str]:
-    """(files, the root their names are relative to, how they were chosen)."""
+    """(files, the root their names are relative to, how they were chosen): what ran as the
+    implementation, never the interpreter or ``java`` that ran it."""
     if target.artefacts:
-        base = Path(target.path).resolve().parent
+        base = base_dir(target)
         found: set[Path] = set()
         for pattern in target.artefacts:
             expanded = os.path.expanduser(pattern)
@@ -62,41 +63,75 @@ def artefact_files(target: Target) -> tuple[list[Path], Path | None, str]:
         root = Path(fakebroker.__file__).resolve().parent
         return sorted(p for p in root.rglob("*") if p.is_file() and "__pycache__" not in p.parts
                       and p.suffix != ".pyc"), root.parent, f"the builtin {target.builtin} package"
-    if target.command:
-        return _command_files(target.command)
+    if target.launch == "real-kafka":
+        from fakebroker.realkafka.provision import KAFKA_VERSION, cached_libs
+        libs = cached_libs()
+        if libs is not None:
+            return sorted(libs.glob("*.jar")), None, f"the jars of the Apache Kafka {KAFKA_VERSION} the harness launches"
+        return [], None, "the launched Kafka's jars are not resolved (python -m fakebroker.realkafka resolve)"
+    run = launched(target)
+    if run is not None:
+        return _launched_files(run, base_dir(target))
     return [], None, f"an external coordinator at {target.bootstrap}: nothing local to digest"
 
 
-def _command_files(command: str) -> tuple[list[Path], Path | None, str]:
-    words = shlex.split(command)
-    if "-m" in words[:-1]:
-        import importlib.util
-        module = words[words.index("-m") + 1]
-        try:
-            spec = importlib.util.find_spec(module)
-        except ImportError:
-            spec = None
-        origin = spec.origin if spec is not None else None
+def _launched_files(run: Launched, base: Path) -> tuple[list[Path], Path | None, str]:
+    if run.kind == "script" and run.file is not None and run.file.is_file():
+        return _imported_files(run.file, base), None, "the script the command runs and every non-stdlib module it imports"
+    if run.kind == "jar" and run.file is not None and run.file.is_file():
+        return [run.file], None, "the jar the command runs (java -jar)"
+    if run.kind == "module" and run.module:
+        origin = _module_origin(run.module, base)
+        if origin is not None:
+            return _imported_files(origin, base), None, (
+                f"the module the command runs (-m {run.module}) and every non-stdlib module it imports")
+        return [], None, f"module {run.module} not found"
+    if run.kind == "program" and run.file is not None:
+        dist = _distribution_of(run.file)
+        if dist is not None:
+            name, files = dist
+            return files, None, f"the files of the installed package {name} whose command it is"
+        return [run.file], None, "the program the command runs"
+    return [], None, f"only an interpreter ({run.program}): no file of the implementation to digest"
+
+
+def _module_origin(module: str, base: Path) -> Path | None:
+    """The file ``python -m module`` runs from ``base`` (the command's folder) or this
+    Python's path: a module's file, a package's ``__main__``."""
+    import importlib.util
+    rel = Path(*module.split("."))
+    for candidate in (base / rel.with_suffix(".py"), base / rel / "__main__.py"):
+        if candidate.is_file():
+            return candidate
+    try:
+        spec = importlib.util.find_spec(module)
         if spec is not None and spec.submodule_search_locations:  # a package run as __main__
-            main = importlib.util.find_spec(module + ".__main__")
-            origin = main.origin if main is not None else origin
-        if origin:
-            return _imported_files(Path(origin)), None, (
-                f"the module the command runs (-m {module}) and every non-stdlib module it imports")
-        return [], None, f"module {module} not found"
-    program = shutil.which(words[0]) if words and "{" not in words[0] else None
-    if program:
-        return [Path(program).resolve()], None, "the program the command runs"
-    return [], None, "nothing local to digest"
+            spec = importlib.util.find_spec(module + ".__main__") or spec
+    except (ImportError, ValueError):
+        return None
+    return Path(spec.origin) if spec is not None and spec.origin and Path(spec.origin).is_file() else None
 
 
-def _imported_files(script: Path) -> list[Path]:
+def _distribution_of(program: Path) -> tuple[str, list[Path]] | None:
+    """The installed distribution (a wheel's files) whose console script ``program`` is."""
+    from importlib import metadata
+    for dist in metadata.distributions():
+        for f in dist.files or ():
+            if f.name == program.name and Path(str(dist.locate_file(f))).resolve() == program:
+                files = [Path(str(dist.locate_file(x))).resolve() for x in dist.files or ()]
+                return dist.metadata["Name"], sorted({x for x in files if x.is_file() and x.suffix != ".pyc"})
+    return None
+
+
+def _imported_files(script: Path, base: Path) -> list[Path]:
     """``script`` and the files of every module it imports, statically and transitively,
-    outside the standard library (the worker's own helpers, its client library): what runs."""
+    outside the standard library (the worker's own helpers, its client library): what runs.
+    Imports are looked up as the command finds them: its folder first."""
     import modulefinder
+    import sys
     import sysconfig
     stdlib = sysconfig.get_paths()["stdlib"]
-    finder = modulefinder.ModuleFinder()
+    finder = modulefinder.ModuleFinder(path=[str(script.parent), str(base), *sys.path])
     try:
         finder.run_script(str(script))
     except (ImportError, SyntaxError, OSError):
@@ -184,7 +219,30 @@ def implementation_text(name: str, version: str) -> str:
     return f"{name} {version}" if version and version != "unknown" else name
 
 
-def provenance(target: Target, started: float, finished: float) -> dict[str, Any]:
+def new_run_id(started: float) -> str:
+    """A run's name: when it started (UTC) and 8 random hex digits, so two runs of one
+    second differ; results.json, the Allure results and the certificate carry it."""
+    import secrets
+    return datetime.fromtimestamp(started, UTC).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(4)
+
+
+class ArtefactMissing(ValueError):
+    """Nothing to digest as the tested artefact, and no --no-artefact-digest: one line."""
+
+
+def require_artefact(target: Target, waived: bool) -> None:
+    """Before any case runs: a run that could certify names its artefact by digest, or is
+    told not to (the certificate then says so)."""
+    if waived or target.launch == "real-kafka":  # the harness resolves that Kafka's jars before it starts it
+        return
+    files, _, how = artefact_files(target)
+    if not files:
+        raise ArtefactMissing(f"{target.path}: nothing to digest as the tested artefact ({how}): declare "
+                              "[implementation] artefacts (globs from the target's folder), or give "
+                              "--no-artefact-digest, which the certificate then states (rule artefact-digest)")
+
+
+def provenance(target: Target, started: float, finished: float, *, waived: bool = False) -> dict[str, Any]:
     from fakebroker import __version__
     files, root, how = artefact_files(target)
     out: dict[str, Any] = {
@@ -193,7 +251,7 @@ def provenance(target: Target, started: float, finished: float) -> dict[str, Any
         "suite": {"name": "connect-conformance", "version": __version__, "commit": git_commit()},
         "catalogue": catalogue_info(),
         "spec_documents": spec_documents(),
-        "artefact": artefact(files, root, how),
+        "artefact": {**artefact(files, root, how), **({"waived": True} if waived and not files else {})},
         "ci": ci_run(),
     }
     java = java_version(files)

@@ -6,7 +6,8 @@ import argparse
 import sys
 from pathlib import Path
 
-from . import __version__, codec_cli
+from . import codec_cli
+from .cli_text import add_version
 from .exit_codes import EXIT_USAGE
 from .realkafka import serve_group_log
 from .script import cli as script_cli
@@ -25,7 +26,7 @@ def build_parser() -> argparse.ArgumentParser:
                     "and tools for the Kafka wire format.",
         epilog="exit codes: 0 ok, 1 failed (a difference, malformed bytes), 2 usage error, "
                "3 broken (see docs/running.md, Exit codes)")
-    parser.add_argument("--version", action="version", version=f"fakebroker {__version__}")
+    add_version(parser, "fakebroker")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve_cli.add_parser(sub, common)
     codec_cli.add_parsers(sub, common)

@@ -20,7 +20,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 def register(sub: Any) -> None:
     ing = sub.add_parser("ingest", help="transcripts, pcaps and report folders into a Parquet warehouse")
     ing.add_argument("paths", nargs="+", metavar="PATH", help="files, folders or globs")
-    ing.add_argument("--warehouse", required=True, metavar="DIR")
+    ing.add_argument("--warehouse", required=True, metavar="DIR",
+                     help="the Parquet tables' folder (created; re-ingesting a file adds nothing)")
     _common(ing)
     ing.set_defaults(pipeline=lambda a: _guarded("ingest", cmd_ingest, a))
     aud = sub.add_parser("audit", help="ingest PATHs, then check the protocol invariants over their exchanges")
@@ -33,14 +34,20 @@ def register(sub: Any) -> None:
     his.add_argument("paths", nargs="+", metavar="REPORTS", help="report folders (results.json)")
     his.add_argument("--warehouse", metavar="DIR", help="default: a temporary one")
     his.add_argument("--baseline", metavar="RUN", help="run id, implementation version or report folder")
-    his.add_argument("--candidate", metavar="RUN")
+    his.add_argument("--candidate", metavar="RUN",
+                     help="the run compared with --baseline: run id, implementation version or report folder")
     _common(his)
     his.set_defaults(pipeline=lambda a: _guarded("history", cmd_history, a))
 
 
 def _guarded(name: str, fn: Any, args: argparse.Namespace) -> int:
     """One line on the screen for anything that goes wrong; details in the JVM log."""
-    from .session import ConfError, jvm_log
+    try:
+        from .session import ConfError, jvm_log
+    except ImportError as e:  # a plain install: the pipeline is the `spark` extra
+        print(f"conformance {name}: needs the data pipeline's packages: pip install "
+              f"'connect-conformance[spark]' ({e})", file=sys.stderr)
+        return EXIT_NOTHING
     try:
         return fn(args)
     except ConfError as e:

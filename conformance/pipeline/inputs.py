@@ -31,6 +31,12 @@ class Inputs:
         return {*self.transcripts.values(), *self.pcaps.values(), *self.reports.values()}
 
 
+def _attached_pcap(path: Path) -> bool:
+    """A case's pcap in Allure's results: the same frames as its transcript attachment
+    (``transcript.jsonl``, read instead), so a report folder's traffic counts once."""
+    return path.parent.name == "allure-results" and path.name.endswith("-attachment.pcap")
+
+
 def _add(out: Inputs, path: Path, named: bool) -> None:
     name = path.name.lower()
     try:
@@ -39,7 +45,8 @@ def _add(out: Inputs, path: Path, named: bool) -> None:
                 out.reports[str(path.resolve())] = sha256_file(path / "results.json")
             for child in sorted(path.iterdir()):
                 if child.is_dir() or child.name.lower().endswith(TRANSCRIPT_EXT + PCAP_EXT):
-                    _add(out, child, False)
+                    if not _attached_pcap(child):
+                        _add(out, child, False)
         elif name.endswith(TRANSCRIPT_EXT):
             out.transcripts[str(path.resolve())] = sha256_file(path)
         elif name.endswith(PCAP_EXT):

@@ -28,6 +28,7 @@ import threading
 import time
 from pathlib import Path
 
+from ..cli_text import add_version, plain
 from ..realkafka.cli import run_command, serve_until_signalled
 from . import PROTOCOLS, ConnectWorker, WorkerSettings, connect_build
 from .connectors import parse_connectors
@@ -105,8 +106,20 @@ def _seed(args: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m fakebroker.realconnect", description=__doc__,
+    p = parser()
+    args = p.parse_args(argv)
+    if args.command in ("start", "seed"):
+        try:
+            parse_connectors(args.connectors)
+        except ValueError as e:
+            p.error(f"--connectors: {e}")
+    return run_command(p, args, {"resolve": _resolve, "start": _start, "host": _host, "seed": _seed}, "realconnect")
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="python -m fakebroker.realconnect", description=plain(__doc__),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_version(p, "fakebroker.realconnect")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     rs = sub.add_parser("resolve", help="resolve the worker's jars into the cache (offline once done)")
     st = sub.add_parser("start", help="run one distributed worker until interrupted")
@@ -123,9 +136,11 @@ def main(argv: list[str] | None = None) -> int:
                          "there, also while it stops (one per group: a stopping worker cannot overwrite "
                          "those of another group's worker sharing the other topics)")
     st.add_argument("--client-id", default=None, help="client.id of the worker's group member")
-    st.add_argument("--session-timeout-ms", type=int, default=6000)
-    st.add_argument("--rebalance-timeout-ms", type=int, default=20000)
-    st.add_argument("--heartbeat-interval-ms", type=int, default=1000)
+    st.add_argument("--session-timeout-ms", type=int, default=6000, help="session.timeout.ms (default %(default)s)")
+    st.add_argument("--rebalance-timeout-ms", type=int, default=20000,
+                    help="rebalance.timeout.ms (default %(default)s)")
+    st.add_argument("--heartbeat-interval-ms", type=int, default=1000,
+                    help="heartbeat.interval.ms (default %(default)s)")
     st.add_argument("--scheduled-rebalance-delay-ms", type=int, default=None,
                     help="scheduled.rebalance.max.delay.ms (default: not set, Connect's own default: 300000)")
     st.add_argument("--connectors", default="", metavar="NAME:TASKS,...",
@@ -149,13 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--connect", default=None, metavar="VERSION|DIR",
                              help=f"the Connect build: a release resolved from Maven Central (default "
                                   f"{CONNECT_VERSION}) or a directory of a build's jars")
-    args = p.parse_args(argv)
-    if args.command in ("start", "seed"):
-        try:
-            parse_connectors(args.connectors)
-        except ValueError as e:
-            p.error(f"--connectors: {e}")
-    return run_command(p, args, {"resolve": _resolve, "start": _start, "host": _host, "seed": _seed}, "realconnect")
+    return p
 
 
 if __name__ == "__main__":

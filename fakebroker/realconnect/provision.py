@@ -1,7 +1,7 @@
 """Apache Kafka Connect's runtime jars: a release resolved once from Maven Central, or the
 jars of a user's own build (a directory).
 
-``connect_build("3.0.0")`` renders ``fixtures/connect/pom.xml`` (a template: connect-runtime,
+``connect_build("3.0.0")`` renders ``fakebroker/realconnect/pom.xml`` (a template, shipped in the wheel: connect-runtime,
 connect-json and connect-file of that version, and the logging binding it needs) into
 ``~/.cache/connect-conformance/connect-<version>/pom.xml``, and Maven's
 ``dependency:copy-dependencies`` copies them and their runtime dependencies into
@@ -30,7 +30,7 @@ from ..realkafka import provision as kp
 from ..realkafka.provision import ResolveFailed, find_java, find_maven  # noqa: F401 - re-exported
 
 CONNECT_VERSION = "4.2.0"
-TEMPLATE = Path(__file__).resolve().parents[2] / "fixtures" / "connect" / "pom.xml"
+TEMPLATE = Path(__file__).with_name("pom.xml")  # shipped in the wheel
 VERSION = re.compile(r"^(\d+)\.(\d+)\.(\d+)(?:-[A-Za-z0-9.]+)?$")
 BASE_JARS = ("connect-runtime-", "connect-json-", "connect-file-", "kafka-clients-")
 LOG4J2_JARS = ("log4j-core-", "log4j-slf4j2-impl-")

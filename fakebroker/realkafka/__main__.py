@@ -19,6 +19,7 @@ import sys
 from pathlib import Path
 
 from . import KAFKA_VERSION, KafkaSettings, RealKafkaError, choose_backend, start_real_kafka
+from ..cli_text import add_version, plain
 from .cli import run_command, serve_until_signalled
 from .provision import cached_libs, ensure_resolved, find_java, kafka_home
 from .settings import (KAFKA_INITIAL_REBALANCE_DELAY_MS, KAFKA_MAX_SESSION_TIMEOUT_MS,
@@ -110,26 +111,34 @@ def _diff(args: argparse.Namespace) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="python -m fakebroker.realkafka", description=__doc__,
+    p = argparse.ArgumentParser(prog="python -m fakebroker.realkafka", description=plain(__doc__),
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("-v", "--verbose", action="store_true")
+    add_version(p, "fakebroker.realkafka")
+    p.add_argument("-v", "--verbose", action="store_true", help="resolve: resolve again even when cached; diff: print every scenario's report")
+    backend = dict(choices=("auto", "process", "docker", "external"),
+                   help="docker (the apache/kafka image), process (a local JVM), external (REAL_KAFKA_BOOTSTRAP); "
+                        "default REAL_KAFKA_BACKEND, else auto: external when that is set, docker when an "
+                        "engine answers, else process")
     sub = p.add_subparsers(dest="command", metavar="COMMAND")
     sub.add_parser("resolve", help="resolve the broker's jars into the cache (offline once done)")
     st = sub.add_parser("start", help="start a broker and keep it running until interrupted")
-    st.add_argument("--backend", choices=("auto", "process", "docker", "external"))
+    st.add_argument("--backend", **backend)  # type: ignore[arg-type]
     st.add_argument("--port", type=int, default=0, help="client port (0: a free one)")
     # Kafka's own defaults, which a conformance target's [timing] assumes too.
-    st.add_argument("--initial-rebalance-delay-ms", type=int, default=KAFKA_INITIAL_REBALANCE_DELAY_MS)
-    st.add_argument("--min-session-timeout-ms", type=int, default=KAFKA_MIN_SESSION_TIMEOUT_MS)
-    st.add_argument("--max-session-timeout-ms", type=int, default=KAFKA_MAX_SESSION_TIMEOUT_MS)
+    st.add_argument("--initial-rebalance-delay-ms", type=int, default=KAFKA_INITIAL_REBALANCE_DELAY_MS,
+                    help="group.initial.rebalance.delay.ms (default %(default)s)")
+    st.add_argument("--min-session-timeout-ms", type=int, default=KAFKA_MIN_SESSION_TIMEOUT_MS,
+                    help="group.min.session.timeout.ms (default %(default)s)")
+    st.add_argument("--max-session-timeout-ms", type=int, default=KAFKA_MAX_SESSION_TIMEOUT_MS,
+                    help="group.max.session.timeout.ms (default %(default)s)")
     st.add_argument("--property", "-p", action="append", metavar="NAME=VALUE",
                     help="a further server property (repeatable)")
     sub.add_parser("image", help="make the Kafka image the docker backend runs (official, else built here)")
     dr = sub.add_parser("doctor", help="print what would be used")
-    dr.add_argument("--backend", choices=("auto", "process", "docker", "external"))
+    dr.add_argument("--backend", **backend)  # type: ignore[arg-type]
     df = sub.add_parser("diff", help="run the differential scenarios against Kafka and the fake")
     df.add_argument("scenario", nargs="*", help="scenario names (default: all)")
-    df.add_argument("--backend", choices=("auto", "process", "docker", "external"))
+    df.add_argument("--backend", **backend)  # type: ignore[arg-type]
     df.add_argument("--accepted", type=Path, help="accepted-differences file (default: the project's)")
     return p
 

@@ -39,14 +39,15 @@ def log_tail(path: Path | None, lines: int = 40) -> str:
     return "\n".join(text.splitlines()[-lines:])
 
 
-def spawn_in_group(cmd: list[str], log_path: Path) -> subprocess.Popen[bytes]:
+def spawn_in_group(cmd: list[str], log_path: Path, *, cwd: Path | None = None,
+                   env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
     """``cmd`` in a new session (its own process group), output appended to ``log_path``."""
     pdeath = shutil.which("setpriv")
     if pdeath and threading.current_thread() is threading.main_thread():
         # The kernel kills the JVM if this (main) thread's process dies unannounced.
         cmd = [pdeath, "--pdeathsig", "KILL", "--", *cmd]
     with open(log_path, "ab") as log:
-        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log,
+        return subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log, cwd=cwd, env=env,
                                 stderr=subprocess.STDOUT, start_new_session=True)
 
 

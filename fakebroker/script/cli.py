@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from ..protocol import Registry
 from .transcript import Transcript, TranscriptError, load
@@ -159,6 +160,22 @@ def _collect(paths: list[Path]) -> list[Path]:
     return out
 
 
+def serve_flags(header: dict[str, Any]) -> list[str]:
+    """The ``fakebroker serve`` options that give a broker the one a transcript was recorded
+    on: its coordinator settings other than Kafka's defaults, the topics it knew and, for a
+    golden transcript, strict topics (goldens are recorded on a broker that answers
+    UNKNOWN_TOPIC_OR_PARTITION for any other topic: golden.generate.golden_broker)."""
+    from .golden.catalogue import KAFKA_DEFAULTS
+    settings = header.get("coordinator") or {}
+    flags = [f"--{k.replace('_', '-')} {v}" for k, v in settings.items()
+             if k in SERVE_SETTINGS and KAFKA_DEFAULTS.get(k) != v]
+    if header.get("origin") == "golden":
+        flags.append("--strict-topics")
+    topics = (header.get("meta") or {}).get("topics") or {}
+    flags += [f"--topic {name}:{partitions}" for name, partitions in topics.items()]
+    return flags
+
+
 #: Coordinator settings of a transcript's header that ``fakebroker serve`` takes as a flag of
 #: the same name (``--initial-rebalance-delay-ms``...): what a failed replay tells to paste.
 SERVE_SETTINGS = ("initial_rebalance_delay_ms", "min_session_timeout_ms", "max_session_timeout_ms", "max_group_size")
@@ -201,9 +218,9 @@ def cmd_replay(args: argparse.Namespace, registry: Registry) -> int:
                 if r.status == "FAIL" and unusual:
                     print("  recorded on a coordinator with "
                           + ", ".join(f"{k}={v}" for k, v in unusual.items()), flush=True)
-                    flags = [f"--{k.replace('_', '-')} {v}" for k, v in unusual.items() if k in SERVE_SETTINGS]
-                    if flags:
-                        print(f"  to serve it as recorded: fakebroker serve {' '.join(flags)}", flush=True)
+                flags = serve_flags(t.header or {})
+                if r.status == "FAIL" and flags:
+                    print(f"  to serve it as recorded: fakebroker serve {' '.join(flags)}", flush=True)
                 if r.broken:  # the coordinator is unreachable: the rest would be too
                     return reports
         return reports

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..coordinator.config import CoordinatorConfig
+from ..exit_codes import EXIT_BROKEN, EXIT_OK, EXIT_USAGE
 from ..protocol import Registry
 from . import event_loop
 from .broker import FakeBroker
@@ -206,19 +207,19 @@ def cmd_serve(args: argparse.Namespace, registry: Registry) -> int:
         broker = build_broker(args, registry, upstream=args.upstream)  # checks --upstream too
     except ValueError as e:
         print(f"fakebroker serve: {e}", file=sys.stderr)
-        return 2
+        return EXIT_USAGE
     young, middle, _ = gc.get_threshold()
     gc.set_threshold(young, middle, FULL_GC_EVERY)
     try:
         event_loop.run(_serve(broker, args.ready_file), args.event_loop)
-    except UpstreamError as e:
+    except UpstreamError as e:  # the upstream does not answer: the broker cannot run
         print(f"fakebroker serve: {e}", file=sys.stderr)
-        return 1
-    except OSError as e:
+        return EXIT_BROKEN
+    except OSError as e:  # the port is taken, or not ours to bind: could not run
         print(f"fakebroker serve: cannot listen on {args.host}:{args.port}: {e.strerror or e}",
               file=sys.stderr)
-        return 1
-    return 0
+        return EXIT_BROKEN
+    return EXIT_OK
 
 
 def stop_on_signals() -> asyncio.Event:

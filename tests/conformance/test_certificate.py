@@ -4,6 +4,7 @@ with their requirements (and summed up apart); provenance; the JSON Schema; JUni
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import subprocess
@@ -18,7 +19,7 @@ from conformance.catalogue import default_catalogue
 from conformance.certificate import CertificateError, build_certificate, exit_code, render_markdown
 from conformance.junit import junit_tree
 from conformance.provenance import (artefact, artefact_files, ci_run, digest_files, implementation_text, spec_documents,
-                                    utc_iso)
+                                    provenance, utc_iso)
 from conformance.scope import case_id, left_out, protocols_to_run, requirement_runs, requirements_of, scope_ids
 from conformance.target import load_target
 from fakebroker.exit_codes import EXIT_BROKEN, EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
@@ -132,7 +133,12 @@ def run_doc(outcomes: dict[str, tuple[str, str]], *, kind: str = "coordinator",
                         "outcome": outcome, "message": message})
     return {"target": {"name": "t", "path": "t.toml", "kind": kind, "implementation": "t", "version": "1",
                        "protocols": list(protocols), "capabilities": [], "mutant": None},
-            "suite": kind, "strict": False, "left_out": left or [], "versions": {}, "results": results}
+            "suite": kind, "strict": False, "left_out": left or [], "versions": {}, "results": results,
+            "provenance": PROVENANCE}
+
+
+# What the plugin records for the bundled fake broker (its package's files digested).
+PROVENANCE = provenance(load_target(TARGETS / "fakebroker.toml"), 0.0, 1.0)
 
 
 @pytest.mark.parametrize("outcomes, left, verdict, code", [
@@ -144,6 +150,24 @@ def run_doc(outcomes: dict[str, tuple[str, str]], *, kind: str = "coordinator",
 def test_verdict_and_exit_code(outcomes: dict[str, str], left: list, verdict: str, code: int) -> None:
     cert = build_certificate(run_doc({k: (v, "") for k, v in outcomes.items()}, left=left))
     assert (cert["verdict"], exit_code(cert)) == (verdict, code)
+
+
+def test_certified_needs_the_artefacts_digest_or_the_flag_the_certificate_states() -> None:
+    """A run whose cases all pass still does not certify an artefact it cannot name: a
+    certificate with "sha256 None" vouched for nothing."""
+    doc = run_doc({"CLS-JOIN-01": ("PASS", "")})
+    external = load_target(TARGETS / "fakebroker.toml")
+    external = dataclasses.replace(external, builtin=None, bootstrap="127.0.0.1:9092")
+    doc["provenance"] = provenance(external, 0.0, 1.0)  # what the plugin records: nothing to digest
+    assert doc["provenance"]["artefact"]["sha256"] is None
+    cert = build_certificate(doc)
+    assert (cert["verdict"], exit_code(cert)) == ("NOT CERTIFIED", EXIT_FAILED)
+    assert "no digest of the tested artefact" in cert["refused"][0]
+    assert "- no digest of the tested artefact" in render_markdown(cert)
+    doc["provenance"] = provenance(external, 0.0, 1.0, waived=True)  # --no-artefact-digest
+    waived = build_certificate(doc)
+    assert waived["verdict"] == "CERTIFIED" and waived["refused"] == []
+    assert "not digested: the run was given --no-artefact-digest" in render_markdown(waived)
 
 
 # ---------------------------------------------------------------- per protocol
@@ -361,7 +385,7 @@ def test_a_test_that_errors_before_its_case_runs_is_broken_not_missing(tmp_path:
                         "--conformance-results", str(results), "-k", "CLS-JOIN-03"], cwd=ROOT,
                        capture_output=True, text=True, timeout=300,
                        env={**os.environ, "PYTHONPATH": os.pathsep.join([str(tmp_path), str(ROOT)])})
-    assert r.returncode == 1, r.stdout[-2000:]
+    assert r.returncode == EXIT_BROKEN, r.stdout[-2000:]
     doc = json.loads(results.read_text())
     [res] = doc["results"]
     assert (res["id"], res["outcome"]) == ("CLS-JOIN-03", "BROKEN") and "boom in a fixture" in res["message"]
@@ -431,7 +455,9 @@ def test_a_real_worker_runs_a_case_once_per_claimed_protocol_started_at_it(tmp_p
     inv = {x["id"]: x for x in results if x["requirement"].startswith("CONN-INV-")}
     assert [c["case"] for c in inv["CONN-INV-04[eager]"]["cases"]] == ["CONN-PROT-03[eager]"]
     assert inv["CONN-INV-02[sessioned]"]["outcome"] == "PASS" and "CONN-INV-02[eager]" not in inv
-    for x in results:  # the worker under test was started at the run's protocol
+    for x in results:  # the worker under test was started at the run's protocol (in each case)
+        if x["requirement"] != "CONN-PROT-03":
+            continue
         assert any(f"--connect-protocol {x['protocol']} " in n for n in x["notes"]), x["notes"]
     cert = json.loads((reports / "certificate.json").read_text())
     jsonschema.Draft202012Validator(SCHEMA).validate(cert)

@@ -85,7 +85,7 @@ def test_the_gitlab_job_has_the_keys_gitlab_needs() -> None:
     assert {job["stage"], pages["stage"]} <= set(doc["stages"])
     assert doc["stages"].index(job["stage"]) < doc["stages"].index(pages["stage"])
     assert job["image"].startswith("python:3.1")
-    assert set(job["variables"]) == {"CONFORMANCE_TARGET", "CONFORMANCE_PACKAGE"}
+    assert {"CONFORMANCE_TARGET", "CONFORMANCE_PACKAGE", "CONFORMANCE_REAL_KAFKA"} <= set(job["variables"])
     assert any("pip install \"$CONFORMANCE_PACKAGE\"" in line for line in job["before_script"])
     (command,) = [line for line in job["script"] if line.startswith("conformance run")]
     assert "--junitxml reports/junit.xml" in command
@@ -94,6 +94,24 @@ def test_the_gitlab_job_has_the_keys_gitlab_needs() -> None:
     assert pages["needs"] == [{"job": "connect-conformance", "artifacts": True}]
     assert f"cp -r reports/{Path(ALLURE_REPORT).parent}/. public/" in pages["script"][0]
     assert pages["artifacts"]["paths"] == ["public"]
+
+
+def test_the_examples_install_what_exists_and_keep_caches_and_history() -> None:
+    """No `connect-conformance==0.1.0` (no index has it): the suite's repository at a tag, or
+    a wheel; Java set up; the jars' cache and Allure's history kept between runs, at the
+    paths the suite uses (fakebroker.cache_dir, certificate.render_allure)."""
+    history = f"reports/{Path(ALLURE_REPORT).parent}/history"
+    env = yaml.safe_load(GITHUB.read_text())["jobs"]["conformance"]["env"]
+    job = yaml.safe_load(GITLAB.read_text())["connect-conformance"]
+    for package in (env["CONFORMANCE_PACKAGE"], job["variables"]["CONFORMANCE_PACKAGE"]):
+        assert "==" not in package and " @ git+https://" in package, package
+    assert step("actions/setup-java@")["with"]["java-version"] == "17"
+    caches = [s["with"]["path"] for s in github_steps() if s.get("uses", "").startswith("actions/cache@")]
+    assert any("~/.cache/connect-conformance" in p for p in caches) and history in caches, caches
+    assert job["variables"]["CONNECT_CONFORMANCE_CACHE"] == "$CI_PROJECT_DIR/.cache/connect-conformance"
+    paths = [p for c in job["cache"] for p in c["paths"]]
+    assert ".cache/" in paths and history + "/" in paths
+    assert any("openjdk-17" in line and "maven" in line for line in job["before_script"])
 
 
 def the_commands() -> dict[str, str]:

@@ -18,7 +18,9 @@ from conformance.certificate import build_certificate, render_markdown
 from conformance.golden import golden_dir
 from conformance.harness.outcomes import CaseResult, Outcome
 from conformance.harness.runner import applicability
+from conformance.provenance import provenance
 from conformance.target import load_target
+from fakebroker.exit_codes import EXIT_BROKEN, EXIT_PARTIAL
 
 ROOT = Path(__file__).resolve().parents[2]
 FAKEBROKER = ROOT / "fixtures" / "targets" / "fakebroker.toml"
@@ -59,7 +61,7 @@ def test_run_maps_outcomes_and_writes_results(tmp_path: Path, classic_only: Path
     r = pytest_run("--pyargs", "conformance", "--conformance-target", str(classic_only), "-v",
                    "--conformance-results", str(results),
                    "-k", "CLS-JOIN-01 or CLS-JOIN-15 or C848-HB-VAL-01 or C848-REC-01")
-    assert r.returncode == 0, r.stdout[-3000:]
+    assert r.returncode == EXIT_PARTIAL, r.stdout[-3000:]  # narrowed with -k: never CERTIFIED
     assert "test_requirement[CLS-JOIN-01] PASS" in r.stdout
     assert "test_requirement[C848-HB-VAL-01] NOT-APPLICABLE" in r.stdout
     doc = json.loads(results.read_text())
@@ -84,8 +86,9 @@ def test_broken_case_is_an_error_and_allure_broken(tmp_path: Path) -> None:
                       '[implementation]\nname = "nothing"\nversion = "0"\n[start]\nbootstrap = "127.0.0.1:1"\n'
                       '[timing]\nclock = "real"\n')
     r = pytest_run("--pyargs", "conformance", "--conformance-target", str(target), "-v", "-k", "CLS-JOIN-03",
+                   "--conformance-no-artefact-digest",  # an external coordinator: nothing local to digest
                    "--conformance-results", str(tmp_path / "r.json"), "--alluredir", str(tmp_path / "allure"))
-    assert r.returncode == 1 and "test_requirement[CLS-JOIN-03] BROKEN" in r.stdout, r.stdout[-2000:]
+    assert r.returncode == EXIT_BROKEN and "test_requirement[CLS-JOIN-03] BROKEN" in r.stdout, r.stdout[-2000:]
     assert "1 error" in r.stdout.splitlines()[-1]
     doc = json.loads((tmp_path / "r.json").read_text())
     assert [(x["id"], x["outcome"]) for x in doc["results"]] == [("CLS-JOIN-03", "BROKEN")]
@@ -109,6 +112,7 @@ def run_doc(outcomes: dict[str, str], *, strict: bool = False) -> dict:
     return {"target": {"name": "t", "path": "t.toml", "kind": "coordinator", "implementation": "t",
                        "version": "1", "protocols": ["classic"], "capabilities": [], "mutant": None},
             "suite": "coordinator", "strict": strict, "left_out": [], "versions": {},
+            "provenance": provenance(load_target(FAKEBROKER), 0.0, 1.0),
             "results": [{"id": i, "outcome": o, "message": ""} for i, o in outcomes.items()]}
 
 
@@ -153,20 +157,29 @@ def test_cli_run_exit_codes(tmp_path: Path) -> None:
     assert bad.returncode == 2 and "cannot read" in bad.stderr
 
 
-def test_cli_run_jobs_runs_targets_at_once_and_shows_each_output_whole(tmp_path: Path) -> None:
-    """--jobs 2: both targets run, each one's block (its == line, its pytest output, its
-    verdict) printed whole and in the order given; the index lists both."""
+def test_cli_run_jobs_shows_progress_as_it_goes_and_names_the_summary(tmp_path: Path) -> None:
+    """--jobs 2: both targets run at once; each case's outcome is printed as it comes, before
+    any target's summary (not 2 minutes of silence, then everything); then each target's
+    block (its == line, the end of its pytest output, its verdict) in the order given, each
+    naming the pytest.log holding its whole output; the last line names the summary."""
     copy = tmp_path / "fakebroker-copy.toml"
     copy.write_text(FAKEBROKER.read_text().replace('name = "fakebroker"', 'name = "fakebroker-copy"', 1))
+    reports = tmp_path / "reports"
     r = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--target", str(FAKEBROKER),
-                        "--target", str(copy), "--jobs", "2", "-n", "0", "--reports", str(tmp_path / "reports"),
-                        "--no-html", "-k", "CLS-JOIN-01"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+                        "--target", str(copy), "--jobs", "2", "-n", "0", "--reports", str(reports),
+                        "--no-html", "-k", "CLS-JOIN-01 or CLS-JOIN-03"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=300)
     assert r.returncode == 4, r.stdout[-2000:] + r.stderr[-2000:]  # PARTIAL: narrowed with -k
-    blocks = re.split(r"(?m)^== ", r.stdout)[1:]
-    assert [b.split(" ")[0] for b in blocks] == ["fakebroker", "fakebroker-copy"], r.stdout[-3000:]
-    for b in blocks:  # each target's pytest session and its verdict inside its own block
-        assert b.count("test session starts") == 1 and "CLS-JOIN-01" in b and "PARTIAL" in b, b[-2000:]
-    index = json.loads((tmp_path / "reports" / "certificate.json").read_text())
+    text = r.stdout.splitlines()
+    progress = [i for i, x in enumerate(text) if re.fullmatch(r"   \[fakebroker(-copy)?\] CLS-JOIN-0[13] PASS", x)]
+    blocks = [i for i, x in enumerate(text) if re.match(r"== fakebroker(-copy)? \(", x)]
+    assert len(progress) == 4 and len(blocks) == 2 and max(progress) < min(blocks), r.stdout[-3000:]
+    assert [text[i].split(" ")[1] for i in blocks] == ["fakebroker", "fakebroker-copy"]
+    for name in ("fakebroker", "fakebroker-copy"):
+        log = reports / name / "pytest.log"
+        assert f"   pytest output: {log}" in text and log.read_text().count("test session starts") == 1
+    assert text[-1] == f"== summary of 2 targets: {reports / 'certificate.md'} (and .json)"
+    index = json.loads((reports / "certificate.json").read_text())
     assert [t["target"] for t in index["targets"]] == ["fakebroker", "fakebroker-copy"]
     bad = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--target", str(FAKEBROKER),
                           "--jobs", "0"], cwd=ROOT, capture_output=True, text=True, timeout=60)
@@ -185,7 +198,7 @@ def test_golden_transcripts_are_cases_of_their_requirement(tmp_path: Path) -> No
     results = tmp_path / "results.json"
     r = pytest_run("--pyargs", "conformance", "--conformance-target", str(FAKEBROKER), "-v", "--conformance-results",
                    str(results), "-k", f"{goldens[0].id} or CLS-HB-06")
-    assert r.returncode == 0, r.stdout[-3000:]
+    assert r.returncode == EXIT_PARTIAL, r.stdout[-3000:]
     assert f"test_requirement[{goldens[0].id}] PASS" in r.stdout
     doc = json.loads(results.read_text())
     assert {(x["id"], x["outcome"]) for x in doc["results"]} == {(goldens[0].id, "PASS"), ("CLS-HB-06", "PASS")}
@@ -209,7 +222,7 @@ def test_a_retired_id_in_k_selects_its_successor(tmp_path: Path) -> None:
     results = tmp_path / "results.json"
     r = pytest_run("--pyargs", "conformance", "--conformance-target", str(FAKEBROKER), "-v", "--conformance-results",
                    str(results), "-k", "CLASSIC-HB-ERR-01")
-    assert r.returncode == 0, r.stdout[-3000:]
+    assert r.returncode == EXIT_PARTIAL, r.stdout[-3000:]
     assert {x["id"] for x in json.loads(results.read_text())["results"]} == {"CLS-HB-06"}
 
 
@@ -225,3 +238,33 @@ def test_golden_replay_catches_a_mutant() -> None:
         except ReplayDiverged as e:
             caught.append(str(e))
     assert caught, [r.id for r in hb]
+
+
+def test_the_pytest_route_certifies_and_report_refuses_two_runs_mixed(tmp_path: Path) -> None:
+    """The issue's sequence: a run with Allure output and its rendered report, then a run by
+    the pytest route into the same folder without Allure. The second run's certificate is its
+    own (verdict, run id) and does not link the first run's report; `conformance report`
+    then refuses the folder, naming both runs."""
+    from conformance.certificate import ALLURE_REPORT, allure_binary, render_allure, write_certificate
+    if allure_binary() is None:
+        pytest.fail("allure-commandline not found: run .ci/setup.sh")
+    reports = tmp_path / "reports"
+    common = ("--pyargs", "conformance", "--conformance-target", str(FAKEBROKER), "--conformance-results",
+              str(reports / "results.json"))
+    first = pytest_run(*common, "-k", "CLS-JOIN-01", "--alluredir", str(reports / "allure-results"))
+    assert first.returncode == EXIT_PARTIAL, first.stdout[-2000:]
+    run1 = json.loads((reports / "results.json").read_text())["run_id"]
+    assert render_allure(reports / "allure-results", reports / "allure-report")[0] is not None
+    assert write_certificate(reports)["allure_report"] == ALLURE_REPORT  # run 1's report, of run 1
+    second = pytest_run(*common, "-k", "CLS-JOIN-03")
+    assert second.returncode == EXIT_PARTIAL, second.stdout[-2000:]
+    lines = second.stdout.splitlines()
+    assert any(line.startswith("=") and "PARTIAL: MUST PASS=1" in line for line in lines), second.stdout[-2000:]
+    cert = json.loads((reports / "certificate.json").read_text())
+    assert cert["run_id"] != run1 and cert["verdict"] == "PARTIAL" and cert["allure_report"] is None
+    assert f"certificate: {reports / 'certificate.md'} (run {cert['run_id']})" in second.stdout
+    r = subprocess.run([sys.executable, "-m", "conformance.cli", "report", "--reports", str(reports), "--no-html"],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 2, r.stdout + r.stderr
+    [line] = r.stderr.splitlines()
+    assert f"results.json is of run {cert['run_id']} but allure-results/ of run {run1}" in line

@@ -23,7 +23,7 @@ from fakebroker.realconnect.seed import seed_connectors
 from .conftest import unique
 
 OLD = "3.0.0"  # before 3.4.0 a file connector hands its tasks only what they need (KAFKA-13809)
-# sha256 of fixtures/connect/pom.xml before it became a template: 4.x renders it byte for byte,
+# sha256 of the Connect POM (fixtures/connect/pom.xml then) before it became a template: 4.x renders it byte for byte,
 # so a cache resolved from it stays valid (its stamp names this digest).
 POM_BEFORE_TEMPLATE = "1c4e10461f8c0e4a68f2b41e6bc870e92a6a90edaebc5616d9b69cefbcee6171"
 

@@ -53,7 +53,7 @@ def test_a_failure_recorded_on_other_settings_prints_the_serve_flags_to_paste() 
         r = subprocess.run([*CMD, "replay", str(GOLDEN / "CLS-JOIN-03.jsonl"), "--against", addr],
                            capture_output=True, text=True, timeout=120)
     assert r.returncode == 1, r.stdout + r.stderr
-    flags = "--initial-rebalance-delay-ms 0"
+    flags = "--initial-rebalance-delay-ms 0 --strict-topics --topic events:3"  # the broker goldens are recorded on
     assert f"  to serve it as recorded: fakebroker serve {flags}\n" in r.stdout
     from fakebroker.cli import build_parser
     build_parser().parse_args(["serve", *flags.split()])  # the line is one serve accepts

@@ -44,6 +44,7 @@ from fakebroker.server.config import BrokerConfig
 from fakebroker.server.thread import BrokerThread
 
 from ...catalogue import Requirement
+from ...command import base_dir, child_env
 from ...harness.clock import RealCaseClock
 from fakebroker.connect.embedded import connect_protocols
 from ...harness.context import CoordinatorContext
@@ -289,8 +290,8 @@ def spawn_worker(target: Target, bootstrap: str, group: str, worker_id: str | No
         # Appending: a worker may hand its output file to a child (a JVM) writing it too.
         with open(log_path, "ab") as log:
             proc = subprocess.Popen(shlex.split(command), stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL,
-                                    env={**os.environ, "PYTHONUNBUFFERED": "1"})
+                                    stdin=subprocess.DEVNULL, cwd=base_dir(target),
+                                    env=child_env({"PYTHONUNBUFFERED": "1"}))
     except OSError as e:
         raise Broken(f"cannot start the worker with {command!r}: {e}") from None
     return WorkerProcess(wid, group, command, proc, log_path, rest_port=rest_port)
@@ -360,7 +361,7 @@ def run_seed_command(target: Target, bootstrap: str, topic_prefix: str) -> None:
     bound = target.timing.startup_timeout_s * target.timing.wait_scale
     try:
         r = subprocess.run(shlex.split(command), stdin=subprocess.DEVNULL, capture_output=True,
-                           text=True, timeout=bound)
+                           text=True, timeout=bound, cwd=base_dir(target), env=child_env())
     except subprocess.TimeoutExpired:
         raise RuntimeError(f"the seed command {command!r} did not finish within {bound:.0f}s") from None
     except OSError as e:

@@ -17,6 +17,7 @@ from pathlib import Path
 from fakebroker.realconnect.host import HostFailed, wait_listening
 from fakebroker.realkafka.jvm import log_tail, spawn_in_group, stop_group
 
+from ...command import base_dir, child_env
 from ...target import Target
 
 # Generous: a host whose JVM writes its class archive as it stops takes a while under load.
@@ -50,7 +51,7 @@ def start_worker_host(target: Target) -> WorkerHostProcess:
     command = target.render_host_command(worker_host=socket_path, python=shlex.quote(sys.executable))
     try:
         # Its own process group, killed with this process (the kernel's parent-death signal).
-        proc = spawn_in_group(shlex.split(command), directory / "host.log")
+        proc = spawn_in_group(shlex.split(command), directory / "host.log", cwd=base_dir(target), env=child_env())
     except OSError as e:
         shutil.rmtree(directory, ignore_errors=True)
         raise RuntimeError(f"cannot start the worker host with {command!r}: {e}") from None
