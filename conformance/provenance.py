@@ -18,6 +18,7 @@ import re
 import shlex
 import shutil
 import subprocess
+import sys
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -84,10 +85,18 @@ def _command_files(command: str) -> tuple[list[Path], Path | None, str]:
             return _imported_files(Path(origin)), None, (
                 f"the module the command runs (-m {module}) and every non-stdlib module it imports")
         return [], None, f"module {module} not found"
-    program = shutil.which(words[0]) if words and "{" not in words[0] else None
+    program = find_program(words[0]) if words and "{" not in words[0] else None
     if program:
         return [Path(program).resolve()], None, "the program the command runs"
     return [], None, "nothing local to digest"
+
+
+def find_program(name: str) -> str | None:
+    """``name`` found in this Python environment's bin folder first (where .ci/setup.sh
+    builds programs such as kfake-broker), then on PATH: a venv's python run without the
+    venv activated still finds what it installed."""
+    return shutil.which(name, path=os.pathsep.join((str(Path(sys.executable).parent),
+                                                    os.environ.get("PATH", os.defpath))))
 
 
 def _imported_files(script: Path) -> list[Path]:

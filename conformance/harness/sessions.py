@@ -12,6 +12,7 @@ from ..catalogue import Requirement
 from ..target import Target
 from .clock import CaseClock, RealCaseClock, VirtualCaseClock
 from .context import CoordinatorContext
+from .broker_process import broker_for
 from .inprocess import builtin_version, start_builtin
 from .shared_kafka import real_kafka_for
 
@@ -24,6 +25,7 @@ class CoordinatorSession:
     broker: BrokerThread | None = None
     version: str = field(default="unknown")
     kafka: Any = None  # fakebroker.realkafka.RealKafka: a launched target, or a builtin's group log
+    process: Any = None  # broker_process.BrokerProcess: a command's broker this process started
     group_log_bootstrap: str | None = None  # where the target's [group_log] topic is read
 
     @classmethod
@@ -45,6 +47,11 @@ class CoordinatorSession:
                                 else RealCaseClock(target.timing.wait_scale))
             return cls(target, broker.bootstrap, clock, broker, builtin_version(target), kafka,
                        kafka.bootstrap if kafka is not None else None)
+        if target.command is not None:  # its own broker: the run's, or this process's
+            bootstrap, process = broker_for(target, workerinput)
+            log_at = target.group_log and (target.group_log.bootstrap or bootstrap)
+            return cls(target, bootstrap, RealCaseClock(target.timing.wait_scale), None,
+                       target.implementation_version, None, log_at or None, process)
         assert target.bootstrap is not None
         log_at = target.group_log and (target.group_log.bootstrap or target.bootstrap)
         return cls(target, target.bootstrap, RealCaseClock(target.timing.wait_scale), None,
@@ -55,6 +62,8 @@ class CoordinatorSession:
             self.broker.stop()
         if self.kafka is not None:
             self.kafka.stop()
+        if self.process is not None:
+            self.process.stop()
 
     def context(self, requirement: Requirement, recording: Recorder) -> CoordinatorContext:
         ctx = CoordinatorContext(self.target, requirement, self.bootstrap, self.clock, recording)
