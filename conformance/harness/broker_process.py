@@ -84,9 +84,14 @@ def start_broker(target: Target) -> BrokerProcess:
     port = free_port() if target.takes("port") else 0
     command = target.render_broker_command(port=port, ready_file=shlex.quote(str(ready_file)),
                                            python=shlex.quote(sys.executable))
+    argv = shlex.split(command)
+    program = find_program(argv[0])
+    if program is None:
+        shutil.rmtree(directory, ignore_errors=True)
+        raise BrokerStartError(f"cannot start the coordinator with {command!r}: {argv[0]} is neither in "
+                               f"{Path(sys.executable).parent} nor on PATH (.ci/setup.sh builds the bundled ones)")
     try:
-        argv = shlex.split(command)
-        proc = spawn_in_group([find_program(argv[0]) or argv[0], *argv[1:]], log)
+        proc = spawn_in_group([program, *argv[1:]], log)
     except OSError as e:
         shutil.rmtree(directory, ignore_errors=True)
         raise BrokerStartError(f"cannot start the coordinator with {command!r}: {e}") from None

@@ -6,6 +6,7 @@ from fakebroker.protocol.error_codes import error_text
 
 from ...harness.cases import case
 from ...harness.context import CoordinatorContext
+from ...harness.outcomes import NotApplicable
 from .common import leader_and_followers, stable_group
 
 
@@ -31,8 +32,16 @@ async def rejoin_with_issued_id(ctx: CoordinatorContext) -> None:
               r.generation_id)
 
 
+def needs_session_bounds(ctx: CoordinatorContext) -> None:
+    """A coordinator declaring no session-timeout bounds (timing.session_bounds = false) has
+    no bound to be below, above or at."""
+    if not ctx.target.timing.session_bounds:
+        raise NotApplicable("the target declares no session-timeout bounds (timing.session_bounds = false)")
+
+
 @case("CLS-JOIN-03")
 async def session_below_min(ctx: CoordinatorContext) -> None:
+    needs_session_bounds(ctx)
     m = await ctx.member("m1")
     low = ctx.target.timing.min_session_timeout_ms - 1
     ctx.expect_error(await m.join(9, member_id="", session_timeout_ms=low),
@@ -41,6 +50,7 @@ async def session_below_min(ctx: CoordinatorContext) -> None:
 
 @case("CLS-JOIN-04")
 async def session_above_max(ctx: CoordinatorContext) -> None:
+    needs_session_bounds(ctx)
     m = await ctx.member("m1")
     high = ctx.target.timing.max_session_timeout_ms + 1
     ctx.expect_error(await m.join(9, member_id="", session_timeout_ms=high),
@@ -49,6 +59,7 @@ async def session_above_max(ctx: CoordinatorContext) -> None:
 
 @case("CLS-JOIN-05")
 async def session_at_bounds(ctx: CoordinatorContext) -> None:
+    needs_session_bounds(ctx)
     t = ctx.target.timing
     for i, session in enumerate((t.min_session_timeout_ms, t.max_session_timeout_ms)):
         # The member's name puts the session timeout into every message about its joins.
