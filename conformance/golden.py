@@ -23,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import os
 import uuid
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
@@ -141,7 +142,7 @@ async def _replay_all(paths: tuple[Path, ...], target: Target,
         if target.builtin is not None:
             out.append((path, await _replay_builtin(t, head, target, reg)))
             continue
-        why = external_mismatch(head, target) or precheck(t, real_time=True, max_step_s=30.0)
+        why = external_mismatch(head, target, joined_session_timeouts(t)) or precheck(t, real_time=True, max_step_s=30.0)
         if why:
             out.append((path, Report(str(path), path.stem, skipped=why)))
             continue
@@ -154,12 +155,22 @@ async def _replay_all(paths: tuple[Path, ...], target: Target,
     return out
 
 
-def external_mismatch(head: dict[str, Any], target: Target) -> str | None:
-    """Why a transcript's coordinator settings rule out replaying it on ``target``."""
+def external_mismatch(head: dict[str, Any], target: Target,
+                      session_timeouts: Iterable[int] | None = None) -> str | None:
+    """Why a transcript's coordinator settings rule out replaying it on ``target``.
+    ``session_timeouts``: those its JoinGroups ask for; given, the session bounds matter
+    only where one of them is inside the recorded bounds and outside the target's, or the
+    other way round (a broker with other bounds answers every other join alike)."""
     recorded = head.get("coordinator", {})
     declared = {**KAFKA_FIXED, **{k: getattr(target.timing, a) for k, a in _TIMING_OF.items()
                                   if target.timing.session_bounds}}  # no bounds: none to differ
     differ = [k for k, v in declared.items() if k in recorded and recorded[k] != v]
+    if session_timeouts is not None:
+        differ = [k for k in differ if k not in _TIMING_OF]
+        if _bounds_decide(recorded, target, session_timeouts):
+            differ += [k for k in _TIMING_OF if k in recorded]
+            declared.update({k: getattr(target.timing, k) if target.timing.session_bounds
+                             else "none (session_bounds = false)" for k in _TIMING_OF})
     # A longer initial delay than recorded only makes the first join phase answer later,
     # which the replay's elastic pacing absorbs (Kafka 4.2 at 3000 ms passes every golden
     # recorded at 0); a shorter one splits joins the recording put in one generation.
@@ -172,6 +183,23 @@ def external_mismatch(head: dict[str, Any], target: Target) -> str | None:
     return ("recorded with coordinator settings "
             + ", ".join(f"{k}={recorded[k]}" for k in differ)
             + " where the target runs with " + ", ".join(f"{k}={declared[k]}" for k in differ))
+
+
+def _bounds_decide(recorded: dict[str, Any], target: Target, session_timeouts: Iterable[int]) -> bool:
+    """Whether one of ``session_timeouts`` is within the recorded bounds and not within the
+    target's, or the other way round."""
+    def inside(s: int, lo: int | None, hi: int | None) -> bool:
+        return (lo is None or s >= lo) and (hi is None or s <= hi)
+    t = target.timing
+    lo, hi = (t.min_session_timeout_ms, t.max_session_timeout_ms) if t.session_bounds else (None, None)
+    rlo, rhi = recorded.get("min_session_timeout_ms"), recorded.get("max_session_timeout_ms")
+    return any(inside(s, rlo, rhi) != inside(s, lo, hi) for s in session_timeouts)
+
+
+def joined_session_timeouts(t: Any) -> list[int]:
+    """The session timeouts a transcript's JoinGroup requests ask for."""
+    return [e.body["SessionTimeoutMs"] for e in t.requests()
+            if e.api == "JoinGroup" and e.body and "SessionTimeoutMs" in e.body]
 
 
 # Per process: bootstrap -> topic name -> id, once created (or found) on the target.
