@@ -65,9 +65,16 @@ class Requirement:
     untestable: str | None = None
     errata: tuple[int, ...] = ()
     transcripts: tuple[str, ...] = ()  # golden transcripts replayed as cases (conformance.golden)
+    # The API versions the statement applies to: (api, lowest, highest or None: open).
+    versions: tuple[tuple[str, int, int | None], ...] = ()
 
     def __repr__(self) -> str:  # short: pytest and Allure show it as the parameter's value
         return self.id
+
+    @property
+    def version_needs(self) -> dict[str, tuple[int, int | None]]:
+        """API -> the version range the statement applies to (fakebroker.negotiation.Need)."""
+        return {api: (lo, hi) for api, lo, hi in self.versions}
 
     @property
     def family(self) -> str:
@@ -150,6 +157,25 @@ def rule_untestable_has_no_needs_mismatch(entries: list[dict[str, Any]]) -> list
             for e in entries if "untestable" in e and len(e["untestable"].split()) < 5]
 
 
+def rule_versions_known(entries: list[dict[str, Any]]) -> list[str]:
+    """A version range names an API of the codec, lowest first, within its versions."""
+    from fakebroker.protocol import default_registry
+    reg = default_registry()
+    out = []
+    for e in entries:
+        for api, (lo, hi) in (e.get("versions") or {}).items():
+            key = f"{api}Request"
+            if key not in reg:
+                out.append(f"{e['id']}: versions names {api!r}, not an API (rule versions-known)")
+                continue
+            mt = reg[key]
+            top = mt.highest if hi is None else hi
+            if not mt.lowest <= lo <= top <= mt.highest:
+                out.append(f"{e['id']}: versions {api} [{lo}, {hi}] is not within {api} "
+                           f"{mt.lowest}-{mt.highest}, lowest first (rule versions-known)")
+    return out
+
+
 def rule_renames_resolve(entries: list[dict[str, Any]], renames: dict[str, str]) -> list[str]:
     """A retired id names a current requirement and is not itself reused."""
     ids = {e["id"] for e in entries}
@@ -166,7 +192,7 @@ def validate_catalogue_data(data: Any, schema: dict[str, Any],
         return problems
     entries = data["requirements"]
     return (rule_unique_ids(entries) + rule_source_files_exist(entries, shared_dir)
-            + rule_untestable_has_no_needs_mismatch(entries))
+            + rule_untestable_has_no_needs_mismatch(entries) + rule_versions_known(entries))
 
 
 # ---------------------------------------------------------------- loading
@@ -186,7 +212,8 @@ def _from_entry(e: dict[str, Any]) -> Requirement:
         id=e["id"], level=e["level"], feature=e["feature"], binds=tuple(e["binds"]),
         protocols=tuple(e["protocols"]), source=Source(e["source"]["file"], e["source"]["section"]),
         statement=e["statement"], needs=tuple(e.get("needs", ())), untestable=e.get("untestable"),
-        errata=tuple(e.get("errata", ())), transcripts=tuple(e.get("transcripts", ())))
+        errata=tuple(e.get("errata", ())), transcripts=tuple(e.get("transcripts", ())),
+        versions=tuple((api, lo, hi) for api, (lo, hi) in (e.get("versions") or {}).items()))
 
 
 def load_catalogue(path: Path | str | None = None) -> Catalogue:
