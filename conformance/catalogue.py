@@ -158,7 +158,8 @@ def rule_untestable_has_no_needs_mismatch(entries: list[dict[str, Any]]) -> list
 
 
 def rule_versions_known(entries: list[dict[str, Any]]) -> list[str]:
-    """A version range names an API of the codec, lowest first, within its versions."""
+    """A version range names an API of the codec, lowest first, and shares a version with
+    the codec's (a statement's range may reach versions the codec no longer speaks)."""
     from fakebroker.protocol import default_registry
     reg = default_registry()
     out = []
@@ -170,9 +171,10 @@ def rule_versions_known(entries: list[dict[str, Any]]) -> list[str]:
                 continue
             mt = reg[key]
             top = mt.highest if hi is None else hi
-            if not mt.lowest <= lo <= top <= mt.highest:
-                out.append(f"{e['id']}: versions {api} [{lo}, {hi}] is not within {api} "
-                           f"{mt.lowest}-{mt.highest}, lowest first (rule versions-known)")
+            if not (lo <= top and lo <= mt.highest and top >= mt.lowest):
+                out.append(f"{e['id']}: versions {api} [{lo}, {hi}] is not a range, lowest first, "
+                           f"that shares a version with {api} {mt.lowest}-{mt.highest} "
+                           "(rule versions-known)")
     return out
 
 

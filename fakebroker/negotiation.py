@@ -72,6 +72,17 @@ class ApiRanges:
         return r[1] if hi is None else min(r[1], hi)
 
 
+def gap(ranges: ApiRanges, needs: Mapping[str, Need], who: str) -> str | None:
+    """Why a statement that applies to ``needs`` cannot be checked on a broker of
+    ``ranges`` (the NOT-APPLICABLE reason), or None."""
+    for api, (lo, hi) in needs.items():
+        try:
+            ranges.pick(api, lo, hi, who=who)
+        except VersionUnavailable as e:
+            return str(e)
+    return None
+
+
 def refusal(ranges: ApiRanges, api: str, version: int, how: str) -> tuple[bool, str]:
     """One outcome per cause: a broker that refused a request at ``version`` (``how``:
     "closed the connection after", "answered UNSUPPORTED_VERSION to") either was sent a
@@ -127,6 +138,14 @@ def request(registry: Registry, version: int) -> Any:
     if version >= 3:
         f = dict(client_software_name=SOFTWARE_NAME, client_software_version=SOFTWARE_VERSION)
     return registry[f"{API_VERSIONS}Request"].new(**f)
+
+
+async def probe(bootstrap: str, registry: Registry, timeout_s: float = 10.0) -> ApiRanges:
+    """A broker's ranges, on a connection of their own."""
+    from .client import KafkaConnection
+    async with await KafkaConnection.open(bootstrap, client_id=SOFTWARE_NAME, registry=registry,
+                                          timeout_s=timeout_s) as conn:
+        return await negotiate(conn)
 
 
 async def negotiate(conn: KafkaConnection) -> ApiRanges:
