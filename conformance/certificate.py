@@ -81,6 +81,7 @@ def build_certificate(run: dict[str, Any], catalogue: Catalogue | None = None) -
                     "replayed": len(replays) - golden_counts["NOT-APPLICABLE"], "counts": golden_counts},
         "per_protocol": _per_protocol(rows, target),
         "provenance": run.get("provenance", {}), "versions": run.get("versions", {}),
+        **({"api_versions": run["api_versions"]} if run.get("api_versions") else {}),
         "allure_report": run.get("allure_report"),
         "requirements": rows,
     }
@@ -134,6 +135,10 @@ def render_markdown(cert: dict[str, Any]) -> str:
     for k, v in sorted(cert["versions"].items()):
         if k not in ("executable", "ci"):
             out.append(f"| {k} | {v} |")
+    if cert.get("api_versions"):
+        out.append("| API versions negotiated | " + ", ".join(
+            f"{api} {r[0]}-{r[1]}" if r else f"{api} none"
+            for api, r in cert["api_versions"].items()) + " |")
     out += ["", "## Counts", "", "Requirements of the catalogue (one row per case: a requirement run "
             "at several Connect sub-protocols counts once per protocol):", "",
             "| level | " + " | ".join(OUTCOMES) + " |", "| --- |" + " --- |" * len(OUTCOMES)]

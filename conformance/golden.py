@@ -31,6 +31,7 @@ from .catalogue import Requirement
 from .harness.outcomes import Broken, NotApplicable, Violation
 from .target import Target
 
+CREATE_TOPICS_VERSION = 7  # what ensure_topics sends (fakebroker.realkafka.group_log.create_topic)
 RULES_FILE = "rules.json"  # the generator's index of the folder: marks a golden folder
 # The draft's connect group APIs: their transcripts carry the project's keys and codes.
 _CONNECT_APIS = ("ConnectGroupHeartbeat", "ConnectGroupPrepareAssignment", "ConnectGroupInstallAssignment")
@@ -107,7 +108,7 @@ def replay_transcripts(req: Requirement, target: Target, bootstrap: str | None,
         raise Broken(f"golden transcripts {', '.join(req.transcripts)} not found "
                      f"(no {RULES_FILE} folder; set CONFORMANCE_GOLDEN_DIR)")
     try:
-        reports = asyncio.run(_replay_all(paths, target, bootstrap))
+        reports = asyncio.run(_replay_all(paths, target, bootstrap, req))
     except Exception as e:  # noqa: BLE001 - a harness fault is BROKEN
         raise Broken(f"replay could not run: {type(e).__name__}: {e}") from None
     from fakebroker.protocol import default_registry
@@ -129,8 +130,8 @@ def replay_transcripts(req: Requirement, target: Target, bootstrap: str | None,
         raise NotApplicable("; ".join(f"{p.name}: {r.skipped}" for p, r, _ in outcomes))
 
 
-async def _replay_all(paths: tuple[Path, ...], target: Target,
-                      bootstrap: str | None) -> list[tuple[Path, Any]]:
+async def _replay_all(paths: tuple[Path, ...], target: Target, bootstrap: str | None,
+                      req: Requirement) -> list[tuple[Path, Any]]:
     from fakebroker.protocol import default_registry
     from fakebroker.script.replay import RealPacer, Report, precheck, replay, run_token
     from fakebroker.script.transcript import load
@@ -142,7 +143,12 @@ async def _replay_all(paths: tuple[Path, ...], target: Target,
         if target.builtin is not None:
             out.append((path, await _replay_builtin(t, head, target, reg)))
             continue
-        why = external_mismatch(head, target, joined_session_timeouts(t)) or precheck(t, real_time=True, max_step_s=30.0)
+        why = (external_mismatch(head, target, joined_session_timeouts(t))
+               or precheck(t, real_time=True, max_step_s=30.0))
+        if not why:
+            assert bootstrap is not None
+            fitted = await at_target_versions(t, bootstrap, req, reg)
+            why, t = (fitted, t) if isinstance(fitted, str) else (None, fitted)
         if why:
             out.append((path, Report(str(path), path.stem, skipped=why)))
             continue
@@ -153,6 +159,21 @@ async def _replay_all(paths: tuple[Path, ...], target: Target,
         out.append((path, await replay(t, bootstrap, reg, pacer=RealPacer(), unique=run_token(),
                                        bindings={f"{TOPIC_ID_PREFIX}{n}": str(i) for n, i in ids.items()})))
     return out
+
+
+async def at_target_versions(t: Any, bootstrap: str, req: Requirement, reg: Any) -> Any:
+    """The transcript re-encoded at versions the target supports (its ApiVersions, on a
+    connection of its own), or why it cannot be replayed there: the versions, or the
+    CreateTopics its topics need."""
+    from fakebroker.negotiation import VersionUnavailable, probe
+    from fakebroker.script.replay import at_versions
+    ranges = await probe(bootstrap, reg)
+    if ((t.header or {}).get("meta") or {}).get("topics"):
+        try:
+            ranges.pick("CreateTopics", wanted=CREATE_TOPICS_VERSION, who=f"{req.id}'s golden (its topics)")
+        except VersionUnavailable as e:
+            return str(e)
+    return at_versions(t, ranges, reg, req.version_needs, req.id)
 
 
 def external_mismatch(head: dict[str, Any], target: Target,

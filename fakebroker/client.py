@@ -52,6 +52,7 @@ class KafkaConnection:
         self._waiting: dict[int, tuple[asyncio.Future[Exchange], Struct, bytes, int]] = {}
         self._pump: asyncio.Task[None] | None = None
         self._closed_reason: str | None = None
+        self.peer_closed = False  # the peer closed the connection (not a timeout, not us)
 
     @classmethod
     async def open(cls, bootstrap: str, **kwargs: Any) -> KafkaConnection:
@@ -84,6 +85,7 @@ class KafkaConnection:
                 fut, body, sent, version = waiter
                 self._answer(fut, body, sent, version, cid, head + frame)
         except (asyncio.IncompleteReadError, ConnectionError) as e:
+            self.peer_closed = True
             self._fail(f"connection closed by {self.host}:{self.port}"
                        f"{'' if isinstance(e, asyncio.IncompleteReadError) else f': {e}'}")
         except ClientError as e:

@@ -55,6 +55,17 @@ def applicability(req: Requirement, target: Target, suite_case: Case | None) -> 
     return None
 
 
+def version_applicability(req: Requirement, session: Session) -> tuple[Outcome, str] | None:
+    """NOT-APPLICABLE when the target supports no version of an API within the
+    requirement's ``versions`` (as it advertised them to the session)."""
+    ranges = getattr(session, "api_ranges", None)
+    if ranges is None or not req.versions:
+        return None
+    from fakebroker.negotiation import gap
+    why = gap(ranges, req.version_needs, req.id)
+    return None if why is None else (Outcome.NOT_APPLICABLE, why)
+
+
 def at_protocol(session: Session, protocol: str | None) -> Session:
     """The session whose target runs its workers at ``protocol`` (a per-protocol run):
     the context's ``target.connect_protocol`` is then the protocol under test, so every
@@ -71,7 +82,7 @@ def run_case(req: Requirement, session: Session, protocol: str | None = None) ->
     target = session.target
     c = load_cases().get(req.id)
     result = CaseResult(req.id, req.level, Outcome.PASS, protocol=protocol)
-    skip = applicability(req, target, c)
+    skip = applicability(req, target, c) or version_applicability(req, session)
     if skip is not None:
         result.outcome, result.message = skip
         return result

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 from typing import Any
 
+from fakebroker.client import ClientError
+from fakebroker.negotiation import ApiRanges, probe
+from fakebroker.protocol import default_registry
 from fakebroker.script.recorder import Recorder
 from fakebroker.server.thread import BrokerThread
 
@@ -17,6 +21,19 @@ from .inprocess import builtin_version, start_builtin
 from .shared_kafka import real_kafka_for
 
 
+# The APIs the coordinator suite sends (live cases and golden replays): the certificate
+# lists the version range negotiated for each.
+SUITE_APIS = ("ApiVersions", "Metadata", "CreateTopics", "JoinGroup", "SyncGroup", "Heartbeat",
+              "LeaveGroup", "DescribeGroups", "ListGroups", "OffsetCommit", "OffsetFetch",
+              "ConnectGroupHeartbeat", "ConnectGroupPrepareAssignment", "ConnectGroupInstallAssignment")
+
+
+def negotiated(ranges: ApiRanges) -> dict[str, list[int] | None]:
+    """API -> the versions both sides support, [lowest, highest]; None: the target does not
+    advertise one the suite speaks."""
+    return {api: list(ranges.usable[api]) if api in ranges.usable else None for api in SUITE_APIS}
+
+
 @dataclass
 class CoordinatorSession:
     target: Target
@@ -27,10 +44,23 @@ class CoordinatorSession:
     kafka: Any = None  # fakebroker.realkafka.RealKafka: a launched target, or a builtin's group log
     process: Any = None  # broker_process.BrokerProcess: a command's broker this process started
     group_log_bootstrap: str | None = None  # where the target's [group_log] topic is read
+    # What the target advertised (ApiVersions, once per session): a requirement whose
+    # versions it does not support is NOT-APPLICABLE before its case runs. None: not learnt
+    # (the target did not answer; its cases say so themselves).
+    api_ranges: ApiRanges | None = None
 
     @classmethod
     def start(cls, target: Target, workerinput: dict[str, Any] | None = None) -> CoordinatorSession:
         """``workerinput``: pytest-xdist's for this process (a shared real Kafka: shared_kafka)."""
+        session = cls._start(target, workerinput)
+        try:
+            session.api_ranges = asyncio.run(probe(session.bootstrap, default_registry()))
+        except (ClientError, OSError):
+            pass
+        return session
+
+    @classmethod
+    def _start(cls, target: Target, workerinput: dict[str, Any] | None) -> CoordinatorSession:
         if target.launch == "real-kafka":
             kafka = real_kafka_for(target, workerinput)
             return cls(target, kafka.bootstrap, RealCaseClock(target.timing.wait_scale), None,

@@ -407,6 +407,60 @@ def _capture_rest(actual: Any, match: dict[str, Any], bindings: Bindings) -> Non
         check_value(m, value, bindings)  # binds only a value the matcher accepts
 
 
+# Request fields a lower version may lose without changing what the coordinator does with
+# the request: reasons are logged only (KIP-800), and SyncGroup's protocol type and name
+# are checked only when present (KIP-559). At any depth.
+DROPPABLE = {"JoinGroup": {"Reason"}, "LeaveGroup": {"Reason"},
+             "SyncGroup": {"ProtocolType", "ProtocolName"}}
+
+
+def at_versions(transcript: Transcript, ranges: Any, registry: Registry,
+                needs: dict[str, tuple[int, int | None]], who: str) -> Transcript | str:
+    """``transcript`` with every exchange at a version the broker supports (``ranges``,
+    fakebroker.negotiation.ApiRanges), never above the recorded one and within ``needs``
+    (the requirement's versions): re-encoded at the highest such version. A string: why it
+    cannot be (no such version, or a request field the step depends on is lost)."""
+    from dataclasses import replace as replaced
+    from ..negotiation import VersionUnavailable
+    from ..protocol.messages import sent_json
+    events = []
+    for ev in transcript.events:
+        if not ev.is_frame or ev.api_key is None or ev.version is None or ev.body is None:
+            events.append(ev)
+            continue
+        api = registry.api_name(ev.api_key)
+        lo, hi = needs.get(api, (0, None))
+        try:
+            v = ranges.pick(api, lo, ev.version if hi is None else min(hi, ev.version), who=who)
+        except VersionUnavailable as e:
+            return f"{e} (the golden sends {api} v{ev.version})"
+        if v == ev.version:
+            events.append(ev)
+            continue
+        mt = registry.request(ev.api_key) if ev.kind == "request" else registry.response(ev.api_key)
+        body = sent_json(mt.cls.from_json(ev.body), v, v in mt.spec.flexible_versions)
+        if ev.kind == "request":
+            drop = DROPPABLE.get(api, set())
+            lost = sorted(k for k in ev.body if _without(ev.body[k], drop) != _without(body.get(k), drop)
+                          and k not in drop)
+            if lost:
+                return (f"{ranges.describe(api)}; the golden's {api} v{ev.version} on line {ev.line} "
+                        f"carries {', '.join(lost)}, which v{v} cannot")
+        fields = {f.name for f in mt.cls._spec_fields if v in f.versions}
+        match = {p: m for p, m in ev.match.items()
+                 if not p or p.split(".")[0].split("[")[0] in fields}
+        events.append(replaced(ev, version=v, body=body, raw=None, match=match))
+    return replaced(transcript, events=events)
+
+
+def _without(value: Any, drop: set[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _without(v, drop) for k, v in value.items() if k not in drop}
+    if isinstance(value, list):
+        return [_without(v, drop) for v in value]
+    return value
+
+
 def run_token() -> str:
     return secrets.token_hex(3)
 

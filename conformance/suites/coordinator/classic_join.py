@@ -13,8 +13,8 @@ from .common import leader_and_followers, stable_group
 @case("CLS-JOIN-01")
 async def member_id_required(ctx: CoordinatorContext) -> None:
     m = await ctx.member("m1")
-    r = await m.join(9, member_id="")
-    ctx.expect_error(r, "MEMBER_ID_REQUIRED", "JoinGroup v9 with an empty member id")
+    r = await m.join(member_id="")  # at v4+ (the requirement's versions)
+    ctx.expect_error(r, "MEMBER_ID_REQUIRED", f"JoinGroup v{m.client.last.version} with an empty member id")
     ctx.check(bool(r.member_id), "member id handed out with MEMBER_ID_REQUIRED", "a non-empty id",
               r.member_id)
 
@@ -44,7 +44,7 @@ async def session_below_min(ctx: CoordinatorContext) -> None:
     needs_session_bounds(ctx)
     m = await ctx.member("m1")
     low = ctx.target.timing.min_session_timeout_ms - 1
-    ctx.expect_error(await m.join(9, member_id="", session_timeout_ms=low),
+    ctx.expect_error(await m.join(member_id="", session_timeout_ms=low),
                      "INVALID_SESSION_TIMEOUT", f"JoinGroup with session timeout {low} ms")
 
 
@@ -53,7 +53,7 @@ async def session_above_max(ctx: CoordinatorContext) -> None:
     needs_session_bounds(ctx)
     m = await ctx.member("m1")
     high = ctx.target.timing.max_session_timeout_ms + 1
-    ctx.expect_error(await m.join(9, member_id="", session_timeout_ms=high),
+    ctx.expect_error(await m.join(member_id="", session_timeout_ms=high),
                      "INVALID_SESSION_TIMEOUT", f"JoinGroup with session timeout {high} ms")
 
 
@@ -71,7 +71,7 @@ async def session_at_bounds(ctx: CoordinatorContext) -> None:
 @case("CLS-JOIN-06")
 async def empty_group_id(ctx: CoordinatorContext) -> None:
     m = await ctx.member("m1")
-    ctx.expect_error(await m.join(9, member_id="", group_id=""), "INVALID_GROUP_ID",
+    ctx.expect_error(await m.join(member_id="", group_id=""), "INVALID_GROUP_ID",
                      "JoinGroup with an empty group id")
 
 
@@ -79,7 +79,7 @@ async def empty_group_id(ctx: CoordinatorContext) -> None:
 async def unknown_member_id(ctx: CoordinatorContext) -> None:
     await stable_group(ctx, 1)
     stranger = await ctx.member("stranger")
-    ctx.expect_error(await stranger.join(9, member_id="stranger-not-a-member"), "UNKNOWN_MEMBER_ID",
+    ctx.expect_error(await stranger.join(member_id="stranger-not-a-member"), "UNKNOWN_MEMBER_ID",
                      "JoinGroup with a member id the group never issued")
 
 
@@ -87,7 +87,7 @@ async def unknown_member_id(ctx: CoordinatorContext) -> None:
 async def protocol_type_mismatch(ctx: CoordinatorContext) -> None:
     await stable_group(ctx, 1)
     other = await ctx.member("other")
-    ctx.expect_error(await other.join(9, member_id="", protocol_type="consumer"),
+    ctx.expect_error(await other.join(member_id="", protocol_type="consumer"),
                      "INCONSISTENT_GROUP_PROTOCOL", "JoinGroup with protocol type consumer into a connect group")
 
 
@@ -95,7 +95,7 @@ async def protocol_type_mismatch(ctx: CoordinatorContext) -> None:
 async def no_common_protocol(ctx: CoordinatorContext) -> None:
     await stable_group(ctx, 1)
     other = await ctx.member("other", protocols=[("range", b"x")])
-    ctx.expect_error(await other.join(9, member_id=""), "INCONSISTENT_GROUP_PROTOCOL",
+    ctx.expect_error(await other.join(member_id=""), "INCONSISTENT_GROUP_PROTOCOL",
                      "JoinGroup sharing no protocol with the group")
 
 
@@ -123,16 +123,18 @@ async def generation_bumps_by_one(ctx: CoordinatorContext) -> None:
 @case("CLS-JOIN-12")
 async def old_version_gets_id_directly(ctx: CoordinatorContext) -> None:
     m = await ctx.member("m1")
-    gen = await ctx.join_all([m], version=3)
-    ctx.check(bool(gen.joins["m1"].member_id), "member id of a JoinGroup v3 without one",
+    gen = await ctx.join_all([m])  # at v0-3 (the requirement's versions)
+    ctx.check(bool(gen.joins["m1"].member_id),
+              f"member id of a JoinGroup v{m.client.last.version} without one",
               "a non-empty id (joined at once)", gen.joins["m1"].member_id)
 
 
 @case("CLS-JOIN-13")
 async def protocol_type_in_response(ctx: CoordinatorContext) -> None:
     m = await ctx.member("m1")
-    gen = await ctx.join_all([m], version=9)
-    ctx.expect_equal(gen.joins["m1"].protocol_type, "connect", "JoinGroup v9 response ProtocolType")
+    gen = await ctx.join_all([m])  # at v7+ (the requirement's versions)
+    ctx.expect_equal(gen.joins["m1"].protocol_type, "connect",
+                     f"JoinGroup v{m.client.last.version} response ProtocolType")
 
 
 @case("CLS-JOIN-14")
