@@ -965,6 +965,22 @@ async def scenario_two_workers(s: Session) -> None:
     s.check((await s.result(follower)).assignment == b"conn-a-task-0", "the follower's share")
 
 
+@rule("CLS-JOIN-31.2", "JoinGroup", "NONE",
+      "Two Connect workers form a group on a coordinator with no initial delay: the first forms a generation alone, the second's join starts a rebalance the first learns of from its heartbeat; rejoined, the first is the leader and gets both workers' metadata, the follower's SyncGroup waits for the leader's, both get their assignments.",
+      source="spec-002", also=("CLS-JOIN-26", "CLS-SYNC-05"))
+async def scenario_two_workers_no_delay(s: Session) -> None:
+    # The same requirement as CLS-JOIN-31 without its initial delay: it is not about the delay.
+    g = s.group()
+    w1, w2 = await s.client("worker-1"), await s.client("worker-2")
+    m1 = await first_member(s, g, w1, protocols=CONNECT)
+    m2, j1, j2 = await second_member_joined(s, g, w1, m1, w2, protocols=CONNECT)
+    s.check((j1.leader, j1.protocol_name, len(j1.members), j2.members) == (m1, "sessioned", 2, []),  # type: ignore[attr-defined]
+            f"{j1} {j2}")
+    follower = await w2.sync_later(g, m2, 2)
+    await w1.sync(g, m1, 2, assignments={m1: b"conn-a", m2: b"conn-a-task-0"})
+    s.check((await s.result(follower)).assignment == b"conn-a-task-0", "the follower's share")
+
+
 @rule("CLS-JOIN-32", "JoinGroup", "NONE",
       "A worker joins a Stable group: every member learns of the rebalance from its heartbeat, rejoins, and a generation of three follows.",
       source="kip-415")
