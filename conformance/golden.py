@@ -96,8 +96,11 @@ def numbering_mismatch(req: Requirement, target: Target) -> str | None:
 
 
 def replay_transcripts(req: Requirement, target: Target, bootstrap: str | None,
-                       cases: list[dict[str, str]] | None = None) -> None:
-    """Replay the requirement's transcripts, appending each one's outcome to ``cases``;
+                       cases: list[dict[str, str]] | None = None, *,
+                       notes: list[str] | None = None, recording: Any = None) -> None:
+    """Replay the requirement's transcripts, appending each one's outcome to ``cases``,
+    its informational notes (unpinned fields that differ) to ``notes`` and what the target
+    actually answered to ``recording`` (a Recorder: the case's transcript and pcap);
     returns when every one passed (or some were skipped); raises Violation / NotApplicable /
     Broken otherwise."""
     why = numbering_mismatch(req, target)
@@ -114,6 +117,11 @@ def replay_transcripts(req: Requirement, target: Target, bootstrap: str | None,
     from fakebroker.protocol import default_registry
     reg = default_registry()
     outcomes = [(p, r, _SKIP if r.status == "SKIP" else r.status) for p, r in reports]
+    for p, r in reports:
+        if notes is not None:
+            notes += [f"{p.name}:{line.removeprefix('  note:')}" for line in r.note_lines()]
+        if recording is not None and r.exchanged:
+            recording.adopt(r.exchanged, lambda e, name=p.stem: f"{name}/{e.conn}")
     if cases is not None:
         cases += [{"case": p.name, "outcome": o, "detail": r.skipped if o == _SKIP else
                    (r.render(reg).splitlines()[0] if o != "PASS" else "")} for p, r, o in outcomes]
