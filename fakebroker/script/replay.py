@@ -463,6 +463,10 @@ def at_versions(transcript: Transcript, ranges: Any, registry: Registry,
             continue
         mt = registry.request(ev.api_key) if ev.kind == "request" else registry.response(ev.api_key)
         body = sent_json(mt.cls.from_json(ev.body), v, v in mt.spec.flexible_versions)
+        for f in mt.cls._spec_fields:  # a null the version cannot carry reads as "" (Kafka's)
+            if body.get(f.name) is None and v in f.versions and v not in f.nullable_versions \
+                    and f.type.kind == "string":
+                body[f.name] = ""
         if ev.kind == "request":
             drop = DROPPABLE.get(api, set())
             lost = sorted(k for k in ev.body if _without(ev.body[k], drop) != _without(body.get(k), drop)
