@@ -47,6 +47,7 @@ class Expected:
     command: str           # what reproduces it
     outcomes: dict[str, str]
     deviations: dict[str, dict[str, Any]] = field(default_factory=dict)
+    remarks: str = ""      # what holds for the whole run (by hand), e.g. why cases are BROKEN
 
     @property
     def verdict(self) -> str:
@@ -65,7 +66,8 @@ def load_expected(path: Path) -> Expected:
         raise ExpectedError(f"{path}: {missing[0]}: missing")
     return Expected(path, str(data["target"]), str(data["implementation"]), str(data["version"]),
                     str(data["command"]), {str(k): str(v) for k, v in (data["outcomes"] or {}).items()},
-                    {str(k): dict(v or {}) for k, v in (data.get("deviations") or {}).items()})
+                    {str(k): dict(v or {}) for k, v in (data.get("deviations") or {}).items()},
+                    str(data.get("remarks") or ""))
 
 
 def problems(e: Expected) -> list[str]:
@@ -118,7 +120,10 @@ def render_expected(e: Expected) -> str:
              "# deviation by hand (upstream: true marks one worth reporting to the broker's authors).",
              f"target: {e.target}", f"implementation: {json.dumps(e.implementation)}",
              f"version: {json.dumps(e.version)}", f"command: {json.dumps(e.command)}",
-             f"verdict: {e.verdict}", "outcomes:"]
+             f"verdict: {e.verdict}"]
+    if e.remarks:
+        lines.append(f"remarks: {json.dumps(e.remarks)}")
+    lines.append("outcomes:")
     lines += [f"  {i}: {o}" for i, o in sorted(e.outcomes.items())]
     lines.append("deviations:" if e.deviations else "deviations: {}")
     for i, d in sorted(e.deviations.items()):
@@ -132,13 +137,22 @@ def updated(e: Expected, actual: dict[str, str]) -> Expected:
     entry (for the author to fill) for a new deviation."""
     keep = {i: d for i, d in e.deviations.items() if actual.get(i) in DEVIATING}
     new = {i: {"evidence": None, "upstream": False} for i, o in actual.items() if o in DEVIATING and i not in keep}
-    return Expected(e.path, e.target, e.implementation, e.version, e.command, dict(actual), {**keep, **new})
+    return Expected(e.path, e.target, e.implementation, e.version, e.command, dict(actual), {**keep, **new},
+                    e.remarks)
 
 
 def first_expected(path: Path, target: dict[str, Any]) -> Expected:
     """A new file for the target of a run (``results.json``'s ``target``)."""
     return Expected(path, target["path"], target["implementation"], target["version"],
-                    f"conformance run --target {target['path']} -n 2", {})
+                    reproduce(target["path"], path), {})
+
+
+def reproduce(target_path: str, expected_path: Path) -> str:
+    """The commands that certify the target and compare the run with the file."""
+    reports = f"reports/{Path(target_path).stem}"
+    return (f"conformance run --target {target_path} -n 2 --reports {reports}\n"
+            f"python -m conformance.expected check {expected_path.relative_to(ROOT) if expected_path.is_absolute() else expected_path} "
+            f"--results {reports}/results.json")
 
 
 def render_docs(files: list[Expected]) -> str:
@@ -176,7 +190,9 @@ def render_docs(files: list[Expected]) -> str:
             out.append(f"  Evidence: {d.get('evidence')}")
         broken = sorted(i for i, o in e.outcomes.items() if o == "BROKEN")
         if broken:
-            out += ["", f"BROKEN (the suite could not judge): {', '.join(broken)}."]
+            out += ["", f"BROKEN ({len(broken)}, the suite could not judge): {', '.join(broken)}."]
+        if e.remarks:
+            out += ["", e.remarks]
     return "\n".join(out) + "\n"
 
 
