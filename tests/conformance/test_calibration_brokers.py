@@ -89,4 +89,5 @@ def test_the_broker_gives_exactly_its_expected_outcomes(name: str, tmp_path: Pat
     assert not diffs, (f"{name}: outcomes changed from fixtures/expected/{name}.yaml:\n  "
                        + "\n  ".join(f"{d}  ({messages.get(d.split(':')[0], '')[:300]})" for d in diffs))
     assert main(["check", str(e.path), "--results", str(tmp_path / "results.json")]) == 0
-    assert r.returncode == (1 if e.verdict == "NOT CERTIFIED" else 0), tail
+    broken, failed = ("BROKEN" in e.outcomes.values()), e.verdict == "NOT CERTIFIED"
+    assert r.returncode == (3 if broken else 1 if failed else 0), tail  # fakebroker/exit_codes.py
