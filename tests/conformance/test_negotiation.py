@@ -47,8 +47,13 @@ def test_pick_is_the_highest_common_version_within_the_need() -> None:
     assert gap(r, {"JoinGroup": (4, None)}, "CLS-X") is None
     assert refusal(r, "JoinGroup", 9, "closed the connection after") == (
         True, "broker supports JoinGroup 0-6; the broker closed the connection after JoinGroup v9")
-    assert refusal(r, "JoinGroup", 6, "closed the connection after") == (
-        False, "the broker closed the connection after JoinGroup v6")
+    inside, why = refusal(r, "JoinGroup", 6, "closed the connection after")
+    assert not inside and why.startswith("the broker closed the connection after JoinGroup v6, "
+                                         "which it advertises (JoinGroup 0-6;")
+    c = r.capped({"JoinGroup": 5})
+    assert c.pick("JoinGroup", 0, 9) == 5 and c.advertised == r.advertised
+    with pytest.raises(VersionUnavailable, match=r"^broker supports JoinGroup 0-6, certified up to v5 "):
+        c.pick("JoinGroup", 6)
 
 
 def test_probe_learns_the_advertised_caps(capped: BrokerThread) -> None:
