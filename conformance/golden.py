@@ -155,6 +155,7 @@ async def _replay_all(paths: tuple[Path, ...], target: Target, bootstrap: str | 
         ids = await ensure_topics(bootstrap, topics) if topics else {}
         from fakebroker.script.golden.generate import TOPIC_ID_PREFIX
         out.append((path, await replay(t, bootstrap, reg, pacer=RealPacer(), unique=run_token(),
+                                       negotiate=True,
                                        bindings={f"{TOPIC_ID_PREFIX}{n}": str(i) for n, i in ids.items()})))
     return out
 

@@ -155,6 +155,26 @@ def request(registry: Registry, version: int) -> Any:
     return registry[f"{API_VERSIONS}Request"].new(**f)
 
 
+def request_frame(registry: Registry, version: int, correlation_id: int) -> bytes:
+    """An ApiVersions request frame (size prefix included), for a raw connection."""
+    from .protocol.framing import encode_request
+    return encode_request(registry, request(registry, version), version, correlation_id,
+                          SOFTWARE_NAME, size_prefix=True)
+
+
+def answer_of(registry: Registry, frame: bytes, version: int) -> ApiRanges | None:
+    """The ranges an ApiVersions answer frame (size prefix included) at ``version`` gives;
+    None when the broker refused that version (ask again at v0)."""
+    from .protocol import DecodeError
+    from .protocol.framing import decode_response
+    try:
+        r = decode_response(registry, frame[4:], registry[f"{API_VERSIONS}Request"].api_key or 18,
+                            version, base=4).body
+    except DecodeError:
+        return None
+    return from_advertised(advertised_of(r), registry, version) if r.error_code == 0 else None
+
+
 async def probe(bootstrap: str, registry: Registry, caps: Mapping[str, int] | None = None,
                 timeout_s: float = 10.0) -> ApiRanges:
     """A broker's ranges (with the target's ``caps``), on a connection of their own."""
