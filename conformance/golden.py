@@ -155,7 +155,7 @@ async def _replay_all(paths: tuple[Path, ...], target: Target, bootstrap: str | 
                or precheck(t, real_time=True, max_step_s=30.0))
         if not why:
             assert bootstrap is not None
-            fitted = await at_target_versions(t, bootstrap, req, reg)
+            fitted = await at_target_versions(t, bootstrap, req, reg, target.max_versions)
             why, t = (fitted, t) if isinstance(fitted, str) else (None, fitted)
         if why:
             out.append((path, Report(str(path), path.stem, skipped=why)))
@@ -165,17 +165,19 @@ async def _replay_all(paths: tuple[Path, ...], target: Target, bootstrap: str | 
         ids = await ensure_topics(bootstrap, topics) if topics else {}
         from fakebroker.script.golden.generate import TOPIC_ID_PREFIX
         out.append((path, await replay(t, bootstrap, reg, pacer=RealPacer(), unique=run_token(),
+                                       negotiate=True,
                                        bindings={f"{TOPIC_ID_PREFIX}{n}": str(i) for n, i in ids.items()})))
     return out
 
 
-async def at_target_versions(t: Any, bootstrap: str, req: Requirement, reg: Any) -> Any:
+async def at_target_versions(t: Any, bootstrap: str, req: Requirement, reg: Any,
+                             caps: dict[str, int]) -> Any:
     """The transcript re-encoded at versions the target supports (its ApiVersions, on a
     connection of its own), or why it cannot be replayed there: the versions, or the
     CreateTopics its topics need."""
     from fakebroker.negotiation import VersionUnavailable, probe
     from fakebroker.script.replay import at_versions
-    ranges = await probe(bootstrap, reg)
+    ranges = await probe(bootstrap, reg, caps)
     if ((t.header or {}).get("meta") or {}).get("topics"):
         try:
             ranges.pick("CreateTopics", wanted=CREATE_TOPICS_VERSION, who=f"{req.id}'s golden (its topics)")

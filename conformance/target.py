@@ -109,6 +109,9 @@ class Target:
     api_keys: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_API_KEYS))
     error_codes: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_ERROR_CODES))
     group_log: GroupLog | None = None
+    # A coordinator: API -> the highest version to certify it at, below what it advertises
+    # ([max_versions]; fakebroker.negotiation applies it).
+    max_versions: dict[str, int] = field(default_factory=dict)
 
     @property
     def virtual_clock(self) -> bool:
@@ -374,6 +377,20 @@ def rule_group_log_declared(data: dict[str, Any]) -> list[str]:
     return []
 
 
+def rule_max_versions_known(data: dict[str, Any]) -> list[str]:
+    """[max_versions] caps a coordinator's APIs, by the names the suite sends them by."""
+    caps = data.get("max_versions")
+    if not caps:
+        return []
+    if data["kind"] != "coordinator":
+        return ["max_versions: only a coordinator target caps the versions the suite sends "
+                "(rule max-versions-known)"]
+    from fakebroker.protocol import default_registry
+    reg = default_registry()
+    return [f"max_versions.{api}: no API of that name (e.g. JoinGroup) (rule max-versions-known)"
+            for api in caps if f"{api}Request" not in reg]
+
+
 def validate_target_data(data: Any, schema: dict[str, Any]) -> list[str]:
     problems = rule_schema(data, schema)
     if problems:
@@ -383,7 +400,7 @@ def validate_target_data(data: Any, schema: dict[str, Any]) -> list[str]:
                  rule_overlap_stops_needs_command, rule_seed_command_needs_upstream,
                  rule_host_command_with_its_workers, rule_launch_version, rule_placeholders_known, rule_optional_parts,
                  rule_virtual_clock_builtin_only, rule_session_bounds_ordered,
-                 rule_mutant_builtin_only, rule_group_log_declared):
+                 rule_mutant_builtin_only, rule_group_log_declared, rule_max_versions_known):
         out += rule(data)
     return out
 
@@ -416,7 +433,8 @@ def parse_target(data: dict[str, Any], path: str) -> Target:
         mutant=data.get("fakebroker", {}).get("mutant"),
         api_keys={**DEFAULT_API_KEYS, **data.get("api_keys", {})},
         error_codes={**DEFAULT_ERROR_CODES, **data.get("error_codes", {})},
-        group_log=GroupLog(**data["group_log"]) if "group_log" in data else None)
+        group_log=GroupLog(**data["group_log"]) if "group_log" in data else None,
+        max_versions=dict(data.get("max_versions", {})))
 
 
 def load_target(path: str | Path) -> Target:

@@ -51,11 +51,25 @@ class ApiRanges:
     advertised: Mapping[str, Range] = field(default_factory=dict)
     usable: Mapping[str, Range] = field(default_factory=dict)
     via: int = 3  # the ApiVersions version that was answered
+    caps: Mapping[str, int] = field(default_factory=dict)  # the target's own maxima (capped)
 
     def describe(self, api: str) -> str:
-        """``broker supports JoinGroup 0-6`` / ``broker does not advertise DescribeGroups``."""
+        """``broker supports JoinGroup 0-6`` / ``broker does not advertise DescribeGroups``
+        (``, certified up to v5`` when the target caps it)."""
         r = self.advertised.get(api)
-        return f"broker supports {api} {r[0]}-{r[1]}" if r is not None else f"broker does not advertise {api}"
+        if r is None:
+            return f"broker does not advertise {api}"
+        cap = f", certified up to v{self.caps[api]} (the target's max_versions)" if api in self.caps else ""
+        return f"broker supports {api} {r[0]}-{r[1]}{cap}"
+
+    def capped(self, caps: Mapping[str, int]) -> ApiRanges:
+        """These ranges with the target's declared maximum versions (``[max_versions]``: a
+        version a broker advertises but does not handle, certified separately)."""
+        if not caps:
+            return self
+        usable = {api: (lo, min(hi, caps.get(api, hi))) for api, (lo, hi) in self.usable.items()
+                  if lo <= caps.get(api, hi)}
+        return ApiRanges(self.advertised, usable, self.via, {**self.caps, **caps})
 
     def pick(self, api: str, lo: int = 0, hi: int | None = None, *, wanted: int | None = None,
              who: str = "the case") -> int:
@@ -91,7 +105,8 @@ def refusal(ranges: ApiRanges, api: str, version: int, how: str) -> tuple[bool, 
     r = ranges.advertised.get(api)
     if r is None or not r[0] <= version <= r[1]:
         return True, f"{ranges.describe(api)}; the broker {how} {api} v{version}"
-    return False, f"the broker {how} {api} v{version}"
+    return False, (f"the broker {how} {api} v{version}, which it advertises ({api} {r[0]}-{r[1]}; "
+                   "a target's [max_versions] certifies it below a version it does not handle)")
 
 
 def need_text(api: str, need: Need) -> str:
@@ -140,12 +155,33 @@ def request(registry: Registry, version: int) -> Any:
     return registry[f"{API_VERSIONS}Request"].new(**f)
 
 
-async def probe(bootstrap: str, registry: Registry, timeout_s: float = 10.0) -> ApiRanges:
-    """A broker's ranges, on a connection of their own."""
+def request_frame(registry: Registry, version: int, correlation_id: int) -> bytes:
+    """An ApiVersions request frame (size prefix included), for a raw connection."""
+    from .protocol.framing import encode_request
+    return encode_request(registry, request(registry, version), version, correlation_id,
+                          SOFTWARE_NAME, size_prefix=True)
+
+
+def answer_of(registry: Registry, frame: bytes, version: int) -> ApiRanges | None:
+    """The ranges an ApiVersions answer frame (size prefix included) at ``version`` gives;
+    None when the broker refused that version (ask again at v0)."""
+    from .protocol import DecodeError
+    from .protocol.framing import decode_response
+    try:
+        r = decode_response(registry, frame[4:], registry[f"{API_VERSIONS}Request"].api_key or 18,
+                            version, base=4).body
+    except DecodeError:
+        return None
+    return from_advertised(advertised_of(r), registry, version) if r.error_code == 0 else None
+
+
+async def probe(bootstrap: str, registry: Registry, caps: Mapping[str, int] | None = None,
+                timeout_s: float = 10.0) -> ApiRanges:
+    """A broker's ranges (with the target's ``caps``), on a connection of their own."""
     from .client import KafkaConnection
     async with await KafkaConnection.open(bootstrap, client_id=SOFTWARE_NAME, registry=registry,
                                           timeout_s=timeout_s) as conn:
-        return await negotiate(conn)
+        return (await negotiate(conn)).capped(caps or {})
 
 
 async def negotiate(conn: KafkaConnection) -> ApiRanges:

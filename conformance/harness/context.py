@@ -68,6 +68,7 @@ class CoordinatorContext(ScriptedSession):
         self.group_log_bootstrap: str | None = None  # where [group_log]'s topic is read (sessions)
         self.needs = requirement.version_needs
         self.who = requirement.id
+        self.caps = dict(target.max_versions)
 
     # ---------------------------------------------------------------- members
 

@@ -54,7 +54,8 @@ class CoordinatorSession:
         """``workerinput``: pytest-xdist's for this process (a shared real Kafka: shared_kafka)."""
         session = cls._start(target, workerinput)
         try:
-            session.api_ranges = asyncio.run(probe(session.bootstrap, default_registry()))
+            session.api_ranges = asyncio.run(probe(session.bootstrap, default_registry(),
+                                                   target.max_versions))
         except (ClientError, OSError):
             pass
         return session

@@ -299,10 +299,13 @@ def precheck(transcript: Transcript, *, real_time: bool, max_step_s: float,
 
 async def replay(transcript: Transcript, target: str, registry: Registry, *,
                  pacer: Pacer | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 unique: str | None = None, bindings: Bindings | None = None) -> Report:
+                 unique: str | None = None, bindings: Bindings | None = None,
+                 negotiate: bool = False) -> Report:
     """Replay ``transcript`` against ``target`` (HOST:PORT). ``unique``: a token for the
     header's unique names (None: keep them as recorded). ``bindings``: the target's own
-    values for names of the header (the id of a topic it created, say)."""
+    values for names of the header (the id of a topic it created, say). ``negotiate``:
+    each connection starts with ApiVersions, as a client's does (the transcript's versions
+    were fitted to the target beforehand: ``at_versions``)."""
     host, _, port_text = target.rpartition(":")
     name = str((transcript.header or {}).get("id") or transcript.source)
     report = Report(transcript.source, name)
@@ -332,7 +335,9 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
                 if conn is None:
                     try:
                         conn = conns[ev.conn] = await RawConnection.open(host, port, timeout_s)
-                    except (OSError, asyncio.TimeoutError) as e:
+                        if negotiate:
+                            await start_with_api_versions(conn, registry, timeout_s)
+                    except (OSError, asyncio.TimeoutError, ConnectionClosed) as e:
                         report.broken = f"cannot connect to {target}: {e or 'timed out'}"
                         return report
                 try:
@@ -429,6 +434,24 @@ def _capture_rest(actual: Any, match: dict[str, Any], bindings: Bindings) -> Non
         except KeyError:
             continue
         check_value(m, value, bindings)  # binds only a value the matcher accepts
+
+
+NEGOTIATION_CID = 2**31 - 1  # ApiVersions ahead of a transcript's own requests (none uses it)
+
+
+async def start_with_api_versions(conn: RawConnection, registry: Registry, timeout_s: float) -> None:
+    """ApiVersions (v3, else v0) on a new replay connection; ConnectionClosed if unanswered."""
+    from ..negotiation import answer_of, request_frame
+    for v in (3, 0):
+        fut = conn.send(request_frame(registry, v, NEGOTIATION_CID), NEGOTIATION_CID, True)
+        assert fut is not None
+        try:
+            frame = await asyncio.wait_for(fut, timeout_s)
+        except asyncio.TimeoutError:
+            raise ConnectionClosed(f"no ApiVersions answer within {timeout_s:g} s") from None
+        if answer_of(registry, frame, v) is not None:
+            return
+    raise ConnectionClosed("the broker answered ApiVersions v3 and v0 with an error")
 
 
 # Request fields a lower version may lose without changing what the coordinator does with

@@ -40,6 +40,7 @@ class ScriptedSession:
         self.groups: dict[str, str] = {}  # binding name (group.<name>) -> group id
         self.needs: dict[str, Need] = {}  # API -> the version range the script applies to
         self.who = "the script"  # who needs a version, in a VersionUnavailable's reason
+        self.caps: dict[str, int] = {}  # API -> the highest version to send (a target's own cap)
 
     def group(self, name: str = "g") -> str:
         """A group id for this run (``<token>-<name>``), bound as ``group.<name>``."""
@@ -55,7 +56,7 @@ class ScriptedSession:
     async def client(self, client_id: str) -> ScriptedClient:
         conn = await self.open(client_id)
         try:
-            ranges = await negotiate(conn) if self.negotiates else own_ranges(self.registry)
+            ranges = (await negotiate(conn) if self.negotiates else own_ranges(self.registry)).capped(self.caps)
         except ClientError as e:
             await conn.close()
             self.no_versions(e)

@@ -47,8 +47,13 @@ def test_pick_is_the_highest_common_version_within_the_need() -> None:
     assert gap(r, {"JoinGroup": (4, None)}, "CLS-X") is None
     assert refusal(r, "JoinGroup", 9, "closed the connection after") == (
         True, "broker supports JoinGroup 0-6; the broker closed the connection after JoinGroup v9")
-    assert refusal(r, "JoinGroup", 6, "closed the connection after") == (
-        False, "the broker closed the connection after JoinGroup v6")
+    inside, why = refusal(r, "JoinGroup", 6, "closed the connection after")
+    assert not inside and why.startswith("the broker closed the connection after JoinGroup v6, "
+                                         "which it advertises (JoinGroup 0-6;")
+    c = r.capped({"JoinGroup": 5})
+    assert c.pick("JoinGroup", 0, 9) == 5 and c.advertised == r.advertised
+    with pytest.raises(VersionUnavailable, match=r"^broker supports JoinGroup 0-6, certified up to v5 "):
+        c.pick("JoinGroup", 6)
 
 
 def test_probe_learns_the_advertised_caps(capped: BrokerThread) -> None:
@@ -140,6 +145,7 @@ def test_golden_is_re_encoded_at_the_broker_versions(capped: BrokerThread) -> No
     """A golden recorded at JoinGroup v9 replays at v5 on a broker advertising 0-5; one that
     needs v7+ (its requirement's versions) is refused with the reason."""
     from conformance.golden import golden_dir
+    from fakebroker.script.recorder import Recorder
     from fakebroker.script.replay import RealPacer, at_versions, replay, run_token
     from fakebroker.script.transcript import load
     d = golden_dir()
@@ -150,7 +156,15 @@ def test_golden_is_re_encoded_at_the_broker_versions(capped: BrokerThread) -> No
     fitted = at_versions(t, ranges, REG, {"JoinGroup": (4, None)}, "CLS-JOIN-01")
     assert not isinstance(fitted, str), fitted
     assert {e.version for e in fitted.events if e.api == "JoinGroup"} == {5}
-    report = asyncio.run(replay(fitted, capped.bootstrap, REG, pacer=RealPacer(), unique=run_token()))
+    seen = capped.broker.record(Recorder())
+    report = asyncio.run(replay(fitted, capped.bootstrap, REG, pacer=RealPacer(), unique=run_token(),
+                                negotiate=True))
     assert report.status == "PASS", report.render(REG)
+    capped.broker.stop_recording(seen)
+    firsts = {}
+    for e in seen.events:  # each connection's first request
+        if e.kind == "request":
+            firsts.setdefault(e.conn, e.api)
+    assert firsts and set(firsts.values()) == {"ApiVersions"}, firsts
     assert at_versions(t, ranges, REG, {"JoinGroup": (7, None)}, "CLS-JOIN-13") == (
         "broker supports JoinGroup 0-5; CLS-JOIN-13 needs JoinGroup v7-9 (the golden sends JoinGroup v9)")
