@@ -87,6 +87,8 @@ def run_case(req: Requirement, session: Session, protocol: str | None = None) ->
         result.outcome, result.message = skip
         return result
     recording = Recorder(origin="record")
+    revive = getattr(session, "revive", None)  # a target's own broker that died since the last case
+    restarted = revive() if revive is not None else None
     started = time.monotonic()
     running = [LIVE] if c is not None else []  # the cases the outcome below is about
     try:
@@ -114,6 +116,8 @@ def run_case(req: Requirement, session: Session, protocol: str | None = None) ->
     except Exception as e:  # noqa: BLE001 - a harness fault is BROKEN, never a pass
         result.outcome = Outcome.BROKEN
         result.message = f"harness error: {type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"
+    if restarted:
+        result.notes.insert(0, restarted)
     listed = {x["case"] for x in result.cases}
     if result.outcome is not Outcome.PASS:  # the cases that ended without a verdict of their own
         detail = result.message.splitlines()[0] if result.message else ""

@@ -16,7 +16,7 @@ from ..catalogue import Requirement
 from ..target import Target
 from .clock import CaseClock, RealCaseClock, VirtualCaseClock
 from .context import CoordinatorContext
-from .broker_process import broker_for
+from .broker_process import broker_for, start_broker
 from .inprocess import builtin_version, start_builtin
 from .shared_kafka import real_kafka_for
 
@@ -81,8 +81,9 @@ class CoordinatorSession:
         if target.command is not None:  # its own broker: the run's, or this process's
             bootstrap, process = broker_for(target, workerinput)
             log_at = target.group_log and (target.group_log.bootstrap or bootstrap)
-            return cls(target, bootstrap, RealCaseClock(target.timing.wait_scale), None,
-                       target.implementation_version, None, log_at or None, process)
+            return cls(target, bootstrap, RealCaseClock(target.timing.wait_scale),
+                       version=target.implementation_version, process=process,
+                       group_log_bootstrap=log_at or None)
         assert target.bootstrap is not None
         log_at = target.group_log and (target.group_log.bootstrap or target.bootstrap)
         return cls(target, target.bootstrap, RealCaseClock(target.timing.wait_scale), None,
@@ -95,6 +96,19 @@ class CoordinatorSession:
             self.kafka.stop()
         if self.process is not None:
             self.process.stop()
+
+    def revive(self) -> str | None:
+        """A broker this process started from the target's command that has exited since
+        (it crashed on an earlier case) is started again, so that one crash does not decide
+        the outcome of every case after it; says so, for the next case's notes."""
+        if self.process is None or self.process.proc.poll() is None:
+            return None
+        code = self.process.proc.returncode
+        self.process.stop()
+        self.process = start_broker(self.target)
+        self.bootstrap = self.process.bootstrap
+        return (f"the coordinator's process had exited ({code}) after an earlier case; "
+                f"started again at {self.bootstrap}")
 
     def context(self, requirement: Requirement, recording: Recorder) -> CoordinatorContext:
         ctx = CoordinatorContext(self.target, requirement, self.bootstrap, self.clock, recording)

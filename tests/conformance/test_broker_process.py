@@ -121,3 +121,23 @@ def test_port_placeholder_is_a_free_loopback_port(tmp_path: Path) -> None:
             socket.create_server(("127.0.0.1", int(port)))
     finally:
         broker.stop()
+
+
+def test_a_broker_that_died_is_started_again_before_the_next_case(tmp_path: Path) -> None:
+    """A crash on one case must not decide every later case: the process's own broker (here
+    kfake, as .ci/setup.sh builds it) is started again, and the next case is told."""
+    from conformance.harness.sessions import CoordinatorSession
+    from conformance.provenance import find_program
+    assert find_program("kfake-broker"), "kfake-broker not built: run .ci/setup.sh"
+    session = CoordinatorSession.start(target(tmp_path, "kfake-broker -port {port}"))
+    try:
+        assert session.revive() is None  # alive: nothing to do
+        first = session.bootstrap
+        session.process.proc.kill()
+        session.process.proc.wait(10)
+        note = session.revive()
+        assert note is not None and note.startswith("the coordinator's process had exited (-9)")
+        assert session.bootstrap in note and accepts(session.bootstrap) and not accepts(first)
+    finally:
+        session.stop()
+    assert session.process.proc.poll() is not None
