@@ -314,24 +314,17 @@ _RESULTS_SEEN: dict[str, dict[str, Any]] = {}
 # test processes learnt them (harness.sessions.negotiated).
 _API_VERSIONS: dict[str, list[int] | None] = {}
 SHARED_KAFKA_KEY = pytest.StashKey[Any]()
-SHARED_BROKER_KEY = pytest.StashKey[Any]()  # a coordinator target's own broker (its command)
 
 
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """pytest-xdist's controller, before it starts each test process: the run's one real
-    Kafka (harness.shared_kafka) or a coordinator's own broker (harness.broker_process),
-    started for the first, is handed to every process."""
+    Kafka, started for the first (harness.shared_kafka), is handed to every process."""
     config = node.config
     if not active(config):
         return
-    from .harness.broker_process import SharedBroker
     from .harness.shared_kafka import SharedKafka, shareable
     target = config.stash[TARGET_KEY]
-    if target.kind == "coordinator" and target.command is not None:
-        if SHARED_BROKER_KEY not in config.stash:
-            config.stash[SHARED_BROKER_KEY] = SharedBroker(target)
-        node.workerinput.update(config.stash[SHARED_BROKER_KEY].workerinput())
     if not shareable(target):
         return
     if SHARED_KAFKA_KEY not in config.stash:
@@ -350,11 +343,8 @@ def pytest_sessionstart(session: pytest.Session) -> Iterator[None]:
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    if not active(config):
-        return
-    for key in (SHARED_BROKER_KEY, SHARED_KAFKA_KEY):
-        if key in config.stash:
-            config.stash[key].stop()
+    if active(config) and SHARED_KAFKA_KEY in config.stash:
+        config.stash[SHARED_KAFKA_KEY].stop()
 
 
 def _is_controller(config: pytest.Config) -> bool:

@@ -1,5 +1,6 @@
-"""A coordinator target's own broker (``[start] command``): started once per run, shared by
-its test processes, stopped after it.
+"""A coordinator target's own broker (``[start] command``): one per test process, started
+before its first case, started again after a crash (``CoordinatorSession.revive``), stopped
+after its last case.
 
 The command tells the harness where it listens in one of three ways (rule
 broker-address-known): it listens on the ``{port}`` the harness picked (a free 127.0.0.1
@@ -8,9 +9,10 @@ the harness names, or it prints its ``ready_line`` (``"READY {bootstrap}"``). Ea
 for within the target's start-up bound; a broker that exits or stays silent is reported with
 its command and the last lines it printed.
 
-Under pytest-xdist the controller starts it before the first test process (as the shared
-real Kafka, ``shared_kafka``) and hands its address on (``workerinput``); without xdist the
-one process starts its own.
+Not shared by the test processes of a run, as the real Kafka is (``shared_kafka``): these
+brokers start in well under a second, and a broker written by others may crash on a case
+(librdkafka's mock aborts on some requests); shared, one crash would cascade into the cases
+every process runs next, and only its owner can start it again.
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from fakebroker.realkafka.jvm import log_tail, spawn_in_group, stop_group
 
@@ -33,8 +34,6 @@ from ..provenance import find_program
 from ..target import Target
 
 HOST = "127.0.0.1"
-WORKERINPUT_KEY = "conformance_broker"  # bootstrap of the run's broker, or "" when it failed
-WORKERINPUT_FAILED = "conformance_broker_failed"  # why it could not be started
 STOP_TIMEOUT_S = 15.0
 ADDRESS = re.compile(r"^[^\s:]+:[0-9]{1,5}$")
 
@@ -138,36 +137,3 @@ def _address(pattern: re.Pattern[str] | None, port: int, ready_file: Path, log: 
     except OSError:
         return None
     return text if ADDRESS.match(text) else None  # a half-written file: read it again
-
-
-class SharedBroker:
-    """The controller's side: the broker, started for the first test process, its address
-    (or why it failed) handed to every one; ``stop`` at the end of the run."""
-
-    def __init__(self, target: Target) -> None:
-        self.target = target
-        self.broker: BrokerProcess | None = None
-        self.failed = ""
-
-    def workerinput(self) -> dict[str, str]:
-        if self.broker is None and not self.failed:
-            try:
-                self.broker = start_broker(self.target)
-            except BrokerStartError as e:
-                self.failed = str(e)
-        return {WORKERINPUT_KEY: self.broker.bootstrap if self.broker else "", WORKERINPUT_FAILED: self.failed}
-
-    def stop(self) -> None:
-        broker, self.broker = self.broker, None
-        if broker is not None:
-            broker.stop()
-
-
-def broker_for(target: Target, workerinput: dict[str, Any] | None) -> tuple[str, BrokerProcess | None]:
-    """This process's broker address, and the broker when it is its own to stop."""
-    if workerinput and WORKERINPUT_KEY in workerinput:
-        if not workerinput[WORKERINPUT_KEY]:
-            raise BrokerStartError(workerinput.get(WORKERINPUT_FAILED) or "the run's coordinator did not start")
-        return workerinput[WORKERINPUT_KEY], None
-    broker = start_broker(target)
-    return broker.bootstrap, broker

@@ -16,7 +16,7 @@ from ..catalogue import Requirement
 from ..target import Target
 from .clock import CaseClock, RealCaseClock, VirtualCaseClock
 from .context import CoordinatorContext
-from .broker_process import broker_for, start_broker
+from .broker_process import start_broker
 from .inprocess import builtin_version, start_builtin
 from .shared_kafka import real_kafka_for
 
@@ -78,8 +78,9 @@ class CoordinatorSession:
                                 else RealCaseClock(target.timing.wait_scale))
             return cls(target, broker.bootstrap, clock, broker, builtin_version(target), kafka,
                        kafka.bootstrap if kafka is not None else None)
-        if target.command is not None:  # its own broker: the run's, or this process's
-            bootstrap, process = broker_for(target, workerinput)
+        if target.command is not None:  # its own broker, this process's
+            process = start_broker(target)
+            bootstrap = process.bootstrap
             log_at = target.group_log and (target.group_log.bootstrap or bootstrap)
             return cls(target, bootstrap, RealCaseClock(target.timing.wait_scale),
                        version=target.implementation_version, process=process,

@@ -1,6 +1,6 @@
 """A coordinator target's own broker (``[start] command``, conformance.harness.broker_process):
-each way of learning its address, the run's one broker handed to every test process, and a
-broker that does not start reported with its command and what it printed. The "brokers" are
+each way of learning its address, a broker that does not start reported with its command
+and what it printed, and one that crashed started again. The "brokers" are
 real processes (small Python programs) that listen, write a file or print a line."""
 
 from __future__ import annotations
@@ -13,8 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.harness.broker_process import (WORKERINPUT_FAILED, WORKERINPUT_KEY, BrokerStartError,
-                                                SharedBroker, accepts, broker_for, ready_pattern, start_broker)
+from conformance.harness.broker_process import BrokerStartError, accepts, ready_pattern, start_broker
 from conformance.target import Target, load_target
 
 # A broker that listens on 127.0.0.1 at the port it is given (its last argument, 0: any),
@@ -76,39 +75,6 @@ def test_a_silent_broker_is_given_up_within_its_bound(tmp_path: Path) -> None:
 def test_a_missing_program_is_one_line(tmp_path: Path) -> None:
     with pytest.raises(BrokerStartError, match=r"^cannot start the coordinator with 'no-such-broker-program "):
         start_broker(target(tmp_path, "no-such-broker-program -p {port}"))
-
-
-def test_the_runs_broker_is_started_once_and_shared(tmp_path: Path) -> None:
-    """The controller starts it for the first test process; the others get its address;
-    a process given it starts none of its own and stops none."""
-    shared = SharedBroker(target(tmp_path, LISTENER + "none {port}"))
-    try:
-        first, second = shared.workerinput(), shared.workerinput()
-        assert first == second and first[WORKERINPUT_FAILED] == ""
-        bootstrap, own = broker_for(shared.target, first)
-        assert bootstrap == first[WORKERINPUT_KEY] and own is None and accepts(bootstrap)
-    finally:
-        shared.stop()
-    assert not accepts(bootstrap)
-
-
-def test_a_broker_that_failed_for_the_run_fails_every_process_with_why(tmp_path: Path) -> None:
-    shared = SharedBroker(target(tmp_path, "{python} -c 'import sys; sys.exit(7)' {port}"))
-    given = shared.workerinput()
-    assert given[WORKERINPUT_KEY] == "" and "exited (7)" in given[WORKERINPUT_FAILED]
-    assert shared.workerinput() == given  # not tried again for the next process
-    with pytest.raises(BrokerStartError, match=r"exited \(7\)"):
-        broker_for(shared.target, given)
-    shared.stop()
-
-
-def test_without_xdist_the_process_starts_its_own(tmp_path: Path) -> None:
-    bootstrap, own = broker_for(target(tmp_path, LISTENER + "none {port}"), None)
-    try:
-        assert own is not None and accepts(bootstrap)
-    finally:
-        assert own is not None
-        own.stop()
 
 
 def test_port_placeholder_is_a_free_loopback_port(tmp_path: Path) -> None:
