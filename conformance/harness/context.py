@@ -196,8 +196,7 @@ class CoordinatorContext(ScriptedSession):
                        new: bool = True, keep_alive: Sequence[ScriptedMember] = (),
                        **join_kw: Any) -> Generation:
         """Every member (re)joins; waits for the join phase to complete (the initial delay of
-        a new group included). New members first get their id through MEMBER_ID_REQUIRED
-        (a coordinator admitting them at once instead is noted: CLS-JOIN-01 judges that).
+        a new group included). New members first get their id through MEMBER_ID_REQUIRED.
 
         Joins travel on separate connections, so the coordinator may handle them in any
         order: with no initial delay it completes a generation with the first member alone,
@@ -209,7 +208,7 @@ class CoordinatorContext(ScriptedSession):
         for m in members:
             v = m.client.version("JoinGroup", version)
             if new and not m.member_id and v >= 4 and m.instance_id is None:  # KIP-394: v4+
-                await self.obtain_member_id(m, v, **join_kw)
+                await m.obtain_member_id(v, **join_kw)
             pending.append(m.submit_join(version, **join_kw))
         budget = self.initial_delay_ms + max(m.rebalance_timeout_ms for m in members)
         step = max(1, min(self.initial_delay_ms or 500, 1000))
@@ -283,17 +282,3 @@ class CoordinatorContext(ScriptedSession):
 
     def note(self, text: str) -> None:
         self.notes.append(text)
-
-    async def obtain_member_id(self, m: ScriptedMember, version: int | None = None, *,
-                               needed: bool = False, **join_kw: Any) -> None:
-        """The KIP-394 step of a new member. A coordinator admitting it at once instead (no
-        MEMBER_ID_REQUIRED) is CLS-JOIN-01's failure alone: a case about something else goes
-        on with the id and generation given (noted), and one about the ids MEMBER_ID_REQUIRED
-        hands out (``needed``) is NOT-APPLICABLE."""
-        if not await m.obtain_member_id(version, admitted_ok=True, **join_kw):
-            return
-        if needed:
-            raise NotApplicable("the target admits a member without MEMBER_ID_REQUIRED (CLS-JOIN-01): "
-                                "it hands out no member id this case is about")
-        self.note(f"{m.name}: admitted by a JoinGroup without a member id (no MEMBER_ID_REQUIRED); "
-                  f"it rejoins with the id it was given")

@@ -73,21 +73,14 @@ class ScriptedMember:
             self.protocol_name = r.protocol_name
         return r
 
-    async def obtain_member_id(self, version: int | None = None, *, admitted_ok: bool = False,
-                               **kw: Any) -> bool:
-        """The KIP-394 step: a join without an id must be answered MEMBER_ID_REQUIRED. With
-        ``admitted_ok``, a coordinator that admits the member at once instead (no KIP-394)
-        is taken as it is, for a case about something else: the member keeps the id and
-        generation it was given, and True says so."""
+    async def obtain_member_id(self, version: int | None = None, **kw: Any) -> None:
+        """The KIP-394 step: a join without an id must be answered MEMBER_ID_REQUIRED."""
         version = self.client.version("JoinGroup", version)
         r = await self.join(version, member_id="", **kw)
-        if admitted_ok and r.error_code == 0 and r.member_id:
-            return True
         if r.error_code != ErrorCode.MEMBER_ID_REQUIRED or not r.member_id:
             self.client.session.unexpected(f"{self.name}: JoinGroup v{version} without a member id",
                                            "MEMBER_ID_REQUIRED with a member id",
                                            f"{error_text(r.error_code)}, member id {r.member_id!r}")
-        return False
 
     # ---------------------------------------------------------------- SyncGroup
 

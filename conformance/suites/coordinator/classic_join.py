@@ -22,7 +22,7 @@ async def member_id_required(ctx: CoordinatorContext) -> None:
 @case("CLS-JOIN-02")
 async def rejoin_with_issued_id(ctx: CoordinatorContext) -> None:
     m = await ctx.member("m1")
-    await ctx.obtain_member_id(m, needed=True)
+    await m.obtain_member_id()
     issued = m.member_id
     gen = await ctx.join_all([m], new=False)
     r = gen.joins["m1"]  # join_all has checked it was admitted (error NONE)

@@ -31,7 +31,7 @@ async def pending_id_expires(ctx: CoordinatorContext) -> None:
     keeper = await ctx.member("keeper")
     await ctx.form_group([keeper])
     m = await ctx.member("m1")
-    await ctx.obtain_member_id(m, needed=True)
+    await m.obtain_member_id()
     await ctx.advance(ctx.session_ms + 1000, keep_alive=[keeper])
     ctx.expect_error(await m.join(), "UNKNOWN_MEMBER_ID",
                      "JoinGroup with a MEMBER_ID_REQUIRED id unused for longer than the session timeout")
