@@ -901,8 +901,7 @@ async def fetch_committed(s: Session) -> None:
 
 
 @rule("CLS-FETCH-03", "OffsetFetch", "NONE",
-      "A partition without a committed offset is answered offset -1, leader epoch -1 and empty metadata.",
-      pins={"OffsetFetch": ("Topics[*].Partitions[*].Metadata", "Groups[*].Topics[*].Partitions[*].Metadata")})
+      "A partition without a committed offset is answered offset -1, leader epoch -1 and empty metadata.")
 async def fetch_uncommitted(s: Session) -> None:
     g = s.group()
     admin = await s.client("admin")
