@@ -158,8 +158,20 @@ async def _replay_all(paths: tuple[Path, ...], target: Target,
         ids = await ensure_topics(bootstrap, topics) if topics else {}
         from fakebroker.script.golden.generate import TOPIC_ID_PREFIX
         out.append((path, await replay(t, bootstrap, reg, pacer=RealPacer(), unique=run_token(),
+                                       timeout_s=answer_bound_s(t, target),
                                        bindings={f"{TOPIC_ID_PREFIX}{n}": str(i) for n, i in ids.items()})))
     return out
+
+
+def answer_bound_s(t: Any, target: Target) -> float:
+    """How long a replay waits for an answer on ``target``: a join may be held for the
+    longest rebalance timeout the transcript asks for (plus the target's initial delay), so
+    an answer that comes within that is no failure; never less than the replay's default."""
+    from fakebroker.script.replay import DEFAULT_TIMEOUT_S
+    held = max((int(e.body.get("RebalanceTimeoutMs", 0)) for e in t.events
+                if e.kind == "request" and e.api == "JoinGroup" and e.body), default=0)
+    ms = held + target.timing.initial_rebalance_delay_ms
+    return max(DEFAULT_TIMEOUT_S, ms * target.timing.wait_scale / 1000 + 5.0)
 
 
 def external_mismatch(head: dict[str, Any], target: Target) -> str | None:
