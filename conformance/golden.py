@@ -163,17 +163,6 @@ async def _replay_all(paths: tuple[Path, ...], target: Target,
     return out
 
 
-def answer_bound_s(t: Any, target: Target) -> float:
-    """How long a replay waits for an answer on ``target``: a join may be held for the
-    longest rebalance timeout the transcript asks for (plus the target's initial delay), so
-    an answer that comes within that is no failure; never less than the replay's default."""
-    from fakebroker.script.replay import DEFAULT_TIMEOUT_S
-    held = max((int(e.body.get("RebalanceTimeoutMs", 0)) for e in t.events
-                if e.kind == "request" and e.api == "JoinGroup" and e.body), default=0)
-    ms = held + target.timing.initial_rebalance_delay_ms
-    return max(DEFAULT_TIMEOUT_S, ms * target.timing.wait_scale / 1000 + 5.0)
-
-
 def external_mismatch(head: dict[str, Any], target: Target) -> str | None:
     """Why a transcript's coordinator settings rule out replaying it on ``target``."""
     recorded = head.get("coordinator", {})
@@ -191,6 +180,17 @@ def external_mismatch(head: dict[str, Any], target: Target) -> str | None:
     return ("recorded with coordinator settings "
             + ", ".join(f"{k}={recorded[k]}" for k in differ)
             + " where the target runs with " + ", ".join(f"{k}={declared[k]}" for k in differ))
+
+
+def answer_bound_s(t: Any, target: Target) -> float:
+    """How long a replay waits for an answer on ``target``: a join may be held for the
+    longest rebalance timeout the transcript asks for (plus the target's initial delay), so
+    an answer that comes within that is no failure; never less than the replay's default."""
+    from fakebroker.script.replay import DEFAULT_TIMEOUT_S
+    held = max((int(e.body.get("RebalanceTimeoutMs", 0)) for e in t.events
+                if e.kind == "request" and e.api == "JoinGroup" and e.body), default=0)
+    ms = held + target.timing.initial_rebalance_delay_ms
+    return max(DEFAULT_TIMEOUT_S, ms * target.timing.wait_scale / 1000 + 5.0)
 
 
 # Per process: bootstrap -> topic name -> id, once created (or found) on the target.
