@@ -95,8 +95,11 @@ def numbering_mismatch(req: Requirement, target: Target) -> str | None:
 
 
 def replay_transcripts(req: Requirement, target: Target, bootstrap: str | None,
-                       cases: list[dict[str, str]] | None = None) -> None:
-    """Replay the requirement's transcripts, appending each one's outcome to ``cases``;
+                       cases: list[dict[str, str]] | None = None, *,
+                       notes: list[str] | None = None, recording: Any = None) -> None:
+    """Replay the requirement's transcripts, appending each one's outcome to ``cases``,
+    its informational notes (unpinned fields that differ) to ``notes`` and what the target
+    actually answered to ``recording`` (a Recorder: the case's transcript and pcap);
     returns when every one passed (or some were skipped); raises Violation / NotApplicable /
     Broken otherwise."""
     why = numbering_mismatch(req, target)
@@ -113,6 +116,11 @@ def replay_transcripts(req: Requirement, target: Target, bootstrap: str | None,
     from fakebroker.protocol import default_registry
     reg = default_registry()
     outcomes = [(p, r, _SKIP if r.status == "SKIP" else r.status) for p, r in reports]
+    for p, r in reports:
+        if notes is not None:
+            notes += [f"{p.name}:{line.removeprefix('  note:')}" for line in r.note_lines()]
+        if recording is not None and r.exchanged:
+            recording.adopt(r.exchanged, lambda e, name=p.stem: f"{name}/{e.conn}")
     if cases is not None:
         cases += [{"case": p.name, "outcome": o, "detail": r.skipped if o == _SKIP else
                    (r.render(reg).splitlines()[0] if o != "PASS" else "")} for p, r, o in outcomes]
@@ -155,7 +163,7 @@ async def _replay_all(paths: tuple[Path, ...], target: Target, bootstrap: str | 
         ids = await ensure_topics(bootstrap, topics) if topics else {}
         from fakebroker.script.golden.generate import TOPIC_ID_PREFIX
         out.append((path, await replay(t, bootstrap, reg, pacer=RealPacer(), unique=run_token(),
-                                       negotiate=True,
+                                       negotiate=True, timeout_s=answer_bound_s(t, target),
                                        bindings={f"{TOPIC_ID_PREFIX}{n}": str(i) for n, i in ids.items()})))
     return out
 
@@ -193,6 +201,17 @@ def external_mismatch(head: dict[str, Any], target: Target) -> str | None:
     return ("recorded with coordinator settings "
             + ", ".join(f"{k}={recorded[k]}" for k in differ)
             + " where the target runs with " + ", ".join(f"{k}={declared[k]}" for k in differ))
+
+
+def answer_bound_s(t: Any, target: Target) -> float:
+    """How long a replay waits for an answer on ``target``: a join may be held for the
+    longest rebalance timeout the transcript asks for (plus the target's initial delay), so
+    an answer that comes within that is no failure; never less than the replay's default."""
+    from fakebroker.script.replay import DEFAULT_TIMEOUT_S
+    held = max((int(e.body.get("RebalanceTimeoutMs", 0)) for e in t.events
+                if e.kind == "request" and e.api == "JoinGroup" and e.body), default=0)
+    ms = held + target.timing.initial_rebalance_delay_ms
+    return max(DEFAULT_TIMEOUT_S, ms * target.timing.wait_scale / 1000 + 5.0)
 
 
 # Per process: bootstrap -> topic name -> id, once created (or found) on the target.

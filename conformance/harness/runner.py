@@ -95,7 +95,7 @@ def run_case(req: Requirement, session: Session, protocol: str | None = None) ->
             result.cases.append({"case": LIVE, "outcome": Outcome.PASS.value, "detail": ""})
         if req.transcripts:  # its golden transcripts, after the live case passed
             running = list(req.transcripts)
-            _replay(req, session, result.cases, live=c is not None)
+            _replay(req, session, result, recording, live=c is not None)
     except Violation as v:
         result.expected, result.actual = v.expected, v.actual
         if req.level == "MUST":
@@ -124,13 +124,17 @@ def run_case(req: Requirement, session: Session, protocol: str | None = None) ->
     return result
 
 
-def _replay(req: Requirement, session: Session, cases: list[dict[str, str]], *, live: bool) -> None:
-    """Replay the requirement's golden transcripts, listing each in ``cases``; beside a
-    passed live case, transcripts that cannot be replayed on this target are listed
-    NOT-APPLICABLE and leave the requirement's PASS alone."""
+def _replay(req: Requirement, session: Session, result: CaseResult, recording: Recorder, *,
+            live: bool) -> None:
+    """Replay the requirement's golden transcripts, listing each in the result's cases (its
+    notes and the target's answers in its notes and transcript); beside a passed live
+    case, transcripts that cannot be replayed on this target are listed NOT-APPLICABLE and
+    leave the requirement's PASS alone."""
     from ..golden import replay_transcripts
+    cases = result.cases
     try:
-        replay_transcripts(req, session.target, getattr(session, "bootstrap", None), cases)
+        replay_transcripts(req, session.target, getattr(session, "bootstrap", None), cases,
+                           notes=result.notes, recording=recording)
     except NotApplicable as e:
         if not live:
             raise

@@ -7,11 +7,14 @@ and used in later requests); every wait is bounded. Time follows the transcript:
 ``RealPacer`` the replay waits as long as the recording did between events (each step
 capped), on a ``VirtualPacer`` it advances an in-process broker's virtual clock instead.
 
-The result is a ``Report``: PASS, FAIL with every divergence (the step, the message, the
-field, expected and actual), SKIP (virtual-only, or a wait above the cap) or BROKEN (the
-coordinator could not be reached). A response that differs still arrived, so the replay
-goes on and reports each later difference too; it stops where going on would only echo
-the first problem (no response, a closed connection, a value it never captured).
+The result is a ``Report``: PASS, FAIL with every divergence (the step, the message, and
+each differing field with expected and actual), SKIP (virtual-only, or a wait above the
+cap) or BROKEN (the coordinator could not be reached). Only pinned fields fail a step: a
+field whose matcher says ``unpinned`` (no requirement pins it) that differs is a note
+("differs from the recording"), listed apart. A response that differs still arrived, so
+the replay goes on and reports each later difference too; it stops where going on would
+only echo the first problem (no response, a closed connection, a value it never captured).
+What was sent and answered is kept as transcript events (``Report.exchanged``).
 """
 
 from __future__ import annotations
@@ -19,14 +22,15 @@ from __future__ import annotations
 import asyncio
 import secrets
 import struct
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ..protocol import DecodeError, Registry
 from ..protocol.framing import decode_response
-from ..intercept.matchers import (Bindings, Divergence, Unbound, check_value, compare, get_path, play,
-                       render, render_field)
+from ..intercept.matchers import (Bindings, Divergence, Unbound, check_value, compare_all, get_path,
+                                  play, render_field)
 from .transcript import Event, Transcript
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -188,7 +192,12 @@ class Failure:
     step: int  # 1-based, over the transcript's events
     event: Event
     message: str
-    divergence: Divergence | None = None
+    divergences: list[Divergence] = field(default_factory=list)  # every differing field
+
+    @property
+    def divergence(self) -> Divergence | None:
+        """The step's first differing field (None: no answer to compare)."""
+        return self.divergences[0] if self.divergences else None
 
 
 @dataclass
@@ -201,6 +210,8 @@ class Report:
     broken: str | None = None
     bindings: Bindings = field(default_factory=dict)
     later: list[Failure] = field(default_factory=list)  # the differences after the first
+    notes: list[Failure] = field(default_factory=list)  # unpinned fields that differ, per step
+    exchanged: list[Event] = field(default_factory=list)  # what was sent and answered
 
     @property
     def failures(self) -> list[Failure]:
@@ -231,17 +242,22 @@ class Report:
         if self.skipped:
             return f"{head}\n  skipped: {self.skipped}"
         if self.failure is None:
-            return f"{head}: {self.steps} step(s)"
+            return f"{head}: {self.steps} step(s)" + "".join("\n" + n for n in self.note_lines())
         fs = self.failures
         lines = [head if len(fs) == 1 else f"{head}: {len(fs)} differences"]
         for f in fs:
             lines += [f"  step {f.step} (line {f.event.line}): {describe_event(f.event, registry)}",
                       f"  {f.message}"]
-            if f.divergence is not None:
-                d = f.divergence
+            for d in f.divergences:
                 lines += [f"  field:    {d.path or '<body>'}", f"  expected: {render_field(d.path, d.expected)}",
                           f"  actual:   {render_field(d.path, d.actual)}", f"  reason:   {d.reason}"]
-        return "\n".join(lines)
+        return "\n".join(lines + self.note_lines())
+
+    def note_lines(self) -> list[str]:
+        """One line per unpinned field that differs: informational, never a failure."""
+        return [f"  note: step {n.step}: differs from the recording: {d.path} expected "
+                f"{render_field(d.path, d.expected)} got {render_field(d.path, d.actual)}"
+                for n in self.notes for d in n.divergences]
 
 
 def describe_event(ev: Event, registry: Registry) -> str:
@@ -332,6 +348,8 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
                     return report
                 frame = ev.frame(registry, body=body) if body is not None else ev.raw
                 assert frame is not None
+                report.exchanged.append(replace(ev, body=body, raw=frame, match={},
+                                                time=time.time()))
                 try:
                     fut = conn.send(frame, ev.correlation_id, (ev.conn, ev.correlation_id) in answered)
                 except ConnectionClosed as e:
@@ -343,7 +361,7 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
                 nxt = events[i + 1] if i + 1 < len(events) else None
                 await pacer.after_send(sent, nxt is not None and nxt.conn != ev.conn)
             elif ev.kind == "response":
-                failure = await _check_response(ev, step, waiting, registry, bindings, timeout_s)
+                failure = await _check_response(ev, step, waiting, registry, bindings, timeout_s, report)
                 if failure is not None:
                     report.fail(failure)
                     if failure.divergence is None:
@@ -372,7 +390,10 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
 
 
 async def _check_response(ev: Event, step: int, waiting: dict[tuple[Any, int], asyncio.Future[bytes]],
-                          registry: Registry, bindings: Bindings, timeout_s: float) -> Failure | None:
+                          registry: Registry, bindings: Bindings, timeout_s: float,
+                          report: Report) -> Failure | None:
+    """The step's failure (None: every pinned field conforms); unpinned fields that differ
+    become the report's notes, and the answer joins ``report.exchanged``."""
     assert ev.correlation_id is not None and ev.api_key is not None and ev.version is not None
     fut = waiting.pop((ev.conn, ev.correlation_id), None)
     if fut is None:
@@ -388,10 +409,13 @@ async def _check_response(ev: Event, step: int, waiting: dict[tuple[Any, int], a
     except DecodeError as e:
         return Failure(step, ev, f"the response does not decode: {e}")
     actual = resp.body.to_json()
-    d = compare(ev.body, actual, ev.match, bindings)
-    if d is not None:
+    report.exchanged.append(replace(ev, body=actual, raw=frame, match={}, time=time.time()))
+    differences, notes = compare_all(ev.body, actual, ev.match, bindings)
+    if notes:
+        report.notes.append(Failure(step, ev, "unpinned fields differ", notes))
+    if differences:
         _capture_rest(actual, ev.match or {}, bindings)
-        return Failure(step, ev, "the response differs", d)
+        return Failure(step, ev, "the response differs", differences)
     return None
 
 

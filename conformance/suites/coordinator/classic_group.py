@@ -40,8 +40,8 @@ async def states_of_a_new_group(ctx: CoordinatorContext) -> None:
                          "state while m2's first JoinGroup waits for m1 to rejoin")
         members = [m1, m2]
         gen = await ctx.join_all([m1], new=False)
-        ctx.check(await ctx.until_answered([p2], 0), "m2's JoinGroup once m1 rejoined", "answered",
-                  "parked")
+        ctx.check(await ctx.until_answered([p2], ctx.rebalance_ms), "m2's JoinGroup once m1 rejoined",
+                  "answered", f"still parked {ctx.rebalance_ms} ms after m1's JoinGroup was answered")
         gen.joins["m2"] = m2.take_join(await p2.response())
         ctx.expect_error(gen.joins["m2"], "NONE", "m2's first JoinGroup")
     ctx.expect_equal((await observer.describe()).group_state, "CompletingRebalance",
