@@ -30,7 +30,9 @@ from .catalogue import Requirement
 from .harness.outcomes import Broken, NotApplicable, Violation
 from .target import Target
 
-CREATE_TOPICS_VERSION = 7  # what ensure_topics sends (fakebroker.realkafka.group_log.create_topic)
+# What ensure_topics sends: CreateTopics (fakebroker.realkafka.group_log.create_topic) and
+# Metadata, for the topics' ids.
+TOPIC_APIS = {"CreateTopics": 7, "Metadata": 12}
 RULES_FILE = "rules.json"  # the generator's index of the folder: marks a golden folder
 # The draft's connect group APIs: their transcripts carry the project's keys and codes.
 _CONNECT_APIS = ("ConnectGroupHeartbeat", "ConnectGroupPrepareAssignment", "ConnectGroupInstallAssignment")
@@ -178,7 +180,8 @@ async def at_target_versions(t: Any, bootstrap: str, req: Requirement, reg: Any,
     ranges = await probe(bootstrap, reg, caps)
     if ((t.header or {}).get("meta") or {}).get("topics"):
         try:
-            ranges.pick("CreateTopics", wanted=CREATE_TOPICS_VERSION, who=f"{req.id}'s golden (its topics)")
+            for api, v in TOPIC_APIS.items():
+                ranges.pick(api, wanted=v, who=f"{req.id}'s golden (its topics)")
         except VersionUnavailable as e:
             return str(e)
     return at_versions(t, ranges, reg, req.version_needs, req.id)
@@ -223,6 +226,7 @@ async def ensure_topics(bootstrap: str, topics: dict[str, int]) -> dict[str, Any
     CreateTopics unless they exist; their ids, for the transcript's topic_id bindings."""
     from fakebroker.client import KafkaConnection
     from fakebroker.protocol import default_registry
+    from fakebroker.negotiation import negotiate
     from fakebroker.realkafka.group_log import create_topic, wait_for_leaders
     known = _TOPICS.setdefault(bootstrap, {})
     missing = {n: p for n, p in topics.items() if n not in known}
@@ -230,6 +234,7 @@ async def ensure_topics(bootstrap: str, topics: dict[str, int]) -> dict[str, Any
         reg = default_registry()
         mt = reg["MetadataRequest"]
         async with await KafkaConnection.open(bootstrap, client_id="conformance-golden") as conn:
+            await negotiate(conn)  # as every suite connection (the versions: at_target_versions)
             for name, partitions in missing.items():
                 await create_topic(conn, name, partitions=partitions)
                 have = await wait_for_leaders(conn, name)
@@ -238,7 +243,8 @@ async def ensure_topics(bootstrap: str, topics: dict[str, int]) -> dict[str, Any
                                        f"the golden transcripts need {partitions}")
                 md = (await conn.send(mt.new(
                     topics=[mt.cls.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=name)],  # type: ignore[attr-defined]
-                    allow_auto_topic_creation=False, include_topic_authorized_operations=False), 12)).response
+                    allow_auto_topic_creation=False, include_topic_authorized_operations=False),
+                    TOPIC_APIS["Metadata"])).response
                 known[name] = md.topics[0].topic_id
     return {n: known[n] for n in topics}
 
