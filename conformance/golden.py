@@ -31,7 +31,9 @@ from .catalogue import Requirement
 from .harness.outcomes import Broken, NotApplicable, Violation
 from .target import Target
 
-CREATE_TOPICS_VERSION = 7  # what ensure_topics sends (fakebroker.realkafka.group_log.create_topic)
+# What ensure_topics sends: CreateTopics (fakebroker.realkafka.group_log.create_topic) and
+# Metadata, for the topics' ids.
+TOPIC_APIS = {"CreateTopics": 7, "Metadata": 12}
 RULES_FILE = "rules.json"  # the generator's index of the folder: marks a golden folder
 # The draft's connect group APIs: their transcripts carry the project's keys and codes.
 _CONNECT_APIS = ("ConnectGroupHeartbeat", "ConnectGroupPrepareAssignment", "ConnectGroupInstallAssignment")
@@ -165,7 +167,7 @@ async def _replay_all(paths: tuple[Path, ...], target: Target, bootstrap: str | 
         ids = await ensure_topics(bootstrap, topics) if topics else {}
         from fakebroker.script.golden.generate import TOPIC_ID_PREFIX
         out.append((path, await replay(t, bootstrap, reg, pacer=RealPacer(), unique=run_token(),
-                                       negotiate=True,
+                                       negotiate=True, timeout_s=answer_bound_s(t, target),
                                        bindings={f"{TOPIC_ID_PREFIX}{n}": str(i) for n, i in ids.items()})))
     return out
 
@@ -180,7 +182,8 @@ async def at_target_versions(t: Any, bootstrap: str, req: Requirement, reg: Any,
     ranges = await probe(bootstrap, reg, caps)
     if ((t.header or {}).get("meta") or {}).get("topics"):
         try:
-            ranges.pick("CreateTopics", wanted=CREATE_TOPICS_VERSION, who=f"{req.id}'s golden (its topics)")
+            for api, v in TOPIC_APIS.items():
+                ranges.pick(api, wanted=v, who=f"{req.id}'s golden (its topics)")
         except VersionUnavailable as e:
             return str(e)
     return at_versions(t, ranges, reg, req.version_needs, req.id)
@@ -233,6 +236,17 @@ def joined_session_timeouts(t: Any) -> list[int]:
             if e.api == "JoinGroup" and e.body and "SessionTimeoutMs" in e.body]
 
 
+def answer_bound_s(t: Any, target: Target) -> float:
+    """How long a replay waits for an answer on ``target``: a join may be held for the
+    longest rebalance timeout the transcript asks for (plus the target's initial delay), so
+    an answer that comes within that is no failure; never less than the replay's default."""
+    from fakebroker.script.replay import DEFAULT_TIMEOUT_S
+    held = max((int(e.body.get("RebalanceTimeoutMs", 0)) for e in t.events
+                if e.kind == "request" and e.api == "JoinGroup" and e.body), default=0)
+    ms = held + target.timing.initial_rebalance_delay_ms
+    return max(DEFAULT_TIMEOUT_S, ms * target.timing.wait_scale / 1000 + 5.0)
+
+
 # Per process: bootstrap -> topic name -> id, once created (or found) on the target.
 _TOPICS: dict[str, dict[str, Any]] = {}
 
@@ -242,6 +256,7 @@ async def ensure_topics(bootstrap: str, topics: dict[str, int]) -> dict[str, Any
     CreateTopics unless they exist; their ids, for the transcript's topic_id bindings."""
     from fakebroker.client import KafkaConnection
     from fakebroker.protocol import default_registry
+    from fakebroker.negotiation import negotiate
     from fakebroker.realkafka.group_log import create_topic, wait_for_leaders
     known = _TOPICS.setdefault(bootstrap, {})
     missing = {n: p for n, p in topics.items() if n not in known}
@@ -249,6 +264,7 @@ async def ensure_topics(bootstrap: str, topics: dict[str, int]) -> dict[str, Any
         reg = default_registry()
         mt = reg["MetadataRequest"]
         async with await KafkaConnection.open(bootstrap, client_id="conformance-golden") as conn:
+            await negotiate(conn)  # as every suite connection (the versions: at_target_versions)
             for name, partitions in missing.items():
                 await create_topic(conn, name, partitions=partitions)
                 have = await wait_for_leaders(conn, name)
@@ -257,7 +273,8 @@ async def ensure_topics(bootstrap: str, topics: dict[str, int]) -> dict[str, Any
                                        f"the golden transcripts need {partitions}")
                 md = (await conn.send(mt.new(
                     topics=[mt.cls.MetadataRequestTopic(topic_id=uuid.UUID(int=0), name=name)],  # type: ignore[attr-defined]
-                    allow_auto_topic_creation=False, include_topic_authorized_operations=False), 12)).response
+                    allow_auto_topic_creation=False, include_topic_authorized_operations=False),
+                    TOPIC_APIS["Metadata"])).response
                 known[name] = md.topics[0].topic_id
     return {n: known[n] for n in topics}
 

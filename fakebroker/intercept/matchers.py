@@ -341,6 +341,9 @@ def _walk(expected: Any, actual: Any, match: Match, bindings: Bindings, path: st
         differ(path, expected, actual, "values differ")
 
 
+_NO_MATCH = "no element matches (order ignored)"
+
+
 def _walk_unordered(expected: list[Any], actual: list[Any], match: Match, bindings: Bindings,
                     path: str, extra_ok: bool, pinned: bool, out: list[Divergence]) -> None:
     """Each expected element is matched to an actual one with no pinned difference (its
@@ -371,12 +374,13 @@ def _walk_unordered(expected: list[Any], actual: list[Any], match: Match, bindin
             tries.append((sum(d.pinned for d in found), j, found))
         if not tries:
             out.append(Divergence(f"{path}[{i}]", expected[i], _MISSING,
-                                  "no element matches (order ignored): no actual element left", pinned))
+                                  f"{_NO_MATCH}: no actual element left", pinned))
             continue
         _, j, found = min(tries, key=lambda t: t[0])
-        out.extend(Divergence(d.path, d.expected, d.actual,
-                              f"no element matches (order ignored); the closest, {path}[{j}], "
-                              f"differs here: {d.reason}", d.pinned) for d in found)
+        # Nested unordered arrays: the innermost closest element names the place.
+        out.extend(d if d.reason.startswith(_NO_MATCH) else Divergence(
+            d.path, d.expected, d.actual, f"{_NO_MATCH}; the closest, {path}[{j}], differs here: "
+            f"{d.reason}", d.pinned) for d in found)
 
 
 def _walk_each(each: dict[str, Any], actual: list[Any], bindings: Bindings, path: str,

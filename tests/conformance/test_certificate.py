@@ -66,6 +66,10 @@ def test_the_real_certificate_matches_its_schema(narrowed_run) -> None:
     _, reports = narrowed_run
     cert = json.loads((reports / "certificate.json").read_text())
     jsonschema.Draft202012Validator(SCHEMA).validate(cert)
+    # The versions negotiated with the target (its ApiVersions, the codec's ranges).
+    assert cert["api_versions"]["JoinGroup"] == [0, 9] and cert["api_versions"]["SyncGroup"] == [0, 5]
+    assert "| API versions negotiated | ApiVersions 0-" in (reports / "certificate.md").read_text()
+    assert list(jsonschema.Draft202012Validator(SCHEMA).iter_errors(dict(cert, api_versions={"JoinGroup": [9]})))
     broken = dict(cert, verdict="OK")  # the schema is not vacuous
     assert list(jsonschema.Draft202012Validator(SCHEMA).iter_errors(broken))
     epoch = dict(cert, provenance=dict(cert["provenance"], started=1700000000.5))

@@ -90,7 +90,7 @@ async def c_of(s: ScriptedSession):  # noqa: ANN201 - a ScriptedClient
 def _target(tmp_path: Path, bootstrap: str) -> Path:
     p = tmp_path / "capped.toml"
     p.write_text(f'''name = "capped-fakebroker"
-description = "the fake broker advertising JoinGroup up to v5, SyncGroup v3, LeaveGroup v2"
+description = "a fake broker the test started"
 kind = "coordinator"
 protocols = ["classic"]
 
@@ -168,3 +168,46 @@ def test_golden_is_re_encoded_at_the_broker_versions(capped: BrokerThread) -> No
     assert firsts and set(firsts.values()) == {"ApiVersions"}, firsts
     assert at_versions(t, ranges, REG, {"JoinGroup": (7, None)}, "CLS-JOIN-13") == (
         "broker supports JoinGroup 0-5; CLS-JOIN-13 needs JoinGroup v7-9 (the golden sends JoinGroup v9)")
+
+
+
+CLOSE_ON_JOIN = """
+version: 1
+faults:
+  - api: JoinGroup
+    times: all
+    action: {close: true}
+"""
+UNSUPPORTED_HEARTBEAT = """
+version: 1
+faults:
+  - api: Heartbeat
+    times: all
+    action: {error: UNSUPPORTED_VERSION}
+"""
+
+
+@pytest.mark.parametrize(("req_id", "plan", "reason"), [
+    ("CLS-JOIN-10", CLOSE_ON_JOIN,
+     "the broker closed the connection after JoinGroup v9, which it advertises (JoinGroup 0-9;"),
+    ("CLS-HB-04", UNSUPPORTED_HEARTBEAT,
+     "the broker answered UNSUPPORTED_VERSION to Heartbeat v4, which it advertises (Heartbeat 0-4;"),
+])
+def test_a_refused_advertised_version_is_broken_not_a_failure(tmp_path: Path, req_id: str, plan: str,
+                                                              reason: str) -> None:
+    """One outcome per cause: a broker that closes the connection on, or answers
+    UNSUPPORTED_VERSION to, a version it advertised makes the case BROKEN with the reason."""
+    from fakebroker.script.faults import install, parse_plan
+    broker = FakeBroker(BrokerConfig(), CoordinatorConfig(initial_rebalance_delay_ms=0))
+    install(broker.hooks, parse_plan(plan, REG))
+    b = BrokerThread(broker).start()
+    try:
+        session = CoordinatorSession.start(load_target(_target(tmp_path, b.bootstrap)))
+        try:
+            r = run_case(default_catalogue()[req_id], session)
+        finally:
+            session.stop()
+    finally:
+        b.stop()
+    assert r.outcome is Outcome.BROKEN, (r.outcome, r.message)
+    assert r.message.startswith(reason), r.message

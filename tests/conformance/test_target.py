@@ -120,6 +120,12 @@ def test_minimal_coordinator(tmp_path: Path) -> None:
     ("colour = 1\n" + GOOD, "(top level)", "Additional properties are not allowed ('colour'"),
     (GOOD + "[api_keys]\nConnectGroupHeartbeat = 70000\n", "api_keys.ConnectGroupHeartbeat", "is greater than the maximum"),
     ("name = [", "(file)", "not valid TOML"),
+    (GOOD + "[max_versions]\nJoinGrup = 5\n", "max_versions.JoinGrup", "no API of that name (e.g. JoinGroup) "
+     "(rule max-versions-known)"),
+    (GOOD + "[max_versions]\nJoinGroup = -1\n", "max_versions.JoinGroup", "is less than the minimum"),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"', 'command = "run {bootstrap}"') + "[max_versions]\nJoinGroup = 5\n",
+     "max_versions", "only a coordinator target caps the versions"),
 ])
 def test_invalid_target_names_field_and_reason(tmp_path: Path, text: str, field: str, reason: str) -> None:
     with pytest.raises(TargetError) as e:

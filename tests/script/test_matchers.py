@@ -175,3 +175,13 @@ def test_plus_is_the_bound_number_plus_the_recorded_difference_both_ways() -> No
     assert matcher_problems({"plus": 1}) == ["'plus' is an integer added to a 'ref'"]
     assert matcher_problems({"ref": "g", "plus": True}) == ["'plus' is an integer added to a 'ref'"]
     assert matcher_problems({"unpinned": False}) == ["'unpinned' is true or absent"]
+
+
+def test_a_miss_in_nested_unordered_arrays_names_the_innermost_place_once() -> None:
+    from fakebroker.intercept.matchers import compare_all
+    body = {"Topics": [{"Name": "t", "Partitions": [{"PartitionIndex": 0, "ErrorCode": 0}]}]}
+    actual = {"Topics": [{"Name": "t", "Partitions": [{"PartitionIndex": 0, "ErrorCode": 12}]}]}
+    match = {"Topics": {"unordered": True}, "Topics[*].Partitions": {"unordered": True}}
+    [d], _ = compare_all(body, actual, match, {})
+    assert (d.path, d.reason) == ("Topics[0].Partitions[0].ErrorCode", "no element matches (order ignored); "
+                                  "the closest, Topics[0].Partitions[0], differs here: values differ")
