@@ -48,6 +48,12 @@ class Expected:
     outcomes: dict[str, str]
     deviations: dict[str, dict[str, Any]] = field(default_factory=dict)
     remarks: str = ""      # what holds for the whole run (by hand), e.g. why cases are BROKEN
+    # Requirement id -> every outcome seen in real runs, where a broker's race made them
+    # differ (``update --again``); each needs a deviation entry saying why.
+    varies: dict[str, list[str]] = field(default_factory=dict)
+
+    def allows(self, i: str, outcome: str | None) -> bool:
+        return outcome == self.outcomes.get(i) or outcome in self.varies.get(i, ())
 
     @property
     def verdict(self) -> str:
@@ -67,7 +73,8 @@ def load_expected(path: Path) -> Expected:
     return Expected(path, str(data["target"]), str(data["implementation"]), str(data["version"]),
                     str(data["command"]), {str(k): str(v) for k, v in (data["outcomes"] or {}).items()},
                     {str(k): dict(v or {}) for k, v in (data.get("deviations") or {}).items()},
-                    str(data.get("remarks") or ""))
+                    str(data.get("remarks") or ""),
+                    {str(k): [str(o) for o in v] for k, v in (data.get("varies") or {}).items()})
 
 
 def problems(e: Expected) -> list[str]:
@@ -77,13 +84,19 @@ def problems(e: Expected) -> list[str]:
     out = [f"outcomes.{i}: not a requirement of the catalogue" for i in e.outcomes if i not in cat]
     out += [f"outcomes.{i}: {o!r} is not an outcome ({', '.join(OUTCOMES)})"
             for i, o in e.outcomes.items() if o not in OUTCOMES]
+    out += [f"varies.{i}: {o!r} is not an outcome ({', '.join(OUTCOMES)})"
+            for i, seen in e.varies.items() for o in seen if o not in OUTCOMES]
     for i, o in sorted(e.outcomes.items()):
         d = e.deviations.get(i)
+        if i in e.varies and not (d and str(d.get("evidence") or "").strip()):
+            out.append(f"deviations.{i}: its outcome varies between runs ({', '.join(e.varies[i])}); "
+                       f"say why (the broker's race)")
+            continue
         if o in DEVIATING and not (d and str(d.get("evidence") or "").strip()):
             out.append(f"deviations.{i}: {o} needs one line of evidence (the spec's sentence, or Apache "
                        f"Kafka's behaviour and where in its source)")
     out += [f"deviations.{i}: the outcome is {e.outcomes.get(i, 'not listed')}, not a deviation"
-            for i in e.deviations if e.outcomes.get(i) not in DEVIATING]
+            for i in e.deviations if e.outcomes.get(i) not in DEVIATING and i not in e.varies]
     out += [f"deviations.{i}.upstream: true or false" for i, d in e.deviations.items()
             if not isinstance(d.get("upstream", False), bool)]
     return [f"{e.path}: {p}" for p in out]
@@ -97,8 +110,10 @@ def outcomes_of(results: dict[str, Any]) -> dict[str, str]:
 def differences(e: Expected, actual: dict[str, str]) -> list[str]:
     """Every requirement whose outcome differs, one line each."""
     ids = sorted(set(e.outcomes) | set(actual))
-    return [f"{i}: expected {e.outcomes.get(i, '(not listed)')}, got {actual.get(i, '(no result)')}"
-            for i in ids if e.outcomes.get(i) != actual.get(i)]
+    def expected(i: str) -> str:
+        return " or ".join(e.varies[i]) if i in e.varies else e.outcomes.get(i, "(not listed)")
+    return [f"{i}: expected {expected(i)}, got {actual.get(i, '(no result)')}"
+            for i in ids if not e.allows(i, actual.get(i))]
 
 
 def counts(e: Expected) -> dict[str, Counter[str]]:
@@ -125,6 +140,8 @@ def render_expected(e: Expected) -> str:
         lines.append(f"remarks: {json.dumps(e.remarks)}")
     lines.append("outcomes:")
     lines += [f"  {i}: {o}" for i, o in sorted(e.outcomes.items())]
+    lines.append("varies:" if e.varies else "varies: {}")
+    lines += [f"  {i}: [{', '.join(seen)}]" for i, seen in sorted(e.varies.items())]
     lines.append("deviations:" if e.deviations else "deviations: {}")
     for i, d in sorted(e.deviations.items()):
         lines += [f"  {i}:", f"    evidence: {json.dumps(d.get('evidence'))}",
@@ -132,13 +149,22 @@ def render_expected(e: Expected) -> str:
     return "\n".join(lines) + "\n"
 
 
-def updated(e: Expected, actual: dict[str, str]) -> Expected:
+def updated(e: Expected, actual: dict[str, str], again: bool = False) -> Expected:
     """``e`` with the outcomes of a run: evidence kept for what still deviates, an empty
-    entry (for the author to fill) for a new deviation."""
-    keep = {i: d for i, d in e.deviations.items() if actual.get(i) in DEVIATING}
-    new = {i: {"evidence": None, "upstream": False} for i, o in actual.items() if o in DEVIATING and i not in keep}
-    return Expected(e.path, e.target, e.implementation, e.version, e.command, dict(actual), {**keep, **new},
-                    e.remarks)
+    entry (for the author to fill) for a new deviation. ``again``: a further run of the
+    same suite; an outcome it gives that the file does not is kept as seen (``varies``)."""
+    varies = {i: list(v) for i, v in e.varies.items()} if again else {}
+    outcomes = dict(actual)
+    if again:
+        for i, o in actual.items():
+            if not e.allows(i, o) and i in e.outcomes:
+                varies[i] = sorted({e.outcomes[i], o, *varies.get(i, ())})
+                outcomes[i] = e.outcomes[i]
+    keep = {i: d for i, d in e.deviations.items() if outcomes.get(i) in DEVIATING or i in varies}
+    new = {i: {"evidence": None, "upstream": False} for i, o in outcomes.items()
+           if (o in DEVIATING or i in varies) and i not in keep}
+    return Expected(e.path, e.target, e.implementation, e.version, e.command, outcomes, {**keep, **new},
+                    e.remarks, varies)
 
 
 def first_expected(path: Path, target: dict[str, Any]) -> Expected:
@@ -181,13 +207,17 @@ def render_docs(files: list[Expected]) -> str:
                 "```sh", e.command, "```", "",
                 "| level | " + " | ".join(OUTCOMES) + " |", "| --- |" + " --- |" * len(OUTCOMES)]
         out += [f"| {level} | " + " | ".join(str(c[level][o]) for o in OUTCOMES) + " |" for level in LEVELS]
-        deviating = sorted(i for i, o in e.outcomes.items() if o in DEVIATING)
+        deviating = sorted(i for i, o in e.outcomes.items() if o in DEVIATING or i in e.varies)
         out += ["", f"Deviations ({len(deviating)}):" if deviating else "No deviation.", ""]
         for i in deviating:
             d = e.deviations.get(i, {})
             mark = " **upstream**" if d.get("upstream") else ""
-            out.append(f"- **{i}** ({cat[i].level}, {e.outcomes[i]}){mark}: {cat[i].statement}  ")
+            seen = " or ".join(e.varies[i]) if i in e.varies else e.outcomes[i]
+            out.append(f"- **{i}** ({cat[i].level}, {seen}){mark}: {cat[i].statement}  ")
             out.append(f"  Evidence: {d.get('evidence')}")
+        if e.varies:
+            out += ["", "Outcomes that differ between runs (the broker races with the cases' timing): "
+                    + "; ".join(f"{i} {' or '.join(seen)}" for i, seen in sorted(e.varies.items())) + "."]
         broken = sorted(i for i, o in e.outcomes.items() if o == "BROKEN")
         if broken:
             out += ["", f"BROKEN ({len(broken)}, the suite could not judge): {', '.join(broken)}."]
@@ -214,6 +244,9 @@ def main(argv: list[str] | None = None) -> int:
         s = sub.add_parser(name)
         s.add_argument("file", type=Path)
         s.add_argument("--results", type=Path, required=True, help="a run's results.json")
+        if name == "update":
+            s.add_argument("--again", action="store_true",
+                           help="a further run: keep the file's outcomes, add what differs as seen (varies)")
     d = sub.add_parser("docs")
     d.add_argument("--out", type=Path, default=DOCS_PAGE)
     a = p.parse_args(argv)
@@ -234,7 +267,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {err}", file=sys.stderr)
         return EXIT_USAGE
     if a.command == "update":
-        e = updated(e, actual)
+        e = updated(e, actual, again=a.again)
         a.file.write_text(render_expected(e), encoding="utf-8")
         print(f"wrote {a.file}: {e.verdict}")
     found = (differences(e, actual) if a.command == "check" else []) + problems(e)

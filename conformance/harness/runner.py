@@ -82,13 +82,14 @@ def run_case(req: Requirement, session: Session, protocol: str | None = None) ->
     target = session.target
     c = load_cases().get(req.id)
     result = CaseResult(req.id, req.level, Outcome.PASS, protocol=protocol)
+    revive = getattr(session, "revive", None)  # a target's own broker that died since the last case
+    restarted = revive() if revive is not None and applicability(req, target, c) is None else None
     skip = applicability(req, target, c) or version_applicability(req, session)
     if skip is not None:
         result.outcome, result.message = skip
+        result.notes = [restarted] if restarted else []
         return result
     recording = Recorder(origin="record")
-    revive = getattr(session, "revive", None)  # a target's own broker that died since the last case
-    restarted = revive() if revive is not None else None
     started = time.monotonic()
     running = [LIVE] if c is not None else []  # the cases the outcome below is about
     try:

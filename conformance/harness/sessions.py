@@ -53,12 +53,15 @@ class CoordinatorSession:
     def start(cls, target: Target, workerinput: dict[str, Any] | None = None) -> CoordinatorSession:
         """``workerinput``: pytest-xdist's for this process (a shared real Kafka: shared_kafka)."""
         session = cls._start(target, workerinput)
+        session.learn_versions()
+        return session
+
+    def learn_versions(self) -> None:
+        """What the target advertises (ApiVersions); left unknown when it does not answer."""
         try:
-            session.api_ranges = asyncio.run(probe(session.bootstrap, default_registry(),
-                                                   target.max_versions))
+            self.api_ranges = asyncio.run(probe(self.bootstrap, default_registry(), self.target.max_versions))
         except (ClientError, OSError):
             pass
-        return session
 
     @classmethod
     def _start(cls, target: Target, workerinput: dict[str, Any] | None) -> CoordinatorSession:
@@ -101,13 +104,19 @@ class CoordinatorSession:
     def revive(self) -> str | None:
         """A broker this process started from the target's command that has exited since
         (it crashed on an earlier case) is started again, so that one crash does not decide
-        the outcome of every case after it; says so, for the next case's notes."""
-        if self.process is None or self.process.proc.poll() is None:
+        the outcome of every case after it; says so, for the next case's notes. What it
+        advertises is learnt again when it was not (it did not answer in time)."""
+        if self.process is None:
+            return None
+        if self.process.proc.poll() is None:
+            if self.api_ranges is None:
+                self.learn_versions()
             return None
         code = self.process.proc.returncode
         self.process.stop()
         self.process = start_broker(self.target)
         self.bootstrap = self.process.bootstrap
+        self.learn_versions()
         return (f"the coordinator's process had exited ({code}) after an earlier case; "
                 f"started again at {self.bootstrap}")
 
