@@ -55,6 +55,21 @@ def test_a_changed_outcome_is_named_and_a_new_deviation_needs_evidence() -> None
     assert all(fresh.deviations[i] == d for i, d in e.deviations.items() if i in actual)
 
 
+def test_an_outcome_seen_to_differ_in_a_further_run_is_kept_with_its_reason(tmp_path: Path) -> None:
+    """A broker racing with the cases' timing: ``update --again`` keeps both outcomes as
+    seen; a run giving either passes, a third outcome does not, and the file needs the why."""
+    e = load_expected(EXPECTED_DIR / "kfake.yaml")
+    passed = next(i for i, o in sorted(e.outcomes.items()) if o == "PASS")
+    again = updated(e, {**e.outcomes, passed: "FAIL"}, again=True)
+    assert again.outcomes == e.outcomes and again.varies == {passed: ["FAIL", "PASS"]}
+    assert differences(again, {**e.outcomes, passed: "FAIL"}) == [] and differences(again, e.outcomes) == []
+    assert differences(again, {**e.outcomes, passed: "BROKEN"}) == [f"{passed}: expected FAIL or PASS, got BROKEN"]
+    assert any(p.endswith(f"deviations.{passed}: its outcome varies between runs (FAIL, PASS); say why "
+                          "(the broker's race)") for p in problems(again))
+    (tmp_path / "x.yaml").write_text(render_expected(again))
+    assert load_expected(tmp_path / "x.yaml").varies == again.varies
+
+
 def test_evidence_for_what_does_not_deviate_is_refused(tmp_path: Path) -> None:
     e = load_expected(EXPECTED_DIR / "kfake.yaml")
     passed = next(i for i, o in sorted(e.outcomes.items()) if o == "PASS")
