@@ -51,6 +51,9 @@ class Expected:
     # Requirement id -> every outcome seen in real runs, where a broker's race made them
     # differ (``update --again``); each needs a deviation entry saying why.
     varies: dict[str, list[str]] = field(default_factory=dict)
+    # A fragment of the failure message of a race of the broker (by hand, with its evidence
+    # in remarks): a case failing with it deviates as documented, whatever it gave before.
+    race: str = ""
 
     def allows(self, i: str, outcome: str | None) -> bool:
         return outcome == self.outcomes.get(i) or outcome in self.varies.get(i, ())
@@ -74,7 +77,8 @@ def load_expected(path: Path) -> Expected:
                     str(data["command"]), {str(k): str(v) for k, v in (data["outcomes"] or {}).items()},
                     {str(k): dict(v or {}) for k, v in (data.get("deviations") or {}).items()},
                     str(data.get("remarks") or ""),
-                    {str(k): [str(o) for o in v] for k, v in (data.get("varies") or {}).items()})
+                    {str(k): [str(o) for o in v] for k, v in (data.get("varies") or {}).items()},
+                    str(data.get("race") or ""))
 
 
 def problems(e: Expected) -> list[str]:
@@ -107,13 +111,16 @@ def outcomes_of(results: dict[str, Any]) -> dict[str, str]:
     return {r["id"]: r["outcome"] for r in results["results"]}
 
 
-def differences(e: Expected, actual: dict[str, str]) -> list[str]:
-    """Every requirement whose outcome differs, one line each."""
+def differences(e: Expected, actual: dict[str, str], messages: dict[str, str] | None = None) -> list[str]:
+    """Every requirement whose outcome differs, one line each; ``messages`` (id -> the run's
+    message): a FAIL or NON-STRICT carrying the file's ``race`` is the documented race."""
+    raced = {i for i, m in (messages or {}).items()
+             if e.race and e.race in m and actual.get(i) in DEVIATING}
     ids = sorted(set(e.outcomes) | set(actual))
     def expected(i: str) -> str:
         return " or ".join(e.varies[i]) if i in e.varies else e.outcomes.get(i, "(not listed)")
     return [f"{i}: expected {expected(i)}, got {actual.get(i, '(no result)')}"
-            for i in ids if not e.allows(i, actual.get(i))]
+            for i in ids if not e.allows(i, actual.get(i)) and i not in raced]
 
 
 def counts(e: Expected) -> dict[str, Counter[str]]:
@@ -138,6 +145,8 @@ def render_expected(e: Expected) -> str:
              f"verdict: {e.verdict}"]
     if e.remarks:
         lines.append(f"remarks: {json.dumps(e.remarks)}")
+    if e.race:
+        lines.append(f"race: {json.dumps(e.race)}")
     lines.append("outcomes:")
     lines += [f"  {i}: {o}" for i, o in sorted(e.outcomes.items())]
     lines.append("varies:" if e.varies else "varies: {}")
@@ -154,17 +163,16 @@ def updated(e: Expected, actual: dict[str, str], again: bool = False) -> Expecte
     entry (for the author to fill) for a new deviation. ``again``: a further run of the
     same suite; an outcome it gives that the file does not is kept as seen (``varies``)."""
     varies = {i: list(v) for i, v in e.varies.items()} if again else {}
-    outcomes = dict(actual)
+    outcomes = {**actual, **e.outcomes} if again else dict(actual)
     if again:
         for i, o in actual.items():
-            if not e.allows(i, o) and i in e.outcomes:
+            if i in e.outcomes and not e.allows(i, o):
                 varies[i] = sorted({e.outcomes[i], o, *varies.get(i, ())})
-                outcomes[i] = e.outcomes[i]
     keep = {i: d for i, d in e.deviations.items() if outcomes.get(i) in DEVIATING or i in varies}
     new = {i: {"evidence": None, "upstream": False} for i, o in outcomes.items()
            if (o in DEVIATING or i in varies) and i not in keep}
     return Expected(e.path, e.target, e.implementation, e.version, e.command, outcomes, {**keep, **new},
-                    e.remarks, varies)
+                    e.remarks, varies, e.race)
 
 
 def first_expected(path: Path, target: dict[str, Any]) -> Expected:
@@ -215,6 +223,9 @@ def render_docs(files: list[Expected]) -> str:
             seen = " or ".join(e.varies[i]) if i in e.varies else e.outcomes[i]
             out.append(f"- **{i}** ({cat[i].level}, {seen}){mark}: {cat[i].statement}  ")
             out.append(f"  Evidence: {d.get('evidence')}")
+        if e.race:
+            out += ["", f"A case failing with \"{e.race}\" meets the broker's race described below, whatever "
+                    "it gave before."]
         if e.varies:
             out += ["", "Outcomes that differ between runs (the broker races with the cases' timing): "
                     + "; ".join(f"{i} {' or '.join(seen)}" for i, seen in sorted(e.varies.items())) + "."]
@@ -259,6 +270,7 @@ def main(argv: list[str] | None = None) -> int:
         try:
             results = json.loads(a.results.read_text(encoding="utf-8"))
             actual = outcomes_of(results)
+            messages = {r["id"]: r.get("message") or "" for r in results["results"]}
         except (OSError, ValueError, KeyError, TypeError) as err:
             raise ExpectedError(f"{a.results}: not a run's results.json: {err}") from None
         e = (load_expected(a.file) if a.file.exists() or a.command == "check"
@@ -270,7 +282,7 @@ def main(argv: list[str] | None = None) -> int:
         e = updated(e, actual, again=a.again)
         a.file.write_text(render_expected(e), encoding="utf-8")
         print(f"wrote {a.file}: {e.verdict}")
-    found = (differences(e, actual) if a.command == "check" else []) + problems(e)
+    found = (differences(e, actual, messages) if a.command == "check" else []) + problems(e)
     for line in found:
         print(line)
     return EXIT_FAILED if found else EXIT_OK

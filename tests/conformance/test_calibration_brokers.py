@@ -70,6 +70,15 @@ def test_an_outcome_seen_to_differ_in_a_further_run_is_kept_with_its_reason(tmp_
     assert load_expected(tmp_path / "x.yaml").varies == again.varies
 
 
+def test_a_failure_carrying_the_documented_race_is_that_race() -> None:
+    e = load_expected(EXPECTED_DIR / "librdkafka-mock.yaml")
+    assert e.race, "the mock's SyncGroup race is documented"
+    passed = next(i for i, o in sorted(e.outcomes.items()) if o == "PASS" and i not in e.varies)
+    actual = {**e.outcomes, passed: "FAIL"}
+    assert differences(e, actual, {passed: f"m2: SyncGroup response: undecodable: {e.race}"}) == []
+    assert differences(e, actual, {passed: "m2's heartbeat: expected NONE, got UNKNOWN_MEMBER_ID"}) != []
+
+
 def test_evidence_for_what_does_not_deviate_is_refused(tmp_path: Path) -> None:
     e = load_expected(EXPECTED_DIR / "kfake.yaml")
     passed = next(i for i, o in sorted(e.outcomes.items()) if o == "PASS")
@@ -99,10 +108,10 @@ def test_the_broker_gives_exactly_its_expected_outcomes(name: str, tmp_path: Pat
     tail = (r.stdout + r.stderr)[-3000:]
     assert (tmp_path / "results.json").is_file(), tail
     results = json.loads((tmp_path / "results.json").read_text())
-    diffs = differences(e, {x["id"]: x["outcome"] for x in results["results"]})
-    messages = {x["id"]: x["message"].splitlines()[0] if x["message"] else "" for x in results["results"]}
+    messages = {x["id"]: x["message"] or "" for x in results["results"]}
+    diffs = differences(e, {x["id"]: x["outcome"] for x in results["results"]}, messages)
     assert not diffs, (f"{name}: outcomes changed from fixtures/expected/{name}.yaml:\n  "
-                       + "\n  ".join(f"{d}  ({messages.get(d.split(':')[0], '')[:300]})" for d in diffs))
+                       + "\n  ".join(f"{d}  ({messages.get(d.split(':')[0], '').splitlines()[:1]})" for d in diffs))
     assert main(["check", str(e.path), "--results", str(tmp_path / "results.json")]) == 0
     broken, failed = ("BROKEN" in e.outcomes.values()), e.verdict == "NOT CERTIFIED"
     assert r.returncode == (3 if broken else 1 if failed else 0), tail  # fakebroker/exit_codes.py
