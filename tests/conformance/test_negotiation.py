@@ -67,7 +67,7 @@ def test_scripted_requests_go_out_at_the_advertised_maximum(capped: BrokerThread
     async def go() -> tuple[int, int, int]:
         s = ScriptedSession(capped.bootstrap, REG, "neg")
         try:
-            c = await c_of(s)
+            c = await s.client("w1")
             member, pending = await c.new_member(s.group())
             joined = await pending.response(5)
             assert joined.error_code == 0
@@ -81,10 +81,6 @@ def test_scripted_requests_go_out_at_the_advertised_maximum(capped: BrokerThread
         finally:
             await s.close()
     assert asyncio.run(go()) == (5, 3, 2)
-
-
-async def c_of(s: ScriptedSession):  # noqa: ANN201 - a ScriptedClient
-    return await s.client("w1")
 
 
 def _target(tmp_path: Path, bootstrap: str) -> Path:
