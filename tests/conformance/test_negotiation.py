@@ -207,3 +207,19 @@ def test_a_refused_advertised_version_is_broken_not_a_failure(tmp_path: Path, re
         b.stop()
     assert r.outcome is Outcome.BROKEN, (r.outcome, r.message)
     assert r.message.startswith(reason), r.message
+
+
+def test_a_golden_step_that_needs_a_field_the_lower_version_lacks_is_not_applicable() -> None:
+    """A static member's JoinGroup (GroupInstanceId, v5+) cannot be re-encoded at v4; a
+    reason (logged only, KIP-800) may be lost."""
+    from conformance.golden import golden_dir
+    from fakebroker.script.replay import at_versions
+    from fakebroker.script.transcript import load
+    d = golden_dir()
+    assert d is not None
+    t = load(d / "CLS-JOIN-22.jsonl", REG)
+    r = ApiRanges({"JoinGroup": (0, 9)}, {"JoinGroup": (0, 9)}).capped({"JoinGroup": 4})
+    why = at_versions(t, r, REG, {}, "CLS-JOIN-22")
+    assert isinstance(why, str) and "carries GroupInstanceId, which v4 cannot" in why, why
+    assert why.startswith("broker supports JoinGroup 0-9, certified up to v4 (the target's max_versions); "
+                          "the golden's JoinGroup v9 on line ")
