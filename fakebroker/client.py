@@ -1,8 +1,9 @@
 """A minimal Kafka wire client on the project's codec: the suite's scripted workers, replay
 and benchmarks all talk to coordinators through it.
 
-It sends exactly what it is given (no retries, no version negotiation unless asked) and
-every wait is bounded, so a misbehaving or silent coordinator is reported, never hangs.
+It sends exactly what it is given (no retries; version negotiation is
+``fakebroker.negotiation``'s, on request) and every wait is bounded, so a misbehaving or
+silent coordinator is reported, never hangs.
 """
 
 from __future__ import annotations

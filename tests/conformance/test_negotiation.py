@@ -67,7 +67,7 @@ def test_scripted_requests_go_out_at_the_advertised_maximum(capped: BrokerThread
     async def go() -> tuple[int, int, int]:
         s = ScriptedSession(capped.bootstrap, REG, "neg")
         try:
-            c = await c_of(s)
+            c = await s.client("w1")
             member, pending = await c.new_member(s.group())
             joined = await pending.response(5)
             assert joined.error_code == 0
@@ -81,10 +81,6 @@ def test_scripted_requests_go_out_at_the_advertised_maximum(capped: BrokerThread
         finally:
             await s.close()
     assert asyncio.run(go()) == (5, 3, 2)
-
-
-async def c_of(s: ScriptedSession):  # noqa: ANN201 - a ScriptedClient
-    return await s.client("w1")
 
 
 def _target(tmp_path: Path, bootstrap: str) -> Path:
@@ -211,3 +207,19 @@ def test_a_refused_advertised_version_is_broken_not_a_failure(tmp_path: Path, re
         b.stop()
     assert r.outcome is Outcome.BROKEN, (r.outcome, r.message)
     assert r.message.startswith(reason), r.message
+
+
+def test_a_golden_step_that_needs_a_field_the_lower_version_lacks_is_not_applicable() -> None:
+    """A static member's JoinGroup (GroupInstanceId, v5+) cannot be re-encoded at v4; a
+    reason (logged only, KIP-800) may be lost."""
+    from conformance.golden import golden_dir
+    from fakebroker.script.replay import at_versions
+    from fakebroker.script.transcript import load
+    d = golden_dir()
+    assert d is not None
+    t = load(d / "CLS-JOIN-22.jsonl", REG)
+    r = ApiRanges({"JoinGroup": (0, 9)}, {"JoinGroup": (0, 9)}).capped({"JoinGroup": 4})
+    why = at_versions(t, r, REG, {}, "CLS-JOIN-22")
+    assert isinstance(why, str) and "carries GroupInstanceId, which v4 cannot" in why, why
+    assert why.startswith("broker supports JoinGroup 0-9, certified up to v4 (the target's max_versions); "
+                          "the golden's JoinGroup v9 on line ")
