@@ -58,6 +58,7 @@ def build_certificate(run: dict[str, Any], catalogue: Catalogue | None = None) -
                      "feature": req.feature, "protocols": list(req.protocols),
                      "source": f"{req.source.file} § {req.source.section}", "statement": req.statement,
                      "transcripts": list(req.transcripts), "cases": _cases(res, req.transcripts),
+                     "notes": [n for n in res.get("notes") or [] if n.strip()],
                      "duration_s": res.get("duration_s", 0.0)})
     counts = {level: _counts([r for r in rows if r["level"] == level]) for level in LEVELS}
     replays = [c for r in rows for c in r["cases"] if c["case"] in r["transcripts"]]
@@ -165,7 +166,17 @@ def render_markdown(cert: dict[str, Any]) -> str:
         detail = r["message"].splitlines()[0] if r["message"] else ""
         out.append(f"| {r['id']} | {r['level']} | {r['outcome']} | {_cell(r['statement'])} | {_cell(detail)} "
                    f"| {_cell(cases_text(r['cases']))} |")
-    return "\n".join(out) + "\n"
+    return "\n".join(out + _notes_section(cert)) + "\n"
+
+
+def _notes_section(cert: dict[str, Any]) -> list[str]:
+    """What the cases noted without failing: a golden's unpinned fields that differ from the
+    recording, a case's remark on how it ran. Informational, never part of the verdict."""
+    noted = [(r["id"], n.splitlines()[0]) for r in cert["requirements"] for n in r.get("notes") or []]
+    if not noted:
+        return []
+    return ["", f"## Notes ({len(noted)}): informational, not part of the verdict", "",
+            "| case | note |", "| --- | --- |"] + [f"| {i} | {_cell(n)} |" for i, n in noted]
 
 
 def _provenance_rows(prov: dict[str, Any]) -> list[str]:

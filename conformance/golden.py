@@ -119,6 +119,9 @@ def replay_transcripts(req: Requirement, target: Target, bootstrap: str | None,
     from fakebroker.protocol import default_registry
     reg = default_registry()
     outcomes = [(p, r, _SKIP if r.status == "SKIP" else r.status) for p, r in reports]
+    if recording is not None and bootstrap and target.builtin is None:
+        host, _, port = bootstrap.rpartition(":")  # the transcript's header (once): the pcap's port
+        recording.begin(host=host, port=int(port), node_id=None, clock="real")
     for p, r in reports:
         if notes is not None:
             notes += [f"{p.name}:{line.removeprefix('  note:')}" for line in r.note_lines()]

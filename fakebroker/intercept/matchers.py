@@ -274,7 +274,7 @@ def describe(m: dict[str, Any], bindings: Bindings) -> Pattern:
         return Pattern(f"{render(bound(m, bindings))} (captured as {m['ref']}{plus})")
     if "capture" in m and m["capture"] in bindings:
         return Pattern(f"{render(bindings[m['capture']])} (captured as {m['capture']})")
-    parts = [f"{k}={render(v)}" for k, v in m.items()]
+    parts = [f"{k}={render(v)}" for k, v in m.items() if k != "unpinned"]
     return Pattern("<" + ", ".join(parts) + ">")
 
 

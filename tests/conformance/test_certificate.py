@@ -424,3 +424,19 @@ def test_a_real_worker_runs_a_case_once_per_claimed_protocol_started_at_it(tmp_p
         "eager": {"CONN-PROT-03": "PASS"}, "compatible": {"CONN-PROT-03": "PASS"},
         "sessioned": {"CONN-PROT-03": "PASS"}}
     assert "| CONN-PROT-03 | PASS | PASS | PASS |" in (reports / "certificate.md").read_text()
+
+
+def test_notes_are_listed_apart_and_do_not_change_the_verdict() -> None:
+    doc = run_doc({"CLS-DESC-04": ("PASS", ""), "CLS-JOIN-01": ("PASS", "")})
+    note = ('CLS-DESC-04.jsonl: step 6: differs from the recording: Groups[0].Members[0].ClientHost '
+            'expected "/127.0.0.1" got "127.0.0.1:37774"')
+    doc["results"][0]["notes"] = [note, " "]
+    cert = build_certificate(doc)
+    assert cert["verdict"] == "CERTIFIED"
+    assert [r["notes"] for r in cert["requirements"]] == [[note], []]
+    md = render_markdown(cert)
+    assert "## Notes (1): informational, not part of the verdict" in md
+    assert md.rstrip().splitlines()[-1] == f"| CLS-DESC-04 | {note} |"
+    schema = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "certificate.schema.json").read_text())
+    rows = jsonschema.validators.validator_for(schema)(schema).evolve(schema=schema["properties"]["requirements"])
+    rows.validate(cert["requirements"])

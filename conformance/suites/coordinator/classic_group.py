@@ -31,7 +31,8 @@ async def states_of_a_new_group(ctx: CoordinatorContext) -> None:
         # No initial delay: m1's JoinGroup completes the first join phase at once, so the
         # group is seen in PreparingRebalance while a second member's join waits for m1.
         ctx.note("initial delay 0: PreparingRebalance observed while m2's JoinGroup waits for m1")
-        ctx.check(p1.done(), "m1's first JoinGroup with no initial delay", "answered at once", "parked")
+        ctx.check(await ctx.until_answered([p1], ctx.rebalance_ms), "m1's first JoinGroup with no initial delay",
+                  "answered", f"still parked after {ctx.rebalance_ms} ms")
         m1.take_join(await p1.response())
         m2 = await ctx.member("m2")
         p2 = await ctx.first_join(m2)
