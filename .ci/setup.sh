@@ -67,6 +67,21 @@ if [ ! -x .venv/bin/actionlint ]; then
   GOBIN="$PWD/.venv/bin" "$GO" install github.com/rhysd/actionlint/cmd/actionlint@v1.7.12
 fi
 
+# franz-go's kfake, a Kafka-compatible broker written by others, is a bundled calibration
+# target (fixtures/targets/kfake.toml): fakebroker/thirdparty/kfake built with the Go module
+# proxy into the venv's bin as kfake-broker, again only when its go.sum (the pinned modules)
+# or main.go changed.
+kfake_src=fakebroker/thirdparty/kfake
+kfake_stamp=.venv/.kfake-$(cat "$kfake_src/go.sum" "$kfake_src/go.mod" "$kfake_src/main.go" | sha1sum | cut -c1-12)
+if [ ! -x .venv/bin/kfake-broker ] || [ ! -f "$kfake_stamp" ]; then
+  GO=$(command -v go || echo /usr/local/go/bin/go)
+  [ -x "$GO" ] || { log "need Go 1.26+ (https://go.dev/dl/) to build kfake"; exit 1; }
+  log "building kfake-broker ($kfake_src, Go module proxy)"
+  (cd "$kfake_src" && "$GO" build -trimpath -o "$OLDPWD/.venv/bin/kfake-broker" .)
+  rm -f .venv/.kfake-*
+  touch "$kfake_stamp"
+fi
+
 # Allure's report generator (allure-commandline, npm; runs on the JDK above) renders the
 # certificate's HTML report as one self-contained file.
 if [ ! -x .venv/node/node_modules/.bin/allure ]; then

@@ -91,9 +91,16 @@ class Requirement:
     untestable: str | None = None
     errata: tuple[int, ...] = ()
     transcripts: tuple[str, ...] = ()  # golden transcripts replayed as cases (conformance.golden)
+    # The API versions the statement applies to: (api, lowest, highest or None: open).
+    versions: tuple[tuple[str, int, int | None], ...] = ()
 
     def __repr__(self) -> str:  # short: pytest and Allure show it as the parameter's value
         return self.id
+
+    @property
+    def version_needs(self) -> dict[str, tuple[int, int | None]]:
+        """API -> the version range the statement applies to (fakebroker.negotiation.Need)."""
+        return {api: (lo, hi) for api, lo, hi in self.versions}
 
     @property
     def family(self) -> str:
@@ -189,6 +196,27 @@ def rule_untestable_has_no_needs_mismatch(entries: list[dict[str, Any]]) -> list
             for e in entries if "untestable" in e and len(e["untestable"].split()) < 5]
 
 
+def rule_versions_known(entries: list[dict[str, Any]]) -> list[str]:
+    """A version range names an API of the codec, lowest first, and shares a version with
+    the codec's (a statement's range may reach versions the codec no longer speaks)."""
+    from fakebroker.protocol import default_registry
+    reg = default_registry()
+    out = []
+    for e in entries:
+        for api, (lo, hi) in (e.get("versions") or {}).items():
+            key = f"{api}Request"
+            if key not in reg:
+                out.append(f"{e['id']}: versions names {api!r}, not an API (rule versions-known)")
+                continue
+            mt = reg[key]
+            top = mt.highest if hi is None else hi
+            if not (lo <= top and lo <= mt.highest and top >= mt.lowest):
+                out.append(f"{e['id']}: versions {api} [{lo}, {hi}] is not a range, lowest first, "
+                           f"that shares a version with {api} {mt.lowest}-{mt.highest} "
+                           "(rule versions-known)")
+    return out
+
+
 def rule_renames_resolve(entries: list[dict[str, Any]], renames: dict[str, str]) -> list[str]:
     """A retired id names a current requirement and is not itself reused."""
     ids = {e["id"] for e in entries}
@@ -206,7 +234,7 @@ def validate_catalogue_data(data: Any, schema: dict[str, Any],
     entries = data["requirements"]
     docs = load_documents() if documents is None else documents
     return (rule_unique_ids(entries) + rule_source_known(entries, docs) + rule_must_cites_spec(entries, docs)
-            + rule_untestable_has_no_needs_mismatch(entries))
+            + rule_untestable_has_no_needs_mismatch(entries) + rule_versions_known(entries))
 
 
 # ---------------------------------------------------------------- loading
@@ -230,7 +258,8 @@ def _from_entry(e: dict[str, Any], documents: dict[str, Document]) -> Requiremen
         id=e["id"], level=e["level"], feature=e["feature"], binds=tuple(e["binds"]),
         protocols=tuple(e["protocols"]), source=Source(documents[e["source"]["doc"]], e["source"]["section"]),
         statement=e["statement"], needs=tuple(e.get("needs", ())), untestable=e.get("untestable"),
-        errata=tuple(e.get("errata", ())), transcripts=tuple(e.get("transcripts", ())))
+        errata=tuple(e.get("errata", ())), transcripts=tuple(e.get("transcripts", ())),
+        versions=tuple((api, lo, hi) for api, (lo, hi) in (e.get("versions") or {}).items()))
 
 
 def load_catalogue(path: Path | str | None = None) -> Catalogue:

@@ -59,6 +59,7 @@ def build_certificate(run: dict[str, Any], catalogue: Catalogue | None = None) -
                      "feature": req.feature, "protocols": list(req.protocols),
                      "source": req.source.short, "source_url": req.source.link, "statement": req.statement,
                      "transcripts": list(req.transcripts), "cases": _cases(res, req.transcripts),
+                     "notes": [n for n in res.get("notes") or [] if n.strip()],
                      "duration_s": res.get("duration_s", 0.0)})
     counts = {level: _counts([r for r in rows if r["level"] == level]) for level in LEVELS}
     replays = [c for r in rows for c in r["cases"] if c["case"] in r["transcripts"]]
@@ -84,6 +85,7 @@ def build_certificate(run: dict[str, Any], catalogue: Catalogue | None = None) -
                     "replayed": len(replays) - golden_counts["NOT-APPLICABLE"], "counts": golden_counts},
         "per_protocol": _per_protocol(rows, target),
         "provenance": run.get("provenance", {}), "versions": run.get("versions", {}),
+        **({"api_versions": run["api_versions"]} if run.get("api_versions") else {}),
         "allure_report": run.get("allure_report"),
         "requirements": rows,
     }
@@ -149,6 +151,10 @@ def render_markdown(cert: dict[str, Any]) -> str:
     for k, v in sorted(cert["versions"].items()):
         if k not in ("executable", "ci"):
             out.append(f"| {k} | {v} |")
+    if cert.get("api_versions"):
+        out.append("| API versions negotiated | " + ", ".join(
+            f"{api} {r[0]}-{r[1]}" if r else f"{api} none"
+            for api, r in cert["api_versions"].items()) + " |")
     out += ["", "## Counts", "", "Requirements of the catalogue (one row per case: a requirement run "
             "at several Connect sub-protocols counts once per protocol):", "",
             "| level | " + " | ".join(OUTCOMES) + " |", "| --- |" + " --- |" * len(OUTCOMES)]
@@ -176,7 +182,17 @@ def render_markdown(cert: dict[str, Any]) -> str:
         detail = r["message"].splitlines()[0] if r["message"] else ""
         out.append(f"| {r['id']} | {r['level']} | {r['outcome']} | {_cell(r['statement'])} | {_cell(detail)} "
                    f"| {_cell(cases_text(r['cases']))} |")
-    return "\n".join(out) + "\n"
+    return "\n".join(out + _notes_section(cert)) + "\n"
+
+
+def _notes_section(cert: dict[str, Any]) -> list[str]:
+    """What the cases noted without failing: a golden's unpinned fields that differ from the
+    recording, a case's remark on how it ran. Informational, never part of the verdict."""
+    noted = [(r["id"], n.splitlines()[0]) for r in cert["requirements"] for n in r.get("notes") or []]
+    if not noted:
+        return []
+    return ["", f"## Notes ({len(noted)}): informational, not part of the verdict", "",
+            "| case | note |", "| --- | --- |"] + [f"| {i} | {_cell(n)} |" for i, n in noted]
 
 
 def _provenance_rows(prov: dict[str, Any]) -> list[str]:

@@ -23,7 +23,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from .target import PLACEHOLDERS, Target
+from .target import BROKER_PLACEHOLDERS, PLACEHOLDERS, Target
 
 # Programs that run the implementation rather than being it: their file is the artefact.
 INTERPRETER = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|java|node|deno|bun|ruby|perl|bash|sh|dash|zsh)$")
@@ -68,7 +68,7 @@ def _sample_words(template: str) -> list[str]:
     """The template's words with every placeholder filled in (optional parts kept):
     ``{python}`` as this interpreter, the rest with stand-ins that are not paths."""
     text = re.sub(r"\[([^\[\]]*)\]", r"\1", template)
-    values = {k: "0" for k in PLACEHOLDERS}
+    values = {k: "0" for k in PLACEHOLDERS | BROKER_PLACEHOLDERS}  # a worker's, or a coordinator's own broker
     values["python"] = shlex.quote(sys.executable)
     return shlex.split(text.format(**values))
 
@@ -114,8 +114,16 @@ def _program(program: str, base: Path) -> Path | None:
     if "/" in program:
         p = _resolve(program, base)
         return p.resolve() if p.is_file() and os.access(p, os.X_OK) else None
-    found = shutil.which(program)
+    found = find_program(program)
     return Path(found).resolve() if found else None
+
+
+def find_program(name: str) -> str | None:
+    """``name`` found in this Python environment's bin folder first (where .ci/setup.sh
+    builds programs such as kfake-broker), then on PATH: a venv's python run without the
+    venv activated still finds what it installed."""
+    return shutil.which(name, path=os.pathsep.join((str(Path(sys.executable).parent),
+                                                    os.environ.get("PATH", os.defpath))))
 
 
 def preflight(target: Target) -> None:

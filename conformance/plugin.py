@@ -62,6 +62,7 @@ STARTED_KEY = pytest.StashKey[float]()
 RUN_ID_KEY = pytest.StashKey[str]()
 CERTIFICATE_KEY = pytest.StashKey[dict[str, Any]]()
 USER_PROPERTY = "conformance"
+API_VERSIONS = "api_versions"  # results.json / certificate key: the negotiated version ranges
 
 
 class ConformanceFailure(AssertionError):
@@ -226,6 +227,10 @@ def run_requirement(request: pytest.FixtureRequest, requirement_run: Requirement
         result = run_case(requirement, session, requirement_run.protocol)
     record = result.record()
     record["strict"] = request.config.getoption("--conformance-strict")
+    ranges = getattr(session, "api_ranges", None)
+    if ranges is not None:  # carried to the controller; results.json keeps it once
+        from .harness.sessions import negotiated
+        record[API_VERSIONS] = negotiated(ranges)
     request.node.user_properties.append((USER_PROPERTY, json.dumps(record)))
     label_case(requirement, target, result)
     if result.outcome in (Outcome.FAIL, Outcome.NON_STRICT, Outcome.BROKEN):
@@ -300,6 +305,9 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if rec is None and report.failed and report.when == "setup":
         rec = _broken_record(report)
     if rec is not None:
+        if rec.get(API_VERSIONS):
+            _API_VERSIONS.update(rec[API_VERSIONS])
+        rec.pop(API_VERSIONS, None)
         _RESULTS_SEEN[report.nodeid] = rec
 
 
@@ -322,6 +330,9 @@ def _broken_record(report: pytest.TestReport) -> dict[str, Any] | None:
 
 
 _RESULTS_SEEN: dict[str, dict[str, Any]] = {}
+# A coordinator target's negotiated API versions (API -> [lowest, highest] or None), as the
+# test processes learnt them (harness.sessions.negotiated).
+_API_VERSIONS: dict[str, list[int] | None] = {}
 SHARED_KAFKA_KEY = pytest.StashKey[Any]()
 
 
@@ -382,6 +393,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "left_out": left_out(target, suite_of(config), {r["id"] for r in results},
                              narrowed_by=_narrowing(config)),
         "versions": environment_versions(),
+        **({API_VERSIONS: dict(sorted(_API_VERSIONS.items()))} if _API_VERSIONS else {}),
         "provenance": provenance(target, config.stash[STARTED_KEY], time.time(),
                                  waived=config.getoption("--conformance-no-artefact-digest")),
         "workers": getattr(config.option, "numprocesses", None) or 0,

@@ -31,6 +31,11 @@ PLACEHOLDERS = frozenset({
     "bootstrap", "group", "worker_id", "rest_port", "python", "connect_protocol",
     "session_timeout_ms", "rebalance_timeout_ms", "heartbeat_interval_ms",
     "scheduled_rebalance_delay_ms", "topic_prefix", "worker_host", "connect"})
+# What the harness gives a coordinator's command (harness.broker_process): a free loopback
+# port it then connects to, or a file the command writes its host:port to.
+BROKER_PLACEHOLDERS = frozenset({"port", "ready_file", "python"})
+# A coordinator's ready_line: the line the command prints once it serves, naming its address.
+READY_LINE_PLACEHOLDERS = frozenset({"bootstrap"})
 # What the harness gives a seed command (run_seed_command) and a host command (start_worker_host).
 SEED_PLACEHOLDERS = frozenset({"bootstrap", "topic_prefix", "connect_protocol", "python", "connect"})
 HOST_PLACEHOLDERS = frozenset({"python", "worker_host", "connect"})
@@ -64,6 +69,11 @@ class Timing:
     scheduled_rebalance_delay_ms: int = 300_000  # scheduled.rebalance.max.delay.ms
     wait_scale: float = 1.0
     startup_timeout_s: float = 30.0
+    # A broker's own rules, where they are not Kafka's: session_bounds = false for a
+    # coordinator that refuses no session timeout (no group.min/max.session.timeout.ms), and
+    # the generation a new group's first rebalance gives (Kafka: 1; some brokers count from 0).
+    session_bounds: bool = True
+    first_generation: int = 1
 
 
 @dataclass(frozen=True)
@@ -86,6 +96,7 @@ class Target:
     bootstrap: str | None
     command: str | None
     timing: Timing
+    ready_line: str | None = None  # a coordinator command's line naming its address ({bootstrap})
     upstream: str | None = None  # "real-kafka": the fake broker proxies to a real Kafka
     launch: str | None = None    # "real-kafka": the harness runs the coordinator (a real Kafka)
     overlap_stops: bool = False  # a finished case's workers may stop while the next case runs
@@ -101,6 +112,9 @@ class Target:
     error_codes: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_ERROR_CODES))
     group_log: GroupLog | None = None
     connect: str = ""  # {connect}: the Connect build its commands run (a version or a directory)
+    # A coordinator: API -> the highest version to certify it at, below what it advertises
+    # ([max_versions]; fakebroker.negotiation applies it).
+    max_versions: dict[str, int] = field(default_factory=dict)
 
     @property
     def virtual_clock(self) -> bool:
@@ -138,6 +152,11 @@ class Target:
             raise ValueError(f"{self.path}: the command always sets {', '.join(sorted(unset))}")
         return _fill(self.command, unset, {"connect": shlex.quote(self.connect), **values})
 
+    def render_broker_command(self, **values: Any) -> str:
+        """A coordinator's command with ``values`` (port, ready_file, python)."""
+        assert self.command is not None
+        return _fill(self.command, frozenset(), values, BROKER_PLACEHOLDERS)
+
     def render_seed_command(self, **values: Any) -> str:
         """The seed command with ``values`` (its optional parts kept)."""
         assert self.seed_command is not None
@@ -149,9 +168,10 @@ class Target:
         return _fill(self.host_command, frozenset(), {"connect": shlex.quote(self.connect), **values})
 
 
-def _fill(template: str, unset: frozenset[str], values: dict[str, Any]) -> str:
+def _fill(template: str, unset: frozenset[str], values: dict[str, Any],
+          known: frozenset[str] = PLACEHOLDERS) -> str:
     text = OPTIONAL_PART.sub(lambda m: "" if _placeholders(m.group(1)) & unset else m.group(1), template)
-    return text.format(**{k: values.get(k, "") for k in PLACEHOLDERS})
+    return text.format(**{k: values.get(k, "") for k in known})
 
 
 def _placeholders(template: str) -> set[str]:
@@ -179,13 +199,47 @@ def rule_start_one_way(data: dict[str, Any]) -> list[str]:
 
 
 def rule_kind_start_match(data: dict[str, Any]) -> list[str]:
-    """A coordinator is builtin or at a bootstrap address; a worker is started by a command."""
+    """A worker is started by a command; a coordinator's command starts a broker, which needs
+    none of a worker's start keys."""
     start = data["start"]
     if data["kind"] == "worker" and "command" not in start:
         return ["start.command: a worker target needs a command template (rule kind-start-match)"]
-    if data["kind"] == "coordinator" and "command" in start:
-        return ["start.command: a coordinator target is builtin or given by bootstrap "
+    if data["kind"] == "worker" and "ready_line" in start:
+        return ["start.ready_line: only a coordinator's command announces its address "
                 "(rule kind-start-match)"]
+    if data["kind"] == "coordinator":
+        return [f"start.{k}: starts workers; a coordinator target has none (rule kind-start-match)"
+                for k in ("upstream", "seed_command", "host_command", "overlap_stops") if k in start]
+    return []
+
+
+def rule_broker_address_known(data: dict[str, Any]) -> list[str]:
+    """A coordinator's command tells the harness where it listens in exactly one way: it
+    listens on the {port} given, writes host:port to the {ready_file} given, or prints its
+    ready_line."""
+    start = data["start"]
+    if data["kind"] != "coordinator" or "command" not in start:
+        if "ready_line" in start and "command" not in start:
+            return ["start.ready_line: needs start.command (rule broker-address-known)"]
+        return []
+    try:
+        names = _placeholders(start["command"])
+    except ValueError:
+        return []  # placeholders-known says why
+    ways = [w for w, given in (("{port}", "port" in names), ("{ready_file}", "ready_file" in names),
+                              ("ready_line", "ready_line" in start)) if given]
+    if len(ways) != 1:
+        return [f"start.command: a coordinator's command gives its address in exactly one way, "
+                f"{{port}} or {{ready_file}} in the command or a ready_line; got {', '.join(ways) or 'none'} "
+                f"(rule broker-address-known)"]
+    if "ready_line" in start:
+        try:
+            line_names = _placeholders(start["ready_line"])
+        except ValueError as e:
+            return [f"start.ready_line: not a valid template: {e} (rule broker-address-known)"]
+        if line_names != {"bootstrap"}:
+            return ["start.ready_line: must contain {bootstrap} (where the broker listens) and no other "
+                    "placeholder (rule broker-address-known)"]
     return []
 
 
@@ -266,7 +320,8 @@ def rule_connect_build(data: dict[str, Any]) -> list[str]:
 def rule_placeholders_known(data: dict[str, Any]) -> list[str]:
     """Every {placeholder} of a command template is one the harness fills in for it."""
     out: list[str] = []
-    for key, known in (("command", PLACEHOLDERS), ("seed_command", SEED_PLACEHOLDERS),
+    command_known = BROKER_PLACEHOLDERS if data["kind"] == "coordinator" else PLACEHOLDERS
+    for key, known in (("command", command_known), ("seed_command", SEED_PLACEHOLDERS),
                        ("host_command", HOST_PLACEHOLDERS)):
         command = data["start"].get(key)
         if command is None:
@@ -308,6 +363,10 @@ def rule_virtual_clock_builtin_only(data: dict[str, Any]) -> list[str]:
 
 def rule_session_bounds_ordered(data: dict[str, Any]) -> list[str]:
     t = data.get("timing", {})
+    if t.get("session_bounds") is False:
+        given = [k for k in ("min_session_timeout_ms", "max_session_timeout_ms") if k in t]
+        return [f"timing.{k}: the target declares session_bounds = false (no bounds) "
+                f"(rule session-bounds-ordered)" for k in given]
     lo = t.get("min_session_timeout_ms", Timing.min_session_timeout_ms)
     hi = t.get("max_session_timeout_ms", Timing.max_session_timeout_ms)
     if lo > hi:
@@ -343,17 +402,31 @@ def rule_group_log_declared(data: dict[str, Any]) -> list[str]:
     return []
 
 
+def rule_max_versions_known(data: dict[str, Any]) -> list[str]:
+    """[max_versions] caps a coordinator's APIs, by the names the suite sends them by."""
+    caps = data.get("max_versions")
+    if not caps:
+        return []
+    if data["kind"] != "coordinator":
+        return ["max_versions: only a coordinator target caps the versions the suite sends "
+                "(rule max-versions-known)"]
+    from fakebroker.protocol import default_registry
+    reg = default_registry()
+    return [f"max_versions.{api}: no API of that name (e.g. JoinGroup) (rule max-versions-known)"
+            for api in caps if f"{api}Request" not in reg]
+
+
 def validate_target_data(data: Any, schema: dict[str, Any]) -> list[str]:
     problems = rule_schema(data, schema)
     if problems:
         return problems
     out: list[str] = []
-    for rule in (rule_start_one_way, rule_kind_start_match, rule_upstream_needs_command,
+    for rule in (rule_start_one_way, rule_kind_start_match, rule_broker_address_known, rule_upstream_needs_command,
                  rule_overlap_stops_needs_command, rule_seed_command_needs_upstream,
                  rule_host_command_with_its_workers, rule_launch_version, rule_connect_build, rule_placeholders_known,
                  rule_optional_parts,
                  rule_virtual_clock_builtin_only, rule_session_bounds_ordered,
-                 rule_mutant_builtin_only, rule_group_log_declared):
+                 rule_mutant_builtin_only, rule_group_log_declared, rule_max_versions_known):
         out += rule(data)
     return out
 
@@ -391,7 +464,7 @@ def parse_target(data: dict[str, Any], path: str) -> Target:
         path=path, name=data["name"], kind=data["kind"],
         protocols=frozenset(data["protocols"]), capabilities=frozenset(data.get("capabilities", [])),
         builtin=start.get("builtin"), bootstrap=start.get("bootstrap"), command=start.get("command"),
-        timing=timing, upstream=start.get("upstream"), launch=start.get("launch"),
+        timing=timing, ready_line=start.get("ready_line"), upstream=start.get("upstream"), launch=start.get("launch"),
         overlap_stops=start.get("overlap_stops", False), seed_command=start.get("seed_command"),
         host_command=start.get("host_command"),
         description=data.get("description", ""),
@@ -403,7 +476,8 @@ def parse_target(data: dict[str, Any], path: str) -> Target:
         api_keys={**DEFAULT_API_KEYS, **data.get("api_keys", {})},
         error_codes={**DEFAULT_ERROR_CODES, **data.get("error_codes", {})},
         group_log=GroupLog(**data["group_log"]) if "group_log" in data else None,
-        connect=connect)
+        connect=connect,
+        max_versions=dict(data.get("max_versions", {})))
 
 
 def load_target(path: str | Path) -> Target:

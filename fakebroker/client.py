@@ -1,8 +1,9 @@
 """A minimal Kafka wire client on the project's codec: the suite's scripted workers, replay
 and benchmarks all talk to coordinators through it.
 
-It sends exactly what it is given (no retries, no version negotiation unless asked) and
-every wait is bounded, so a misbehaving or silent coordinator is reported, never hangs.
+It sends exactly what it is given (no retries; version negotiation is
+``fakebroker.negotiation``'s, on request) and every wait is bounded, so a misbehaving or
+silent coordinator is reported, never hangs.
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ class KafkaConnection:
         self._waiting: dict[int, tuple[asyncio.Future[Exchange], Struct, bytes, int]] = {}
         self._pump: asyncio.Task[None] | None = None
         self._closed_reason: str | None = None
+        self.peer_closed = False  # the peer closed the connection (not a timeout, not us)
 
     @classmethod
     async def open(cls, bootstrap: str, **kwargs: Any) -> KafkaConnection:
@@ -84,6 +86,7 @@ class KafkaConnection:
                 fut, body, sent, version = waiter
                 self._answer(fut, body, sent, version, cid, head + frame)
         except (asyncio.IncompleteReadError, ConnectionError) as e:
+            self.peer_closed = True
             self._fail(f"connection closed by {self.host}:{self.port}"
                        f"{'' if isinstance(e, asyncio.IncompleteReadError) else f': {e}'}")
         except ClientError as e:

@@ -55,6 +55,17 @@ def applicability(req: Requirement, target: Target, suite_case: Case | None) -> 
     return None
 
 
+def version_applicability(req: Requirement, session: Session) -> tuple[Outcome, str] | None:
+    """NOT-APPLICABLE when the target supports no version of an API within the
+    requirement's ``versions`` (as it advertised them to the session)."""
+    ranges = getattr(session, "api_ranges", None)
+    if ranges is None or not req.versions:
+        return None
+    from fakebroker.negotiation import gap
+    why = gap(ranges, req.version_needs, req.id)
+    return None if why is None else (Outcome.NOT_APPLICABLE, why)
+
+
 def at_protocol(session: Session, protocol: str | None) -> Session:
     """The session whose target runs its workers at ``protocol`` (a per-protocol run):
     the context's ``target.connect_protocol`` is then the protocol under test, so every
@@ -71,9 +82,12 @@ def run_case(req: Requirement, session: Session, protocol: str | None = None) ->
     target = session.target
     c = load_cases().get(req.id)
     result = CaseResult(req.id, req.level, Outcome.PASS, protocol=protocol)
-    skip = applicability(req, target, c)
+    revive = getattr(session, "revive", None)  # a target's own broker that died since the last case
+    restarted = revive() if revive is not None and applicability(req, target, c) is None else None
+    skip = applicability(req, target, c) or version_applicability(req, session)
     if skip is not None:
         result.outcome, result.message = skip
+        result.notes = [restarted] if restarted else []
         return result
     recording = Recorder(origin="record")
     started = time.monotonic()
@@ -84,7 +98,7 @@ def run_case(req: Requirement, session: Session, protocol: str | None = None) ->
             result.cases.append({"case": LIVE, "outcome": Outcome.PASS.value, "detail": ""})
         if req.transcripts:  # its golden transcripts, after the live case passed
             running = list(req.transcripts)
-            _replay(req, session, result.cases, live=c is not None)
+            _replay(req, session, result, recording, live=c is not None)
     except Violation as v:
         result.expected, result.actual = v.expected, v.actual
         if req.level == "MUST":
@@ -103,6 +117,8 @@ def run_case(req: Requirement, session: Session, protocol: str | None = None) ->
     except Exception as e:  # noqa: BLE001 - a harness fault is BROKEN, never a pass
         result.outcome = Outcome.BROKEN
         result.message = f"harness error: {type(e).__name__}: {e}\n{traceback.format_exc(limit=8)}"
+    if restarted:
+        result.notes.insert(0, restarted)
     listed = {x["case"] for x in result.cases}
     if result.outcome is not Outcome.PASS:  # the cases that ended without a verdict of their own
         detail = result.message.splitlines()[0] if result.message else ""
@@ -113,13 +129,17 @@ def run_case(req: Requirement, session: Session, protocol: str | None = None) ->
     return result
 
 
-def _replay(req: Requirement, session: Session, cases: list[dict[str, str]], *, live: bool) -> None:
-    """Replay the requirement's golden transcripts, listing each in ``cases``; beside a
-    passed live case, transcripts that cannot be replayed on this target are listed
-    NOT-APPLICABLE and leave the requirement's PASS alone."""
+def _replay(req: Requirement, session: Session, result: CaseResult, recording: Recorder, *,
+            live: bool) -> None:
+    """Replay the requirement's golden transcripts, listing each in the result's cases (its
+    notes and the target's answers in its notes and transcript); beside a passed live
+    case, transcripts that cannot be replayed on this target are listed NOT-APPLICABLE and
+    leave the requirement's PASS alone."""
     from ..golden import replay_transcripts
+    cases = result.cases
     try:
-        replay_transcripts(req, session.target, getattr(session, "bootstrap", None), cases)
+        replay_transcripts(req, session.target, getattr(session, "bootstrap", None), cases,
+                           notes=result.notes, recording=recording)
     except NotApplicable as e:
         if not live:
             raise

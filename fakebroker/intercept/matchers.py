@@ -18,6 +18,16 @@ Paths use the spec's field names: ``MemberId``, ``Members[0].MemberId``, ``Membe
     {"contains": true, "each": {"GroupState": {"pattern": "^Stable$"}}}
                                         ... and every element, expected or not, has fields
                                         matching these (sub-path -> matcher or literal)
+    {"ref": "generation.g1", "plus": 1} the bound number plus 1 (a generation after the one
+                                        captured; sent as such in a request)
+    {"unpinned": true}                  no requirement pins this field (nor anything under
+                                        it): it is compared, but a difference is a note
+                                        ("differs from the recording"), never a failure;
+                                        combines with the other keys
+
+Every field of an expected message is pinned unless its matcher (or one of a containing
+field) says ``unpinned``: ``compare_all`` returns the differences of pinned fields apart from
+the notes on unpinned ones, every one of them, not only the first.
 
 The same matchers drive both directions: ``compare`` checks a message received against the
 expected one (binding captures), ``play`` turns an expected message into the one to send
@@ -38,18 +48,19 @@ Bindings = dict[str, Any]
 
 _SEGMENT = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)((?:\[(?:\*|[0-9]+)\])*)")
 _INDEX = re.compile(r"\[(\*|[0-9]+)\]")
-_SCALAR_KEYS = ("capture", "ref", "format", "pattern", "min", "max")
-MATCHER_KEYS = frozenset(("any", "unordered", "contains", "each") + _SCALAR_KEYS)
+_SCALAR_KEYS = ("capture", "ref", "plus", "format", "pattern", "min", "max")
+MATCHER_KEYS = frozenset(("any", "unordered", "contains", "each", "unpinned") + _SCALAR_KEYS)
 
 
 @dataclass(frozen=True)
 class Divergence:
-    """The first place a message differs from its expectation."""
+    """A place where a message differs from its expectation."""
 
     path: str  # field path in the body; "" is the whole body
     expected: Any
     actual: Any
     reason: str
+    pinned: bool = True  # False: a field no requirement pins (a note, not a failure)
 
     def __str__(self) -> str:
         return (f"{self.path or '<body>'}: {self.reason}: expected {render_field(self.path, self.expected)}, "
@@ -144,7 +155,7 @@ def matcher_problems(m: Any) -> list[str]:
     if not isinstance(m, dict) or not m:
         return ["a matcher is a non-empty object"]
     out = [f"unknown matcher key {k!r}" for k in m if k not in MATCHER_KEYS]
-    if "any" in m and len(m) > 1:
+    if "any" in m and len(set(m) - {"unpinned"}) > 1:
         out.append("'any' takes no other keys")
     if "unordered" in m and "contains" in m:
         out.append("'unordered' and 'contains' exclude each other")
@@ -165,6 +176,10 @@ def matcher_problems(m: Any) -> list[str]:
                     out += [f"each {sub}: {p}" for p in matcher_problems(inner)]
     if "ref" in m and "capture" in m:
         out.append("'ref' and 'capture' exclude each other")
+    if "plus" in m and ("ref" not in m or isinstance(m["plus"], bool) or not isinstance(m["plus"], int)):
+        out.append("'plus' is an integer added to a 'ref'")
+    if "unpinned" in m and m["unpinned"] is not True:
+        out.append("'unpinned' is true or absent")
     if "pattern" in m:
         try:
             re.compile(m["pattern"])
@@ -219,8 +234,8 @@ def check_value(m: dict[str, Any], actual: Any, bindings: Bindings) -> str | Non
         name = m["ref"]
         if name not in bindings:
             return f"{name!r} was never captured"
-        if not _same(bindings[name], actual):
-            return f"not the value captured as {name!r}"
+        if not _same(bound(m, bindings), actual):
+            return f"not the value captured as {name!r}" + (f" {m['plus']:+d}" if m.get("plus") else "")
     if "format" in m:
         try:
             want = fill(m["format"], bindings)
@@ -246,94 +261,143 @@ def check_value(m: dict[str, Any], actual: Any, bindings: Bindings) -> str | Non
     return None
 
 
+def bound(m: dict[str, Any], bindings: Bindings) -> Any:
+    """The value a ``ref`` matcher stands for: the bound one, plus ``plus`` if given."""
+    value = bindings[m["ref"]]
+    return value + m["plus"] if m.get("plus") else value
+
+
 def describe(m: dict[str, Any], bindings: Bindings) -> Pattern:
     """An expectation that is a matcher, as a report shows it."""
     if "ref" in m and m["ref"] in bindings:
-        return Pattern(f"{render(bindings[m['ref']])} (captured as {m['ref']})")
+        plus = f" {m['plus']:+d}" if m.get("plus") else ""
+        return Pattern(f"{render(bound(m, bindings))} (captured as {m['ref']}{plus})")
     if "capture" in m and m["capture"] in bindings:
         return Pattern(f"{render(bindings[m['capture']])} (captured as {m['capture']})")
-    parts = [f"{k}={render(v)}" for k, v in m.items()]
+    parts = [f"{k}={render(v)}" for k, v in m.items() if k != "unpinned"]
     return Pattern("<" + ", ".join(parts) + ">")
 
 
 def compare(expected: Any, actual: Any, match: Match | None, bindings: Bindings,
             path: str = "") -> Divergence | None:
-    """The first divergence of ``actual`` from ``expected`` (None: it conforms). Captures
-    are bound into ``bindings`` as they are met."""
-    match = match or {}
+    """The first difference of a pinned field (None: ``actual`` conforms). Captures are
+    bound into ``bindings`` as they are met."""
+    return next(iter(compare_all(expected, actual, match, bindings, path)[0]), None)
+
+
+def compare_all(expected: Any, actual: Any, match: Match | None, bindings: Bindings,
+                path: str = "") -> tuple[list[Divergence], list[Divergence]]:
+    """Every difference of ``actual`` from ``expected``: (those of pinned fields, the notes
+    on unpinned ones). Captures are bound into ``bindings`` as they are met."""
+    out: list[Divergence] = []
+    _walk(expected, actual, match or {}, bindings, path, True, out)
+    return [d for d in out if d.pinned], [d for d in out if not d.pinned]
+
+
+def _walk(expected: Any, actual: Any, match: Match, bindings: Bindings, path: str,
+          pinned: bool, out: list[Divergence]) -> None:
     m = lookup(match, path) if path else match.get("")
+    if m is not None and m.get("unpinned"):
+        pinned = False
+
+    def differ(where: str, want: Any, got: Any, reason: str) -> None:
+        out.append(Divergence(where, want, got, reason, pinned))
+
     if m is not None and "any" in m:
-        return None
+        return
     if m is not None and any(k in m for k in _SCALAR_KEYS):
         reason = check_value(m, actual, bindings)
-        return None if reason is None else Divergence(path, describe(m, bindings), actual, reason)
+        if reason is not None:
+            differ(path, describe(m, bindings), actual, reason)
+        return
     if isinstance(expected, dict):
         if not isinstance(actual, dict):
-            return Divergence(path, expected, actual, "not an object")
+            return differ(path, expected, actual, "not an object")
         for k, v in expected.items():
             sub = f"{path}.{k}" if path else k
             if k not in actual:
-                return Divergence(sub, v, _MISSING, "field missing")
-            d = compare(v, actual[k], match, bindings, sub)
-            if d is not None:
-                return d
+                sm = lookup(match, sub)
+                out.append(Divergence(sub, v, _MISSING, "field missing",
+                                      pinned and not (sm is not None and sm.get("unpinned"))))
+            else:
+                _walk(v, actual[k], match, bindings, sub, pinned, out)
         for k in actual:
             if k not in expected:
-                return Divergence(f"{path}.{k}" if path else k, _MISSING, actual[k], "unexpected field")
-        return None
+                differ(f"{path}.{k}" if path else k, _MISSING, actual[k], "unexpected field")
+        return
     if isinstance(expected, list):
         if not isinstance(actual, list):
-            return Divergence(path, expected, actual, "not an array")
+            return differ(path, expected, actual, "not an array")
         if m is not None and ("unordered" in m or "contains" in m):
-            return _compare_unordered(expected, actual, match, bindings, path, "contains" in m) \
-                or _compare_each(m.get("each") or {}, actual, bindings, path)
+            _walk_unordered(expected, actual, match, bindings, path, "contains" in m, pinned, out)
+            _walk_each(m.get("each") or {}, actual, bindings, path, pinned, out)
+            return
         for i, (e, a) in enumerate(zip(expected, actual)):
-            d = compare(e, a, match, bindings, f"{path}[{i}]")
-            if d is not None:
-                return d
+            _walk(e, a, match, bindings, f"{path}[{i}]", pinned, out)
         if len(expected) != len(actual):
-            return Divergence(path, f"{len(expected)} element(s)", f"{len(actual)} element(s)",
-                              "array length differs")
-        return None
+            differ(path, f"{len(expected)} element(s)", f"{len(actual)} element(s)", "array length differs")
+        return
     if not _same(expected, actual):
-        return Divergence(path, expected, actual, "values differ")
-    return None
+        differ(path, expected, actual, "values differ")
 
 
-def _compare_unordered(expected: list[Any], actual: list[Any], match: Match, bindings: Bindings,
-                       path: str, extra_ok: bool) -> Divergence | None:
+_NO_MATCH = "no element matches (order ignored)"
+
+
+def _walk_unordered(expected: list[Any], actual: list[Any], match: Match, bindings: Bindings,
+                    path: str, extra_ok: bool, pinned: bool, out: list[Divergence]) -> None:
+    """Each expected element is matched to an actual one with no pinned difference (its
+    notes kept); one that matches none is reported against the closest actual element, field
+    by field."""
     if len(actual) < len(expected) or (not extra_ok and len(actual) != len(expected)):
-        return Divergence(path, f"{len(expected)} element(s)", f"{len(actual)} element(s)",
-                          "array length differs")
+        out.append(Divergence(path, f"{len(expected)} element(s)", f"{len(actual)} element(s)",
+                              "array length differs", pinned))
     free = list(range(len(actual)))
+    unmatched: list[int] = []
     for i, e in enumerate(expected):
         for j in free:
-            trial = dict(bindings)
+            trial, found = dict(bindings), []
             # The expected element's matchers apply, wherever its match sits in actual.
-            if compare(e, actual[j], match, trial, f"{path}[{i}]") is None:
+            _walk(e, actual[j], match, trial, f"{path}[{i}]", pinned, found)
+            if not any(d.pinned for d in found):
                 bindings.update(trial)
+                out.extend(found)
                 free.remove(j)
                 break
         else:
-            return Divergence(f"{path}[{i}]", e, actual, "no element matches (order ignored)")
-    return None
+            unmatched.append(i)
+    for i in unmatched:
+        tries = []
+        for j in free:
+            found: list[Divergence] = []
+            _walk(expected[i], actual[j], match, dict(bindings), f"{path}[{i}]", pinned, found)
+            tries.append((sum(d.pinned for d in found), j, found))
+        if not tries:
+            out.append(Divergence(f"{path}[{i}]", expected[i], _MISSING,
+                                  f"{_NO_MATCH}: no actual element left", pinned))
+            continue
+        _, j, found = min(tries, key=lambda t: t[0])
+        # Nested unordered arrays: the innermost closest element names the place.
+        out.extend(d if d.reason.startswith(_NO_MATCH) else Divergence(
+            d.path, d.expected, d.actual, f"{_NO_MATCH}; the closest, {path}[{j}], differs here: "
+            f"{d.reason}", d.pinned) for d in found)
 
 
-def _compare_each(each: dict[str, Any], actual: list[Any], bindings: Bindings,
-                  path: str) -> Divergence | None:
+def _walk_each(each: dict[str, Any], actual: list[Any], bindings: Bindings, path: str,
+               pinned: bool, out: list[Divergence]) -> None:
     for j, element in enumerate(actual):
         for sub, want in each.items():
             values = values_at(element, sub)
             where = f"{path}[{j}].{sub}"
             if not values:
-                return Divergence(where, want, _MISSING, "field missing")
+                out.append(Divergence(where, want, _MISSING, "field missing", pinned))
+                continue
             for v in values:
                 reason = check_value(want, v, bindings) if isinstance(want, dict) else (
                     None if _same(want, v) else "values differ")
                 if reason is not None:
                     shown = describe(want, bindings) if isinstance(want, dict) else want
-                    return Divergence(where, shown, v, reason)
-    return None
+                    out.append(Divergence(where, shown, v, reason, pinned))
 
 
 # ---------------------------------------------------------------------------- play
@@ -348,7 +412,7 @@ def play(expected: Any, match: Match | None, bindings: Bindings, path: str = "")
             name = m["ref"]
             if name not in bindings:
                 raise Unbound(name)
-            return bindings[name]
+            return bound(m, bindings)
         if "format" in m:
             return fill(m["format"], bindings)
         if "capture" in m:

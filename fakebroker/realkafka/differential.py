@@ -42,7 +42,7 @@ import yaml
 
 from ..client import ClientError
 from ..protocol import Registry, Struct, default_registry
-from ..testing.client import ClientDefaults, Pending, ScriptedClient
+from ..testing.client import HIGHEST, ClientDefaults, Pending, ScriptedClient
 from ..testing.session import ScriptedSession
 
 Scenario = Callable[["Script"], Awaitable[None]]
@@ -86,7 +86,8 @@ class Trace:
 class Script(ScriptedSession):
     """One run of a scenario against one broker: every request is a step of its trace."""
 
-    defaults = ClientDefaults(protocols=(("sessioned", b"\x00\x02meta"),), describe_version=5)
+    defaults = ClientDefaults(protocols=(("sessioned", b"\x00\x02meta"),),
+                              highest={**HIGHEST, "DescribeGroups": 5})
 
     def __init__(self, bootstrap: str, side: str, token: str, registry: Registry,
                  timeout_s: float = 15.0) -> None:

@@ -7,11 +7,14 @@ and used in later requests); every wait is bounded. Time follows the transcript:
 ``RealPacer`` the replay waits as long as the recording did between events (each step
 capped), on a ``VirtualPacer`` it advances an in-process broker's virtual clock instead.
 
-The result is a ``Report``: PASS, FAIL with every divergence (the step, the message, the
-field, expected and actual), SKIP (virtual-only, or a wait above the cap) or BROKEN (the
-coordinator could not be reached). A response that differs still arrived, so the replay
-goes on and reports each later difference too; it stops where going on would only echo
-the first problem (no response, a closed connection, a value it never captured).
+The result is a ``Report``: PASS, FAIL with every divergence (the step, the message, and
+each differing field with expected and actual), SKIP (virtual-only, or a wait above the
+cap) or BROKEN (the coordinator could not be reached). Only pinned fields fail a step: a
+field whose matcher says ``unpinned`` (no requirement pins it) that differs is a note
+("differs from the recording"), listed apart. A response that differs still arrived, so
+the replay goes on and reports each later difference too; it stops where going on would
+only echo the first problem (no response, a closed connection, a value it never captured).
+What was sent and answered is kept as transcript events (``Report.exchanged``).
 """
 
 from __future__ import annotations
@@ -19,14 +22,15 @@ from __future__ import annotations
 import asyncio
 import secrets
 import struct
+import time
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from ..protocol import DecodeError, Registry
 from ..protocol.framing import decode_response
-from ..intercept.matchers import (Bindings, Divergence, Unbound, check_value, compare, get_path, play,
-                       render, render_field)
+from ..intercept.matchers import (Bindings, Divergence, Unbound, check_value, compare_all, get_path,
+                                  play, render_field)
 from .transcript import Event, Transcript
 
 DEFAULT_TIMEOUT_S = 10.0
@@ -188,7 +192,12 @@ class Failure:
     step: int  # 1-based, over the transcript's events
     event: Event
     message: str
-    divergence: Divergence | None = None
+    divergences: list[Divergence] = field(default_factory=list)  # every differing field
+
+    @property
+    def divergence(self) -> Divergence | None:
+        """The step's first differing field (None: no answer to compare)."""
+        return self.divergences[0] if self.divergences else None
 
 
 @dataclass
@@ -201,6 +210,8 @@ class Report:
     broken: str | None = None
     bindings: Bindings = field(default_factory=dict)
     later: list[Failure] = field(default_factory=list)  # the differences after the first
+    notes: list[Failure] = field(default_factory=list)  # unpinned fields that differ, per step
+    exchanged: list[Event] = field(default_factory=list)  # what was sent and answered
 
     @property
     def failures(self) -> list[Failure]:
@@ -231,17 +242,22 @@ class Report:
         if self.skipped:
             return f"{head}\n  skipped: {self.skipped}"
         if self.failure is None:
-            return f"{head}: {self.steps} step(s)"
+            return f"{head}: {self.steps} step(s)" + "".join("\n" + n for n in self.note_lines())
         fs = self.failures
         lines = [head if len(fs) == 1 else f"{head}: {len(fs)} differences"]
         for f in fs:
             lines += [f"  step {f.step} (line {f.event.line}): {describe_event(f.event, registry)}",
                       f"  {f.message}"]
-            if f.divergence is not None:
-                d = f.divergence
+            for d in f.divergences:
                 lines += [f"  field:    {d.path or '<body>'}", f"  expected: {render_field(d.path, d.expected)}",
                           f"  actual:   {render_field(d.path, d.actual)}", f"  reason:   {d.reason}"]
-        return "\n".join(lines)
+        return "\n".join(lines + self.note_lines())
+
+    def note_lines(self) -> list[str]:
+        """One line per unpinned field that differs: informational, never a failure."""
+        return [f"  note: step {n.step}: differs from the recording: {d.path} expected "
+                f"{render_field(d.path, d.expected)} got {render_field(d.path, d.actual)}"
+                for n in self.notes for d in n.divergences]
 
 
 def describe_event(ev: Event, registry: Registry) -> str:
@@ -283,10 +299,13 @@ def precheck(transcript: Transcript, *, real_time: bool, max_step_s: float,
 
 async def replay(transcript: Transcript, target: str, registry: Registry, *,
                  pacer: Pacer | None = None, timeout_s: float = DEFAULT_TIMEOUT_S,
-                 unique: str | None = None, bindings: Bindings | None = None) -> Report:
+                 unique: str | None = None, bindings: Bindings | None = None,
+                 negotiate: bool = False) -> Report:
     """Replay ``transcript`` against ``target`` (HOST:PORT). ``unique``: a token for the
     header's unique names (None: keep them as recorded). ``bindings``: the target's own
-    values for names of the header (the id of a topic it created, say)."""
+    values for names of the header (the id of a topic it created, say). ``negotiate``:
+    each connection starts with ApiVersions, as a client's does (the transcript's versions
+    were fitted to the target beforehand: ``at_versions``)."""
     host, _, port_text = target.rpartition(":")
     name = str((transcript.header or {}).get("id") or transcript.source)
     report = Report(transcript.source, name)
@@ -316,7 +335,9 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
                 if conn is None:
                     try:
                         conn = conns[ev.conn] = await RawConnection.open(host, port, timeout_s)
-                    except (OSError, asyncio.TimeoutError) as e:
+                        if negotiate:
+                            await start_with_api_versions(conn, registry, timeout_s)
+                    except (OSError, asyncio.TimeoutError, ConnectionClosed) as e:
                         report.broken = f"cannot connect to {target}: {e or 'timed out'}"
                         return report
                 try:
@@ -327,6 +348,8 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
                     return report
                 frame = ev.frame(registry, body=body) if body is not None else ev.raw
                 assert frame is not None
+                report.exchanged.append(replace(ev, body=body, raw=frame, match={},
+                                                time=time.time()))
                 try:
                     fut = conn.send(frame, ev.correlation_id, (ev.conn, ev.correlation_id) in answered)
                 except ConnectionClosed as e:
@@ -338,7 +361,7 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
                 nxt = events[i + 1] if i + 1 < len(events) else None
                 await pacer.after_send(sent, nxt is not None and nxt.conn != ev.conn)
             elif ev.kind == "response":
-                failure = await _check_response(ev, step, waiting, registry, bindings, timeout_s)
+                failure = await _check_response(ev, step, waiting, registry, bindings, timeout_s, report)
                 if failure is not None:
                     report.fail(failure)
                     if failure.divergence is None:
@@ -367,7 +390,10 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
 
 
 async def _check_response(ev: Event, step: int, waiting: dict[tuple[Any, int], asyncio.Future[bytes]],
-                          registry: Registry, bindings: Bindings, timeout_s: float) -> Failure | None:
+                          registry: Registry, bindings: Bindings, timeout_s: float,
+                          report: Report) -> Failure | None:
+    """The step's failure (None: every pinned field conforms); unpinned fields that differ
+    become the report's notes, and the answer joins ``report.exchanged``."""
     assert ev.correlation_id is not None and ev.api_key is not None and ev.version is not None
     fut = waiting.pop((ev.conn, ev.correlation_id), None)
     if fut is None:
@@ -383,10 +409,13 @@ async def _check_response(ev: Event, step: int, waiting: dict[tuple[Any, int], a
     except DecodeError as e:
         return Failure(step, ev, f"the response does not decode: {e}")
     actual = resp.body.to_json()
-    d = compare(ev.body, actual, ev.match, bindings)
-    if d is not None:
+    report.exchanged.append(replace(ev, body=actual, raw=frame, match={}, time=time.time()))
+    differences, notes = compare_all(ev.body, actual, ev.match, bindings)
+    if notes:
+        report.notes.append(Failure(step, ev, "unpinned fields differ", notes))
+    if differences:
         _capture_rest(actual, ev.match or {}, bindings)
-        return Failure(step, ev, "the response differs", d)
+        return Failure(step, ev, "the response differs", differences)
     return None
 
 
@@ -405,6 +434,82 @@ def _capture_rest(actual: Any, match: dict[str, Any], bindings: Bindings) -> Non
         except KeyError:
             continue
         check_value(m, value, bindings)  # binds only a value the matcher accepts
+
+
+NEGOTIATION_CID = 2**31 - 1  # ApiVersions ahead of a transcript's own requests (none uses it)
+
+
+async def start_with_api_versions(conn: RawConnection, registry: Registry, timeout_s: float) -> None:
+    """ApiVersions (v3, else v0) on a new replay connection; ConnectionClosed if unanswered."""
+    from ..negotiation import answer_of, request_frame
+    for v in (3, 0):
+        fut = conn.send(request_frame(registry, v, NEGOTIATION_CID), NEGOTIATION_CID, True)
+        assert fut is not None
+        try:
+            frame = await asyncio.wait_for(fut, timeout_s)
+        except asyncio.TimeoutError:
+            raise ConnectionClosed(f"no ApiVersions answer within {timeout_s:g} s") from None
+        if answer_of(registry, frame, v) is not None:
+            return
+    raise ConnectionClosed("the broker answered ApiVersions v3 and v0 with an error")
+
+
+# Request fields a lower version may lose without changing what the coordinator does with
+# the request: reasons are logged only (KIP-800), and SyncGroup's protocol type and name
+# are checked only when present (KIP-559). At any depth.
+DROPPABLE = {"JoinGroup": {"Reason"}, "LeaveGroup": {"Reason"},
+             "SyncGroup": {"ProtocolType", "ProtocolName"}}
+
+
+def at_versions(transcript: Transcript, ranges: Any, registry: Registry,
+                needs: dict[str, tuple[int, int | None]], who: str) -> Transcript | str:
+    """``transcript`` with every exchange at a version the broker supports (``ranges``,
+    fakebroker.negotiation.ApiRanges), never above the recorded one and within ``needs``
+    (the requirement's versions): re-encoded at the highest such version. A string: why it
+    cannot be (no such version, or a request field the step depends on is lost)."""
+    from dataclasses import replace as replaced
+    from ..negotiation import VersionUnavailable
+    from ..protocol.messages import sent_json
+    events = []
+    for ev in transcript.events:
+        if not ev.is_frame or ev.api_key is None or ev.version is None or ev.body is None:
+            events.append(ev)
+            continue
+        api = registry.api_name(ev.api_key)
+        lo, hi = needs.get(api, (0, None))
+        try:
+            v = ranges.pick(api, lo, ev.version if hi is None else min(hi, ev.version), who=who)
+        except VersionUnavailable as e:
+            return f"{e} (the golden sends {api} v{ev.version})"
+        if v == ev.version:
+            events.append(ev)
+            continue
+        mt = registry.request(ev.api_key) if ev.kind == "request" else registry.response(ev.api_key)
+        body = sent_json(mt.cls.from_json(ev.body), v, v in mt.spec.flexible_versions)
+        for f in mt.cls._spec_fields:  # a null the version cannot carry reads as "" (Kafka's)
+            if body.get(f.name) is None and v in f.versions and v not in f.nullable_versions \
+                    and f.type.kind == "string":
+                body[f.name] = ""
+        if ev.kind == "request":
+            drop = DROPPABLE.get(api, set())
+            lost = sorted(k for k in ev.body if _without(ev.body[k], drop) != _without(body.get(k), drop)
+                          and k not in drop)
+            if lost:
+                return (f"{ranges.describe(api)}; the golden's {api} v{ev.version} on line {ev.line} "
+                        f"carries {', '.join(lost)}, which v{v} cannot")
+        fields = {f.name for f in mt.cls._spec_fields if v in f.versions}
+        match = {p: m for p, m in ev.match.items()
+                 if not p or p.split(".")[0].split("[")[0] in fields}
+        events.append(replaced(ev, version=v, body=body, raw=None, match=match))
+    return replaced(transcript, events=events)
+
+
+def _without(value: Any, drop: set[str]) -> Any:
+    if isinstance(value, dict):
+        return {k: _without(v, drop) for k, v in value.items() if k not in drop}
+    if isinstance(value, list):
+        return [_without(v, drop) for v in value]
+    return value
 
 
 def run_token() -> str:

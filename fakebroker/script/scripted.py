@@ -129,7 +129,8 @@ class ScriptState:
     def _fail(self, st: _Step | None, event: Event, message: str,
               divergence: Divergence | None = None) -> Failure:
         if self.failure is None:
-            self.failure = Failure((st.index + 1) if st else 0, event, message, divergence)
+            self.failure = Failure((st.index + 1) if st else 0, event, message,
+                                   [divergence] if divergence is not None else [])
         return self.failure
 
     # ------------------------------------------------------------------ inputs

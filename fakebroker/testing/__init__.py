@@ -5,7 +5,9 @@ Kafka (``fakebroker.realkafka.differential``) and the conformance harness
 policy and keeps only what is its own (a transcript, a comparison, a case's evidence).
 
 - ``session``: ``ScriptedSession``, the clients of one script on one broker, its group ids,
-  and what is done around each request (kept, settled, awaited; a missing answer);
+  and what is done around each request (kept, settled, awaited; a missing answer); each
+  client's connection starts with ApiVersions and its requests go out at the highest
+  version both sides support within the script's needs (``fakebroker.negotiation``);
 - ``client``: ``ScriptedClient``, the group APIs' verbs over one connection, and
   ``Pending``, a request sent and not yet awaited;
 - ``member``: ``ScriptedMember``, a classic member that remembers what the coordinator told

@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ..client import ClientError, Exchange, KafkaConnection
+from ..negotiation import ApiRanges
 from ..protocol import Registry, Struct
 from .requests import (describe_fields, heartbeat_fields, join_fields, leave_fields,
                        list_groups_fields, sync_fields)
@@ -25,6 +27,11 @@ if TYPE_CHECKING:
     from .session import ScriptedSession
 
 DEFAULT: Any = object()  # "the client's default": None is a value a request may carry
+# The newest version of each API whose requests the scripted client builds (requests.py):
+# a request goes out at the highest version the broker supports up to this.
+HIGHEST: Mapping[str, int] = {"JoinGroup": 9, "SyncGroup": 5, "Heartbeat": 4, "LeaveGroup": 5,
+                              "DescribeGroups": 6, "ListGroups": 5, "OffsetCommit": 9,
+                              "OffsetFetch": 7}
 
 
 @dataclass(frozen=True)
@@ -34,7 +41,7 @@ class ClientDefaults:
     protocols: tuple[tuple[str, bytes], ...] = (("sessioned", b"\x00\x02"),)
     protocol_type: str = "connect"
     protocol_name: str | None = "sessioned"
-    describe_version: int = 6
+    highest: Mapping[str, int] = field(default_factory=lambda: dict(HIGHEST))
 
 
 @dataclass
@@ -58,11 +65,14 @@ class Pending:
 
 
 class ScriptedClient:
-    def __init__(self, session: ScriptedSession, conn: KafkaConnection, client_id: str) -> None:
+    def __init__(self, session: ScriptedSession, conn: KafkaConnection, client_id: str,
+                 ranges: ApiRanges) -> None:
         self.session = session
         self.registry: Registry = session.registry
         self.conn = conn
         self.client_id = client_id
+        self.ranges = ranges  # what this connection negotiated
+        self.last: Pending | None = None  # the latest request handed to the connection
         self.outstanding = 0  # requests sent and not answered
         self._open = True
 
@@ -70,6 +80,11 @@ class ScriptedClient:
     def idle(self) -> bool:
         """No request of this client is waiting at the coordinator."""
         return self.outstanding == 0
+
+    def version(self, api: str, wanted: int | None = None) -> int:
+        """The version ``api`` goes out at on this connection (``wanted``: the script's own
+        choice, checked against what the broker supports)."""
+        return self.session.version(self.ranges, api, wanted)
 
     # ------------------------------------------------------------------ sending
 
@@ -91,7 +106,7 @@ class ScriptedClient:
             # A request still parked when its connection closes fails; that is expected.
             f.cancelled() or f.exception()
         fut.add_done_callback(finished)
-        p = Pending(self, api, version, label, fut, step)
+        p = self.last = Pending(self, api, version, label, fut, step)
         self.session.sent(p)
         return p
 
@@ -118,7 +133,7 @@ class ScriptedClient:
 
     # ------------------------------------------------------------------ JoinGroup
 
-    def join_request(self, group: str, member_id: str = "", *, version: int = 9,
+    def join_request(self, group: str, member_id: str = "", *, version: int,
                      session_ms: int = DEFAULT, rebalance_ms: int = DEFAULT,
                      protocols: Any = DEFAULT, protocol_type: str = DEFAULT,
                      instance: str | None = None, reason: str | None = None) -> dict[str, Any]:
@@ -130,13 +145,15 @@ class ScriptedClient:
                            protocol_type=d.protocol_type if protocol_type is DEFAULT else protocol_type,
                            instance=instance, reason=reason)
 
-    async def join_later(self, group: str, member_id: str = "", *, version: int = 9,
+    async def join_later(self, group: str, member_id: str = "", *, version: int | None = None,
                          label: str = "", **kw: Any) -> Pending:
+        version = self.version("JoinGroup", version)
         return await self.submit("JoinGroup", version, label=label,
                                  **self.join_request(group, member_id, version=version, **kw))
 
-    async def join(self, group: str, member_id: str = "", *, version: int = 9, label: str = "",
-                   **kw: Any) -> Any:
+    async def join(self, group: str, member_id: str = "", *, version: int | None = None,
+                   label: str = "", **kw: Any) -> Any:
+        version = self.version("JoinGroup", version)
         return await self.call("JoinGroup", version, label=label,
                                **self.join_request(group, member_id, version=version, **kw))
 
@@ -153,7 +170,7 @@ class ScriptedClient:
 
     # ------------------------------------------------------------------ SyncGroup
 
-    def sync_request(self, group: str, member_id: str, generation: int, *, version: int = 5,
+    def sync_request(self, group: str, member_id: str, generation: int, *, version: int,
                      assignments: dict[str, bytes] | None = None, instance: str | None = None,
                      protocol_type: str | None = DEFAULT,
                      protocol_name: str | None = DEFAULT) -> dict[str, Any]:
@@ -163,45 +180,52 @@ class ScriptedClient:
                            protocol_type=d.protocol_type if protocol_type is DEFAULT else protocol_type,
                            protocol_name=d.protocol_name if protocol_name is DEFAULT else protocol_name)
 
-    async def sync_later(self, group: str, member_id: str, generation: int, *, version: int = 5,
-                         label: str = "", **kw: Any) -> Pending:
+    async def sync_later(self, group: str, member_id: str, generation: int, *,
+                         version: int | None = None, label: str = "", **kw: Any) -> Pending:
+        version = self.version("SyncGroup", version)
         return await self.submit("SyncGroup", version, label=label,
                                  **self.sync_request(group, member_id, generation, version=version, **kw))
 
-    async def sync(self, group: str, member_id: str, generation: int, *, version: int = 5,
+    async def sync(self, group: str, member_id: str, generation: int, *, version: int | None = None,
                    label: str = "", **kw: Any) -> Any:
+        version = self.version("SyncGroup", version)
         return await self.call("SyncGroup", version, label=label,
                                **self.sync_request(group, member_id, generation, version=version, **kw))
 
     # ------------------------------------------------------------------ the others
 
-    async def heartbeat(self, group: str, member_id: str, generation: int, *, version: int = 4,
-                        instance: str | None = None, label: str = "") -> Any:
+    async def heartbeat(self, group: str, member_id: str, generation: int, *,
+                        version: int | None = None, instance: str | None = None,
+                        label: str = "") -> Any:
+        version = self.version("Heartbeat", version)
         return await self.call("Heartbeat", version, label=label,
                                **heartbeat_fields(group, member_id, generation, version, instance))
 
-    async def leave(self, group: str, *members: tuple[str, str | None] | str, version: int = 5,
-                    reason: str | None = None, label: str = "") -> Any:
+    async def leave(self, group: str, *members: tuple[str, str | None] | str,
+                    version: int | None = None, reason: str | None = None, label: str = "") -> Any:
+        version = self.version("LeaveGroup", version)
         return await self.call("LeaveGroup", version, label=label,
                                **leave_fields(self.registry, group, members, version, reason))
 
-    async def describe(self, *groups: str, version: int = DEFAULT, ops: bool = False,
+    async def describe(self, *groups: str, version: int | None = None, ops: bool = False,
                        label: str = "") -> Any:
-        v = self.session.defaults.describe_version if version is DEFAULT else version
+        v = self.version("DescribeGroups", version)
         return await self.call("DescribeGroups", v, label=label, **describe_fields(groups, v, ops))
 
-    async def list_groups(self, *, version: int = 5, states: list[str] | None = None,
+    async def list_groups(self, *, version: int | None = None, states: list[str] | None = None,
                           types: list[str] | None = None, label: str = "") -> Any:
+        version = self.version("ListGroups", version)
         return await self.call("ListGroups", version, label=label,
                                **list_groups_fields(version, states, types))
 
     # ------------------------------------------------------------------ offsets
 
-    async def commit(self, group: str, offsets: dict[str, dict[int, int]], *, version: int = 9,
+    async def commit(self, group: str, offsets: dict[str, dict[int, int]], *, version: int | None = None,
                      member_id: str = "", generation: int = -1, instance: str | None = None,
                      metadata: str | None = None, leader_epoch: int = -1,
                      topic_ids: dict[str, uuid.UUID] | None = None, label: str = "") -> Any:
         """``offsets``: topic -> partition -> offset (v10: topics by id from ``topic_ids``)."""
+        version = self.version("OffsetCommit", version)
         cls = self.registry["OffsetCommitRequest"].cls
         topics = []
         for name, parts in offsets.items():
@@ -220,10 +244,11 @@ class ScriptedClient:
         return await self.call("OffsetCommit", version, label=label, **f)
 
     async def fetch_offsets(self, group: str, topics: dict[str, list[int]] | None, *,
-                            version: int = 7, topic_ids: dict[str, uuid.UUID] | None = None,
+                            version: int | None = None, topic_ids: dict[str, uuid.UUID] | None = None,
                             more: dict[str, dict[str, list[int]] | None] | None = None,
                             label: str = "") -> Any:
         """v1-7: one group; v8+: ``group`` and then the groups of ``more``."""
+        version = self.version("OffsetFetch", version)
         cls = self.registry["OffsetFetchRequest"].cls
         if version < 8:
             ts = None if topics is None else [cls.OffsetFetchRequestTopic(  # type: ignore[attr-defined]

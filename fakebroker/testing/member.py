@@ -44,13 +44,14 @@ class ScriptedMember:
 
     # ---------------------------------------------------------------- JoinGroup
 
-    def submit_join(self, version: int = 9, *, member_id: Any = UNSET, protocols: Any = UNSET,
+    def submit_join(self, version: int | None = None, *, member_id: Any = UNSET, protocols: Any = UNSET,
                     session_timeout_ms: Any = UNSET, rebalance_timeout_ms: Any = UNSET,
                     protocol_type: str = "connect", group_id: Any = UNSET,
                     instance_id: Any = UNSET, reason: str | None = None) -> Pending:
         if protocols is not UNSET:
             self.protocols = protocols
         c = self.client
+        version = c.version("JoinGroup", version)
         return c.send("JoinGroup", version, **c.join_request(
             self._or(group_id, self.group_id), self._or(member_id, self.member_id), version=version,
             session_ms=self._or(session_timeout_ms, self.session_timeout_ms),
@@ -58,7 +59,7 @@ class ScriptedMember:
             protocols=self.protocols, protocol_type=protocol_type,
             instance=self._or(instance_id, self.instance_id), reason=reason))
 
-    async def join(self, version: int = 9, **kw: Any) -> Any:
+    async def join(self, version: int | None = None, **kw: Any) -> Any:
         return self.take_join(await self.submit_join(version, **kw).response())
 
     def take_join(self, r: Any) -> Any:
@@ -72,8 +73,9 @@ class ScriptedMember:
             self.protocol_name = r.protocol_name
         return r
 
-    async def obtain_member_id(self, version: int = 9, **kw: Any) -> None:
+    async def obtain_member_id(self, version: int | None = None, **kw: Any) -> None:
         """The KIP-394 step: a join without an id must be answered MEMBER_ID_REQUIRED."""
+        version = self.client.version("JoinGroup", version)
         r = await self.join(version, member_id="", **kw)
         if r.error_code != ErrorCode.MEMBER_ID_REQUIRED or not r.member_id:
             self.client.session.unexpected(f"{self.name}: JoinGroup v{version} without a member id",
@@ -82,11 +84,12 @@ class ScriptedMember:
 
     # ---------------------------------------------------------------- SyncGroup
 
-    def submit_sync(self, version: int = 5, *, generation: Any = UNSET,
+    def submit_sync(self, version: int | None = None, *, generation: Any = UNSET,
                     assignments: dict[str, bytes] | None = None, member_id: Any = UNSET,
                     group_id: Any = UNSET, protocol_type: Any = UNSET, protocol_name: Any = UNSET,
                     instance_id: Any = UNSET) -> Pending:
         c = self.client
+        version = c.version("SyncGroup", version)
         return c.send("SyncGroup", version, **c.sync_request(
             self._or(group_id, self.group_id), self._or(member_id, self.member_id),
             self._or(generation, self.generation), version=version, assignments=assignments,
@@ -94,25 +97,27 @@ class ScriptedMember:
             protocol_type=self._or(protocol_type, "connect"),
             protocol_name=self._or(protocol_name, self.protocol_name or "")))
 
-    async def sync(self, version: int = 5, **kw: Any) -> Any:
+    async def sync(self, version: int | None = None, **kw: Any) -> Any:
         return await self.submit_sync(version, **kw).response()
 
     # ---------------------------------------------------------------- the others
 
-    async def heartbeat(self, version: int = 4, *, generation: Any = UNSET, member_id: Any = UNSET,
+    async def heartbeat(self, version: int | None = None, *, generation: Any = UNSET, member_id: Any = UNSET,
                         group_id: Any = UNSET, instance_id: Any = UNSET) -> Any:
         return await self.client.heartbeat(
             self._or(group_id, self.group_id), self._or(member_id, self.member_id),
             self._or(generation, self.generation), version=version,
             instance=self._or(instance_id, self.instance_id))
 
-    async def leave(self, version: int = 5, *, members: list[tuple[str, str | None]] | None = None,
+    async def leave(self, version: int | None = None, *,
+                    members: list[tuple[str, str | None]] | None = None,
                     group_id: Any = UNSET) -> Any:
+        version = self.client.version("LeaveGroup", version)
         who = (self.member_id,) if version < 3 else tuple(
             members if members is not None else [(self.member_id, self.instance_id)])
         return await self.client.leave(self._or(group_id, self.group_id), *who, version=version)
 
-    async def describe(self, version: int = 5) -> Any:
+    async def describe(self, version: int | None = None) -> Any:
         r = await self.client.describe(self.group_id, version=version)
         (group,) = r.groups
         return group

@@ -19,12 +19,16 @@ from __future__ import annotations
 from typing import Any
 
 from ..client import ClientError, KafkaConnection
+from ..negotiation import ApiRanges, Need, VersionUnavailable, negotiate, own_ranges
 from ..protocol import Registry, Struct
 from .client import ClientDefaults, Pending, ScriptedClient
 
 
 class ScriptedSession:
     defaults: ClientDefaults = ClientDefaults()
+    # Each client's connection starts with ApiVersions (fakebroker.negotiation); off only
+    # where the broker is our own and the record must hold the script's requests alone.
+    negotiates: bool = True
 
     def __init__(self, bootstrap: str, registry: Registry, token: str, *,
                  timeout_s: float = 15.0) -> None:
@@ -34,6 +38,9 @@ class ScriptedSession:
         self.timeout_s = timeout_s
         self.clients: list[ScriptedClient] = []
         self.groups: dict[str, str] = {}  # binding name (group.<name>) -> group id
+        self.needs: dict[str, Need] = {}  # API -> the version range the script applies to
+        self.who = "the script"  # who needs a version, in a VersionUnavailable's reason
+        self.caps: dict[str, int] = {}  # API -> the highest version to send (a target's own cap)
 
     def group(self, name: str = "g") -> str:
         """A group id for this run (``<token>-<name>``), bound as ``group.<name>``."""
@@ -47,9 +54,29 @@ class ScriptedSession:
                                           registry=self.registry, timeout_s=self.timeout_s)
 
     async def client(self, client_id: str) -> ScriptedClient:
-        c = ScriptedClient(self, await self.open(client_id), client_id)
+        conn = await self.open(client_id)
+        try:
+            ranges = (await negotiate(conn) if self.negotiates else own_ranges(self.registry)).capped(self.caps)
+        except ClientError as e:
+            await conn.close()
+            self.no_versions(e)
+            raise
+        c = ScriptedClient(self, conn, client_id, ranges)
         self.clients.append(c)
         return c
+
+    def version(self, ranges: ApiRanges, api: str, wanted: int | None = None) -> int:
+        """The version ``api`` goes out at: ``wanted``, or the highest the connection's
+        ``ranges`` allow within the script's needs and what the client builds."""
+        lo, hi = self.needs.get(api, (0, None))
+        top = self.defaults.highest.get(api)
+        if top is not None:
+            hi = top if hi is None else min(hi, top)
+        try:
+            return ranges.pick(api, lo, hi, wanted=wanted, who=self.who)
+        except VersionUnavailable as e:
+            self.unavailable(e)
+            raise
 
     async def close(self) -> None:
         for c in self.clients:
@@ -87,6 +114,12 @@ class ScriptedSession:
 
     async def close_client(self, client: ScriptedClient) -> None:
         await client.conn.close()
+
+    def no_versions(self, error: ClientError) -> None:
+        """The broker answered no ApiVersions on a new connection (raised by default)."""
+
+    def unavailable(self, error: VersionUnavailable) -> None:
+        """No version of an API the script sends is usable (raised by default)."""
 
     def unexpected(self, what: str, expected: Any, actual: Any) -> None:
         """A step a script relies on went otherwise (e.g. no MEMBER_ID_REQUIRED)."""

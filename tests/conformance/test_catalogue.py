@@ -159,6 +159,25 @@ def test_schema_rule_names_the_field(raw: dict, schema: dict, mutate, fragment: 
     assert all("(rule schema)" in p for p in problems)
 
 
+@pytest.mark.parametrize("versions, problem", [
+    ({"JoinGrup": [4, None]}, "versions names 'JoinGrup', not an API (rule versions-known)"),
+    ({"JoinGroup": [7, 4]}, "versions JoinGroup [7, 4] is not a range, lowest first"),
+    ({"JoinGroup": [99, None]}, "versions JoinGroup [99, None] is not a range, lowest first, that shares a version"),
+])
+def test_rule_versions_known(raw: dict, schema: dict, versions: dict, problem: str) -> None:
+    data = copy.deepcopy(raw)
+    data["requirements"][0]["versions"] = versions
+    problems = validate_catalogue_data(data, schema)
+    assert len(problems) == 1 and problem in problems[0], problems
+
+
+def test_versions_of_a_requirement() -> None:
+    cat = load_catalogue()
+    assert cat["CLS-JOIN-01"].version_needs == {"JoinGroup": (4, None)}
+    assert cat["CLS-DESC-02"].version_needs == {"DescribeGroups": (0, 5)}
+    assert cat["CLS-JOIN-10"].version_needs == {}
+
+
 def test_rule_unique_ids(raw: dict, schema: dict) -> None:
     data = copy.deepcopy(raw)
     data["requirements"].append(copy.deepcopy(data["requirements"][0]))

@@ -68,6 +68,10 @@ def test_the_real_certificate_matches_its_schema(narrowed_run) -> None:
     _, reports = narrowed_run
     cert = json.loads((reports / "certificate.json").read_text())
     jsonschema.Draft202012Validator(SCHEMA).validate(cert)
+    # The versions negotiated with the target (its ApiVersions, the codec's ranges).
+    assert cert["api_versions"]["JoinGroup"] == [0, 9] and cert["api_versions"]["SyncGroup"] == [0, 5]
+    assert "| API versions negotiated | ApiVersions 0-" in (reports / "certificate.md").read_text()
+    assert list(jsonschema.Draft202012Validator(SCHEMA).iter_errors(dict(cert, api_versions={"JoinGroup": [9]})))
     broken = dict(cert, verdict="OK")  # the schema is not vacuous
     assert list(jsonschema.Draft202012Validator(SCHEMA).iter_errors(broken))
     epoch = dict(cert, provenance=dict(cert["provenance"], started=1700000000.5))
@@ -467,3 +471,19 @@ def test_a_real_worker_runs_a_case_once_per_claimed_protocol_started_at_it(tmp_p
         "sessioned": {"CONN-PROT-03": "PASS"}}
     assert all(o == "PASS" for cases in per_protocol.values() for r, o in cases.items() if "-INV-" in r)
     assert "| CONN-PROT-03 | PASS | PASS | PASS |" in (reports / "certificate.md").read_text()
+
+
+def test_notes_are_listed_apart_and_do_not_change_the_verdict() -> None:
+    doc = run_doc({"CLS-DESC-04": ("PASS", ""), "CLS-JOIN-01": ("PASS", "")})
+    note = ('CLS-DESC-04.jsonl: step 6: differs from the recording: Groups[0].Members[0].ClientHost '
+            'expected "/127.0.0.1" got "127.0.0.1:37774"')
+    doc["results"][0]["notes"] = [note, " "]
+    cert = build_certificate(doc)
+    assert cert["verdict"] == "CERTIFIED"
+    assert [r["notes"] for r in cert["requirements"]] == [[note], []]
+    md = render_markdown(cert)
+    assert "## Notes (1): informational, not part of the verdict" in md
+    assert md.rstrip().splitlines()[-1] == f"| CLS-DESC-04 | {note} |"
+    schema = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "certificate.schema.json").read_text())
+    rows = jsonschema.validators.validator_for(schema)(schema).evolve(schema=schema["properties"]["requirements"])
+    rows.validate(cert["requirements"])

@@ -128,3 +128,35 @@ async def _answered_then_closed() -> None:
     assert close.by == "broker" and "closed by" in (close.reason or "")
     await conn.close()
     assert len(rec.events) == 3, "the client's close after the broker's is not a second close"
+
+
+def test_a_replayed_golden_leaves_the_targets_answers_in_the_transcript_and_pcap(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A requirement judged by its golden alone, on an external coordinator: what the
+    coordinator answered is the case's transcript (header with its port) and pcap."""
+    import conformance.golden
+    from fakebroker.coordinator.config import CoordinatorConfig
+    from fakebroker.server.broker import FakeBroker
+    from fakebroker.server.config import BrokerConfig, Topic
+    from fakebroker.server.thread import BrokerThread
+    topic = Topic("events", 3)
+    bt = BrokerThread(FakeBroker(BrokerConfig(topics=[topic]), CoordinatorConfig(initial_rebalance_delay_ms=0),
+                                 strict_topics=True)).start()
+    # The broker has the golden's topic (it serves no CreateTopics): known, as if created.
+    monkeypatch.setitem(conformance.golden._TOPICS, bt.bootstrap, {"events": topic.topic_id})
+    try:
+        path = tmp_path / "external.toml"
+        path.write_text(f'name = "external"\nkind = "coordinator"\nprotocols = ["classic"]\n'
+                        f'[start]\nbootstrap = "{bt.bootstrap}"\n[timing]\ninitial_rebalance_delay_ms = 0\n')
+        req = default_catalogue()["CLS-DESC-01"]
+        result = run_case(req, CoordinatorSession.start(load_target(path)))
+    finally:
+        bt.stop()
+    assert result.outcome is Outcome.PASS, result.message
+    t = result.transcript
+    assert t is not None and t.header is not None
+    assert t.header["broker"]["port"] == int(bt.bootstrap.rpartition(":")[2])
+    answers = [e for e in t.events if e.kind == "response" and e.api == "DescribeGroups"]
+    assert answers and all(str(e.conn).startswith("CLS-DESC-01/") for e in answers)
+    assert answers[0].body["Groups"][0]["ErrorCode"] == 69 and answers[0].raw
+    assert pcap_bytes(exchanges(t, default_registry()), t.header["broker"]["port"])

@@ -99,14 +99,58 @@ def test_minimal_coordinator(tmp_path: Path) -> None:
         'bootstrap = "127.0.0.1:9092"', 'command = "run {bootstrap}"') + '[implementation]\nconnect_version = "3.0.0"\n',
      "implementation.connect_version", "no command takes {connect}"),
     (GOOD + '[implementation]\nconnect_version = "3.0"\n', "implementation.connect_version", "does not match"),
+    # A coordinator's own broker: its command says where it listens in exactly one way.
+    (GOOD.replace('bootstrap = "127.0.0.1:9092"', 'command = "kfake-broker"'),
+     "start.command", "got none (rule broker-address-known)"),
+    (GOOD.replace('bootstrap = "127.0.0.1:9092"', 'command = "b -p {port} -f {ready_file}"'),
+     "start.command", "got {port}, {ready_file} (rule broker-address-known)"),
+    (GOOD.replace('bootstrap = "127.0.0.1:9092"', 'command = "b -p {port}"\nready_line = "READY {bootstrap}"'),
+     "start.command", "got {port}, ready_line (rule broker-address-known)"),
+    (GOOD.replace('bootstrap = "127.0.0.1:9092"', 'command = "b"\nready_line = "READY"'),
+     "start.ready_line", "must contain {bootstrap}"),
+    (GOOD.replace('bootstrap = "127.0.0.1:9092"', 'command = "b"\nready_line = "READY {bootstrap} {port}"'),
+     "start.ready_line", "and no other placeholder (rule broker-address-known)"),
+    (GOOD.replace('bootstrap = "127.0.0.1:9092"', 'bootstrap = "h:1"\nready_line = "READY {bootstrap}"'),
+     "start.ready_line", "needs start.command (rule broker-address-known)"),
+    (GOOD.replace('bootstrap = "127.0.0.1:9092"', 'command = "b -p {port} -g {group}"'),
+     "start.command", "unknown placeholder(s) {group}; known: port, python, ready_file"),
+    (GOOD.replace('bootstrap = "127.0.0.1:9092"', 'command = "b -p {port}"\nupstream = "real-kafka"'),
+     "start.upstream", "a coordinator target has none (rule kind-start-match)"),
+    (GOOD.replace('bootstrap = "127.0.0.1:9092"', 'command = "b -p {port}"\noverlap_stops = true'),
+     "start.overlap_stops", "a coordinator target has none (rule kind-start-match)"),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"', 'command = "run {bootstrap}"\nready_line = "READY {bootstrap}"'),
+     "start.ready_line", "only a coordinator's command announces its address (rule kind-start-match)"),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"', 'command = "run {bootstrap} {port}"'),
+     "start.command", "unknown placeholder(s) {port}"),
+    # A broker's own rules.
+    (GOOD + "[timing]\nsession_bounds = false\nmin_session_timeout_ms = 1000\n",
+     "timing.min_session_timeout_ms", "declares session_bounds = false (no bounds) (rule session-bounds-ordered)"),
+    (GOOD + "[timing]\nfirst_generation = -1\n", "timing.first_generation", "is less than the minimum of 0"),
+    (GOOD + "[timing]\nsession_bounds = \"no\"\n", "timing.session_bounds", "is not of type 'boolean'"),
     ("colour = 1\n" + GOOD, "(top level)", "Additional properties are not allowed ('colour'"),
     (GOOD + "[api_keys]\nConnectGroupHeartbeat = 70000\n", "api_keys.ConnectGroupHeartbeat", "is greater than the maximum"),
     ("name = [", "(file)", "not valid TOML"),
+    (GOOD + "[max_versions]\nJoinGrup = 5\n", "max_versions.JoinGrup", "no API of that name (e.g. JoinGroup) "
+     "(rule max-versions-known)"),
+    (GOOD + "[max_versions]\nJoinGroup = -1\n", "max_versions.JoinGroup", "is less than the minimum"),
+    (GOOD.replace('kind = "coordinator"', 'kind = "worker"').replace(
+        'bootstrap = "127.0.0.1:9092"', 'command = "run {bootstrap}"') + "[max_versions]\nJoinGroup = 5\n",
+     "max_versions", "only a coordinator target caps the versions"),
 ])
 def test_invalid_target_names_field_and_reason(tmp_path: Path, text: str, field: str, reason: str) -> None:
     with pytest.raises(TargetError) as e:
         load_target(write(tmp_path, text))
     assert any(p.startswith(field + ":") and reason in p for p in e.value.problems), e.value.problems
+
+
+def test_a_brokers_own_rules_are_declared(tmp_path: Path) -> None:
+    t = load_target(write(tmp_path, GOOD + "[timing]\nsession_bounds = false\nfirst_generation = 0\n"
+                                           "initial_rebalance_delay_ms = 0\n"))
+    assert (t.timing.session_bounds, t.timing.first_generation, t.timing.initial_rebalance_delay_ms) == (False, 0, 0)
+    kafka = load_target(write(tmp_path, GOOD)).timing
+    assert (kafka.session_bounds, kafka.first_generation, kafka.initial_rebalance_delay_ms) == (True, 1, 3000)
 
 
 def test_missing_file(tmp_path: Path) -> None:

@@ -119,3 +119,52 @@ def test_goldens_have_matchers_for_what_varies() -> None:
     # Virtual-only transcripts say why.
     slow = load(GOLDEN / "CLS-REB-04.jsonl", REG)
     assert slow.header is not None and "5-minute" in slow.header["virtual_only"]
+
+
+def _responses(name: str, api: str) -> list:
+    return [e for e in load(GOLDEN / f"{name}.jsonl", REG).events if e.kind == "response" and e.api == api]
+
+
+def _unpinned(ev: object) -> set[str]:
+    return {p for p, m in (ev.match or {}).items() if m.get("unpinned")}  # type: ignore[attr-defined]
+
+
+def test_pinned_fields_follow_the_requirement() -> None:
+    """What a golden step may fail on: an error answer's code, not its echoes; the member id
+    MEMBER_ID_REQUIRED hands out; what a requirement names (CLS-DESC-01's message, CLS-DESC-03's
+    operations) even where it is unpinned by default."""
+    refused, = [e for e in _responses("CLS-JOIN-18", "JoinGroup")]
+    assert "ErrorCode" not in _unpinned(refused) and {"MemberId", "GenerationId", "ProtocolType"} <= _unpinned(refused)
+    required = _responses("CLS-JOIN-07", "JoinGroup")[0]
+    assert required.body["ErrorCode"] == 79 and "MemberId" not in _unpinned(required)
+    assert "ProtocolType" in _unpinned(required)
+    leave = _responses("CLS-LEAVE-11", "LeaveGroup")[0]
+    assert _unpinned(leave) == {"Members[0].MemberId"}
+    unknown = _responses("CLS-DESC-01", "DescribeGroups")[0]
+    assert "Groups[0].ErrorMessage" not in _unpinned(unknown) and "Groups[0].GroupState" in _unpinned(unknown)
+    ops = _responses("CLS-DESC-03", "DescribeGroups")[0]
+    assert "Groups[0].AuthorizedOperations" not in _unpinned(ops)
+    assert {"Groups[0].ErrorMessage", "Groups[0].Members[0].ClientHost"} <= _unpinned(ops)
+    other = _responses("CLS-STATE-03", "DescribeGroups")[-1]
+    assert {"Groups[0].AuthorizedOperations", "Groups[0].ErrorMessage"} <= _unpinned(other)
+    fetched = _responses("CLS-FETCH-02", "OffsetFetch")[-1]
+    assert "Topics[0].Partitions[0].Metadata" in _unpinned(fetched)
+    impostor = _responses("CLS-LEAVE-09", "LeaveGroup")[0]  # a static member's fencing stays pinned
+    assert "Members[0].ErrorCode" not in _unpinned(impostor) and "ErrorCode" not in _unpinned(impostor)
+
+
+def test_no_golden_sends_or_expects_a_literal_generation_after_the_first_answered() -> None:
+    """Every generation number a golden sends or expects once its group answered one is bound
+    (``ref`` generation.<group>, ``plus`` the recorded difference)."""
+    for f in FILES:
+        if f.name.startswith("C848"):
+            continue
+        seen = False
+        for e in load(f, REG).events:
+            if e.body is None or not e.is_frame:
+                continue
+            v = e.body.get("GenerationId")
+            m = (e.match or {}).get("GenerationId", {})
+            if seen and isinstance(v, int) and v >= 0:
+                assert "ref" in m or "unpinned" in m, f"{f.name} line {e.line}: literal generation {v}"
+            seen = seen or "capture" in m

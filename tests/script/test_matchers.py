@@ -129,3 +129,59 @@ def test_unordered_elements_keep_their_own_matchers() -> None:
     act = {"Members": [{"MemberId": "B"}, {"MemberId": "A"}]}
     assert compare(exp, act, m, {"a": "A", "b": "B"}) is None
     assert compare(exp, act, m, {"a": "A", "b": "C"}) is not None
+
+
+def test_compare_all_reports_every_difference_and_keeps_unpinned_ones_apart() -> None:
+    from fakebroker.intercept.matchers import compare_all
+    match = {"Leader": {"unpinned": True}, "ThrottleTimeMs": {"min": 0}}
+    actual = {**JOIN, "ErrorCode": 22, "Leader": "w2-def", "MemberId": "w9"}
+    failures, notes = compare_all(JOIN, actual, match, {})
+    assert [(d.path, d.expected, d.actual) for d in failures] == [("ErrorCode", 0, 22), ("MemberId", "w1-abc", "w9")]
+    assert [(d.path, d.expected, d.actual, d.pinned) for d in notes] == [("Leader", "w1-abc", "w2-def", False)]
+    # an unpinned field may be missing or shaped otherwise: still only a note
+    failures, notes = compare_all(JOIN, {k: v for k, v in JOIN.items() if k != "Leader"}, match, {})
+    assert failures == [] and [(d.path, d.reason) for d in notes] == [("Leader", "field missing")]
+    # compare is the first pinned difference
+    d = compare(JOIN, actual, match, {})
+    assert d is not None and d.path == "ErrorCode"
+
+
+def test_unpinned_fields_inside_an_unordered_array_do_not_stop_a_match() -> None:
+    from fakebroker.intercept.matchers import compare_all
+    body = {"Members": [{"MemberId": "a", "ClientHost": "/127.0.0.1"}, {"MemberId": "b", "ClientHost": "/127.0.0.1"}]}
+    match = {"Members": {"unordered": True}, "Members[*].ClientHost": {"unpinned": True}}
+    actual = {"Members": [{"MemberId": "b", "ClientHost": "127.0.0.1:5"}, {"MemberId": "a", "ClientHost": "127.0.0.1:6"}]}
+    failures, notes = compare_all(body, actual, match, {})
+    assert failures == [] and sorted(d.actual for d in notes) == ["127.0.0.1:5", "127.0.0.1:6"]
+
+
+def test_an_unordered_miss_names_the_field_of_the_closest_element() -> None:
+    from fakebroker.intercept.matchers import compare_all
+    body = {"Members": [{"MemberId": "a", "ErrorCode": 0}, {"MemberId": "b", "ErrorCode": 0}]}
+    actual = {"Members": [{"MemberId": "b", "ErrorCode": 0}, {"MemberId": "a", "ErrorCode": 82}]}
+    failures, _ = compare_all(body, actual, {"Members": {"unordered": True}}, {})
+    [d] = failures
+    assert (d.path, d.expected, d.actual) == ("Members[0].ErrorCode", 0, 82)
+    assert d.reason == "no element matches (order ignored); the closest, Members[1], differs here: values differ"
+
+
+def test_plus_is_the_bound_number_plus_the_recorded_difference_both_ways() -> None:
+    match = {"GenerationId": {"ref": "generation.g1", "plus": 1}}
+    assert compare({"GenerationId": 2}, {"GenerationId": 1}, match, {"generation.g1": 0}) is None
+    d = compare({"GenerationId": 2}, {"GenerationId": 2}, match, {"generation.g1": 0})
+    assert d is not None and d.reason == "not the value captured as 'generation.g1' +1"
+    assert str(d.expected) == "1 (captured as generation.g1 +1)"
+    assert play({"GenerationId": 2}, match, {"generation.g1": 0}) == {"GenerationId": 1}
+    assert matcher_problems({"plus": 1}) == ["'plus' is an integer added to a 'ref'"]
+    assert matcher_problems({"ref": "g", "plus": True}) == ["'plus' is an integer added to a 'ref'"]
+    assert matcher_problems({"unpinned": False}) == ["'unpinned' is true or absent"]
+
+
+def test_a_miss_in_nested_unordered_arrays_names_the_innermost_place_once() -> None:
+    from fakebroker.intercept.matchers import compare_all
+    body = {"Topics": [{"Name": "t", "Partitions": [{"PartitionIndex": 0, "ErrorCode": 0}]}]}
+    actual = {"Topics": [{"Name": "t", "Partitions": [{"PartitionIndex": 0, "ErrorCode": 12}]}]}
+    match = {"Topics": {"unordered": True}, "Topics[*].Partitions": {"unordered": True}}
+    [d], _ = compare_all(body, actual, match, {})
+    assert (d.path, d.reason) == ("Topics[0].Partitions[0].ErrorCode", "no element matches (order ignored); "
+                                  "the closest, Topics[0].Partitions[0], differs here: values differ")

@@ -236,3 +236,101 @@ def test_a_replay_reports_every_difference_not_only_the_first() -> None:
     text = report.render(REG)
     assert text.splitlines()[0].endswith(f": {len(joins)} differences")
     assert text.count("field:    ThrottleTimeMs") == len(joins)
+
+
+def _replay_on(t: Transcript, edit_request: Any = None, edit_response: Any = None) -> Any:
+    """``t`` on virtual time against its golden broker, requests and answers edited by hooks."""
+    from fakebroker.intercept.hooks import Continue
+
+    async def go() -> object:
+        assert t.header is not None
+        b = golden_broker(t.header["coordinator"], REG)
+        for side, edit in (("request", edit_request), ("response", edit_response)):
+            if edit is not None:
+                def hook(call: Any, edit: Any = edit) -> Any:
+                    edit(call)
+                    return Continue()
+                b.hooks.add(hook, side=side, keep=True)
+        await b.start()
+        try:
+            return await replay(t, b.bootstrap, REG, pacer=VirtualPacer(b), timeout_s=5)
+        finally:
+            await b.stop()
+    return asyncio.run(go())
+
+
+def _shift_generations(by: int) -> tuple[Any, Any]:
+    """Hooks that make the golden broker number generations from 1 - ``by`` (``by`` = 1:
+    from 0): answers carry the generation minus ``by``, requests are read plus ``by``."""
+    def on(msg: Any, sign: int) -> None:
+        for f in ("generation_id", "generation_id_or_member_epoch"):
+            v = getattr(msg, f, None)
+            if isinstance(v, int) and v >= 0 and not (sign > 0 and v + by < 0):
+                setattr(msg, f, v + sign * by)
+    return (lambda call: on(call.request, +1)), (lambda call: on(call.response, -1))
+
+
+@pytest.mark.parametrize("name", ["CLS-HB-01", "CLS-SYNC-01", "CLS-JOIN-32", "CLS-COMMIT-07", "CLS-JOIN-31.2"])
+def test_a_coordinator_numbering_generations_from_0_passes_the_goldens(name: str) -> None:
+    t = load(GOLDEN / f"{name}.jsonl", REG)
+    req, resp = _shift_generations(1)
+    report = _replay_on(t, req, resp)
+    assert report.status == "PASS", report.render(REG)
+    sent = [e.body.get("GenerationId") for e in report.exchanged if e.kind == "request" and e.body]
+    assert -1 not in sent  # a previous generation is never made up as -1
+    answered = [e.body["GenerationId"] for e in report.exchanged
+                if e.kind == "response" and e.api == "JoinGroup" and not e.body["ErrorCode"]]
+    assert answered and min(answered) == 0
+
+
+def test_a_generation_that_does_not_follow_the_first_one_answered_fails() -> None:
+    """A coordinator that answers a generation of 0 and then 2 (skipping one) is caught."""
+    t = load(GOLDEN / "CLS-JOIN-32.jsonl", REG)
+    seen: list[int] = []
+
+    def resp(call: Any) -> None:
+        if call.api_key == 11 and call.response.error_code == 0:
+            if not seen or call.response.generation_id != seen[-1]:
+                seen.append(call.response.generation_id)
+            if len(seen) == 1:
+                call.response.generation_id = 0
+    report = _replay_on(t, None, resp)
+    assert report.status == "FAIL"
+    assert any(d.path == "GenerationId" for f in report.failures for d in f.divergences)
+
+
+def test_unpinned_fields_that_differ_are_notes_and_pinned_ones_fail() -> None:
+    t = load(GOLDEN / "CLS-STATE-03.jsonl", REG)
+
+    def host(call: Any) -> None:
+        if call.api_key == 15:
+            for g in call.response.groups:
+                for m in g.members:
+                    m.client_host = "127.0.0.1:53238"
+    report = _replay_on(t, None, host)
+    assert report.status == "PASS", report.render(REG)
+    text = report.render(REG)
+    assert [line for line in text.splitlines() if "note:" in line] == [
+        f'  note: step 20: differs from the recording: Groups[0].Members[{i}].ClientHost expected '
+        '"/127.0.0.1" got "127.0.0.1:53238"' for i in (0, 1)]
+
+    def state(call: Any) -> None:
+        if call.api_key == 15:
+            for g in call.response.groups:
+                g.group_state = "Empty"
+                g.error_message = "changed"
+    report = _replay_on(t, None, state)
+    assert report.status == "FAIL"
+    paths = [d.path for f in report.failures for d in f.divergences]
+    assert paths == ["Groups[0].GroupState"]  # the message is unpinned here: a note
+    assert any(d.path == "Groups[0].ErrorMessage" for n in report.notes for d in n.divergences)
+
+
+def test_the_replay_keeps_what_was_sent_and_answered() -> None:
+    t = load(GOLDEN / "CLS-HB-01.jsonl", REG)
+    report = _replay_on(t)
+    assert report.status == "PASS"
+    kinds = [(e.kind, e.api) for e in report.exchanged]
+    assert kinds == [(e.kind, e.api) for e in t.events if e.kind != "close"]
+    member = report.bindings["member.1"]
+    assert any(e.kind == "response" and e.body.get("MemberId") == member for e in report.exchanged)

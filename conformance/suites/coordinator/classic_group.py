@@ -16,8 +16,7 @@ ALL = ("sessioned", "compatible", "default")
 async def states_of_a_new_group(ctx: CoordinatorContext) -> None:
     observer = await ctx.member("observer")
     m1 = await ctx.member("m1")
-    await m1.obtain_member_id()
-    p1 = m1.submit_join()
+    p1 = await ctx.first_join(m1)
     await ctx.until_answered([p1], 0)
     members = [m1]
     if ctx.initial_delay_ms > 0:
@@ -32,18 +31,18 @@ async def states_of_a_new_group(ctx: CoordinatorContext) -> None:
         # No initial delay: m1's JoinGroup completes the first join phase at once, so the
         # group is seen in PreparingRebalance while a second member's join waits for m1.
         ctx.note("initial delay 0: PreparingRebalance observed while m2's JoinGroup waits for m1")
-        ctx.check(p1.done(), "m1's first JoinGroup with no initial delay", "answered at once", "parked")
+        ctx.check(await ctx.until_answered([p1], ctx.rebalance_ms), "m1's first JoinGroup with no initial delay",
+                  "answered", f"still parked after {ctx.rebalance_ms} ms")
         m1.take_join(await p1.response())
         m2 = await ctx.member("m2")
-        await m2.obtain_member_id()
-        p2 = m2.submit_join()
+        p2 = await ctx.first_join(m2)
         await ctx.until_answered([p2], 0)
         ctx.expect_equal((await observer.describe()).group_state, "PreparingRebalance",
                          "state while m2's first JoinGroup waits for m1 to rejoin")
         members = [m1, m2]
         gen = await ctx.join_all([m1], new=False)
-        ctx.check(await ctx.until_answered([p2], 0), "m2's JoinGroup once m1 rejoined", "answered",
-                  "parked")
+        ctx.check(await ctx.until_answered([p2], ctx.rebalance_ms), "m2's JoinGroup once m1 rejoined",
+                  "answered", f"still parked {ctx.rebalance_ms} ms after m1's JoinGroup was answered")
         gen.joins["m2"] = m2.take_join(await p2.response())
         ctx.expect_error(gen.joins["m2"], "NONE", "m2's first JoinGroup")
     ctx.expect_equal((await observer.describe()).group_state, "CompletingRebalance",
@@ -59,8 +58,7 @@ async def initial_delay_bounded(ctx: CoordinatorContext) -> None:
     members = [await ctx.member(f"m{i}") for i in (1, 2)]
     pending = []
     for m in members:
-        await m.obtain_member_id()
-        pending.append(m.submit_join())
+        pending.append(await ctx.first_join(m))
     bound = max(ctx.rebalance_ms, ctx.initial_delay_ms) + 1000
     ctx.check(await ctx.until_answered(pending, bound), "first join phase of a new group",
               f"complete on its own within {bound} ms", "still parked")
@@ -115,8 +113,7 @@ async def eager_member_downgrades(ctx: CoordinatorContext) -> None:
     gen = await ctx.form_group([a, b])
     ctx.expect_equal(gen.protocol, "sessioned", "protocol of two sessioned-capable workers")
     e = await ctx.member("e", protocols=connect_protocols("e", ("default",)))
-    await e.obtain_member_id()
-    p = e.submit_join()
+    p = await ctx.first_join(e)
     await ctx.until_answered([p], 0)
     nxt = await ctx.join_all([a, b], new=False)
     e.take_join(await p.response())

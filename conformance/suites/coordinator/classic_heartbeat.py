@@ -4,16 +4,20 @@ from __future__ import annotations
 
 from ...harness.cases import case
 from ...harness.context import CoordinatorContext
-from .common import leader_and_followers, stable_group
+from .common import distinct_previous, leader_and_followers, rebalance_round, stable_group
 
 
 @case("CLS-HB-01")
 async def wrong_generation(ctx: CoordinatorContext) -> None:
-    (m,), gen = await stable_group(ctx, 1)
+    (m,), first = await stable_group(ctx, 1)
+    # The previous generation is one the group answered, not generation - 1 (which is -1,
+    # "no generation", on a coordinator that numbers from 0).
+    gen = await rebalance_round(ctx, [m])
+    previous = distinct_previous(ctx, first, gen)
     ctx.expect_error(await m.heartbeat(generation=gen.generation + 1), "ILLEGAL_GENERATION",
                      "Heartbeat with the next generation")
-    ctx.expect_error(await m.heartbeat(generation=gen.generation - 1), "ILLEGAL_GENERATION",
-                     "Heartbeat with the previous generation")
+    ctx.expect_error(await m.heartbeat(generation=previous), "ILLEGAL_GENERATION",
+                     f"Heartbeat with the previous generation ({previous}, as answered)")
 
 
 @case("CLS-HB-02")

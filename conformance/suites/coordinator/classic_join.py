@@ -6,14 +6,15 @@ from fakebroker.protocol.error_codes import error_text
 
 from ...harness.cases import case
 from ...harness.context import CoordinatorContext
-from .common import leader_and_followers, stable_group
+from ...harness.outcomes import NotApplicable
+from .common import answered_without_rebalance, leader_and_followers, stable_group
 
 
 @case("CLS-JOIN-01")
 async def member_id_required(ctx: CoordinatorContext) -> None:
     m = await ctx.member("m1")
-    r = await m.join(9, member_id="")
-    ctx.expect_error(r, "MEMBER_ID_REQUIRED", "JoinGroup v9 with an empty member id")
+    r = await m.join(member_id="")  # at v4+ (the requirement's versions)
+    ctx.expect_error(r, "MEMBER_ID_REQUIRED", f"JoinGroup v{m.client.last.version} with an empty member id")
     ctx.check(bool(r.member_id), "member id handed out with MEMBER_ID_REQUIRED", "a non-empty id",
               r.member_id)
 
@@ -26,29 +27,41 @@ async def rejoin_with_issued_id(ctx: CoordinatorContext) -> None:
     gen = await ctx.join_all([m], new=False)
     r = gen.joins["m1"]  # join_all has checked it was admitted (error NONE)
     ctx.expect_equal(r.member_id, issued, "member id of the admitted member")
-    # "Receives a generation": any generation id; -1 is the protocol's "no generation".
-    ctx.check(r.generation_id >= 0, "generation of the admitted member", "a generation id (>= 0)",
-              r.generation_id)
+    # "Receives a generation": one of the group's, numbered from the target's first
+    # (timing.first_generation: Kafka's 1); -1 is the protocol's "no generation".
+    first = ctx.target.timing.first_generation
+    ctx.check(r.generation_id >= first, "generation of the admitted member",
+              f"a generation id (>= {first}, the target's first)", r.generation_id)
+
+
+def needs_session_bounds(ctx: CoordinatorContext) -> None:
+    """A coordinator declaring no session-timeout bounds (timing.session_bounds = false) has
+    no bound to be below, above or at."""
+    if not ctx.target.timing.session_bounds:
+        raise NotApplicable("the target declares no session-timeout bounds (timing.session_bounds = false)")
 
 
 @case("CLS-JOIN-03")
 async def session_below_min(ctx: CoordinatorContext) -> None:
+    needs_session_bounds(ctx)
     m = await ctx.member("m1")
     low = ctx.target.timing.min_session_timeout_ms - 1
-    ctx.expect_error(await m.join(9, member_id="", session_timeout_ms=low),
+    ctx.expect_error(await m.join(member_id="", session_timeout_ms=low),
                      "INVALID_SESSION_TIMEOUT", f"JoinGroup with session timeout {low} ms")
 
 
 @case("CLS-JOIN-04")
 async def session_above_max(ctx: CoordinatorContext) -> None:
+    needs_session_bounds(ctx)
     m = await ctx.member("m1")
     high = ctx.target.timing.max_session_timeout_ms + 1
-    ctx.expect_error(await m.join(9, member_id="", session_timeout_ms=high),
+    ctx.expect_error(await m.join(member_id="", session_timeout_ms=high),
                      "INVALID_SESSION_TIMEOUT", f"JoinGroup with session timeout {high} ms")
 
 
 @case("CLS-JOIN-05")
 async def session_at_bounds(ctx: CoordinatorContext) -> None:
+    needs_session_bounds(ctx)
     t = ctx.target.timing
     for i, session in enumerate((t.min_session_timeout_ms, t.max_session_timeout_ms)):
         # The member's name puts the session timeout into every message about its joins.
@@ -60,7 +73,7 @@ async def session_at_bounds(ctx: CoordinatorContext) -> None:
 @case("CLS-JOIN-06")
 async def empty_group_id(ctx: CoordinatorContext) -> None:
     m = await ctx.member("m1")
-    ctx.expect_error(await m.join(9, member_id="", group_id=""), "INVALID_GROUP_ID",
+    ctx.expect_error(await m.join(member_id="", group_id=""), "INVALID_GROUP_ID",
                      "JoinGroup with an empty group id")
 
 
@@ -68,7 +81,7 @@ async def empty_group_id(ctx: CoordinatorContext) -> None:
 async def unknown_member_id(ctx: CoordinatorContext) -> None:
     await stable_group(ctx, 1)
     stranger = await ctx.member("stranger")
-    ctx.expect_error(await stranger.join(9, member_id="stranger-not-a-member"), "UNKNOWN_MEMBER_ID",
+    ctx.expect_error(await stranger.join(member_id="stranger-not-a-member"), "UNKNOWN_MEMBER_ID",
                      "JoinGroup with a member id the group never issued")
 
 
@@ -76,7 +89,7 @@ async def unknown_member_id(ctx: CoordinatorContext) -> None:
 async def protocol_type_mismatch(ctx: CoordinatorContext) -> None:
     await stable_group(ctx, 1)
     other = await ctx.member("other")
-    ctx.expect_error(await other.join(9, member_id="", protocol_type="consumer"),
+    ctx.expect_error(await other.join(member_id="", protocol_type="consumer"),
                      "INCONSISTENT_GROUP_PROTOCOL", "JoinGroup with protocol type consumer into a connect group")
 
 
@@ -84,7 +97,7 @@ async def protocol_type_mismatch(ctx: CoordinatorContext) -> None:
 async def no_common_protocol(ctx: CoordinatorContext) -> None:
     await stable_group(ctx, 1)
     other = await ctx.member("other", protocols=[("range", b"x")])
-    ctx.expect_error(await other.join(9, member_id=""), "INCONSISTENT_GROUP_PROTOCOL",
+    ctx.expect_error(await other.join(member_id=""), "INCONSISTENT_GROUP_PROTOCOL",
                      "JoinGroup sharing no protocol with the group")
 
 
@@ -112,16 +125,18 @@ async def generation_bumps_by_one(ctx: CoordinatorContext) -> None:
 @case("CLS-JOIN-12")
 async def old_version_gets_id_directly(ctx: CoordinatorContext) -> None:
     m = await ctx.member("m1")
-    gen = await ctx.join_all([m], version=3)
-    ctx.check(bool(gen.joins["m1"].member_id), "member id of a JoinGroup v3 without one",
+    gen = await ctx.join_all([m])  # at v0-3 (the requirement's versions)
+    ctx.check(bool(gen.joins["m1"].member_id),
+              f"member id of a JoinGroup v{m.client.last.version} without one",
               "a non-empty id (joined at once)", gen.joins["m1"].member_id)
 
 
 @case("CLS-JOIN-13")
 async def protocol_type_in_response(ctx: CoordinatorContext) -> None:
     m = await ctx.member("m1")
-    gen = await ctx.join_all([m], version=9)
-    ctx.expect_equal(gen.joins["m1"].protocol_type, "connect", "JoinGroup v9 response ProtocolType")
+    gen = await ctx.join_all([m])  # at v7+ (the requirement's versions)
+    ctx.expect_equal(gen.joins["m1"].protocol_type, "connect",
+                     f"JoinGroup v{m.client.last.version} response ProtocolType")
 
 
 @case("CLS-JOIN-14")
@@ -135,9 +150,9 @@ async def join_aborts_pending_sync(ctx: CoordinatorContext) -> None:
         ctx.check(False, "follower SyncGroup before the leader's", "held until the leader syncs",
                   f"answered at once with {error_text(early)}")
     rejoin = leader.submit_join(protocols=[("sessioned", b"changed-metadata")])
-    if not await ctx.until_answered([parked], 1000):
+    if not await ctx.until_answered([parked], ctx.rebalance_ms):
         ctx.check(False, "parked follower SyncGroup after the leader rejoined with new metadata",
-                  "answered REBALANCE_IN_PROGRESS", "still parked")
+                  "answered REBALANCE_IN_PROGRESS", f"still parked after {ctx.rebalance_ms} ms")
     ctx.expect_error(await parked.response(), "REBALANCE_IN_PROGRESS",
                      "parked follower SyncGroup after the leader rejoined with new metadata")
     again = follower.submit_join()
@@ -151,10 +166,8 @@ async def follower_rejoin_same_metadata(ctx: CoordinatorContext) -> None:
     members, gen = await stable_group(ctx, 2)
     leader, (follower,) = leader_and_followers(members, gen)
     p = follower.submit_join()
-    if not await ctx.until_answered([p], 0):
-        ctx.check(False, "follower rejoining a Stable group with unchanged metadata",
-                  "answered at once with the current generation", "parked (a rebalance started)")
-    r = await p.response()
+    r = await answered_without_rebalance(ctx, p, leader,
+                                         "follower rejoining a Stable group with unchanged metadata")
     ctx.expect_error(r, "NONE", "follower rejoin with unchanged metadata")
     ctx.expect_equal(r.generation_id, gen.generation, "generation in that JoinGroup response")
     ctx.expect_error(await leader.heartbeat(), "NONE", "leader heartbeat after the follower's rejoin")

@@ -5,18 +5,21 @@ from __future__ import annotations
 from ...harness.cases import case
 from fakebroker.connect.embedded import assignment_bytes
 from ...harness.context import CoordinatorContext
-from .common import leader_and_followers, stable_group
+from .common import distinct_previous, leader_and_followers, stable_group
 
 
 @case("CLS-SYNC-01")
 async def wrong_generation(ctx: CoordinatorContext) -> None:
-    members = [await ctx.member(f"m{i}") for i in (1, 2)]
-    gen = await ctx.join_all(members)
+    members, first = await stable_group(ctx, 2)
+    # The previous generation is one the group answered, not generation - 1 (which is -1,
+    # "no generation", on a coordinator that numbers from 0).
+    gen = await ctx.join_all(members, new=False)
+    previous = distinct_previous(ctx, first, gen)
     leader, (follower,) = leader_and_followers(members, gen)
     ctx.expect_error(await follower.sync(generation=gen.generation + 1), "ILLEGAL_GENERATION",
                      "SyncGroup with the next generation")
-    ctx.expect_error(await follower.sync(generation=gen.generation - 1), "ILLEGAL_GENERATION",
-                     "SyncGroup with the previous generation")
+    ctx.expect_error(await follower.sync(generation=previous), "ILLEGAL_GENERATION",
+                     f"SyncGroup with the previous generation ({previous}, as answered)")
 
 
 @case("CLS-SYNC-02")
@@ -61,8 +64,8 @@ async def follower_waits_for_leader(ctx: CoordinatorContext) -> None:
     given = {follower.member_id: b"for-the-follower", leader.member_id: b"for-the-leader"}
     r = await leader.sync(assignments=given)
     ctx.expect_error(r, "NONE", "leader SyncGroup")
-    ctx.check(await ctx.until_answered([parked], 1000), "follower SyncGroup once the leader synced",
-              "answered", "still parked")
+    ctx.check(await ctx.until_answered([parked], ctx.rebalance_ms), "follower SyncGroup once the leader synced",
+              "answered", f"still parked {ctx.rebalance_ms} ms after the leader's SyncGroup was answered")
     fr = await parked.response()
     ctx.expect_error(fr, "NONE", "follower SyncGroup")
     ctx.expect_equal(bytes(fr.assignment), b"for-the-follower", "follower's assignment")

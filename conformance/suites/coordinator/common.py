@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from fakebroker.protocol.error_codes import ErrorCode, error_text
+from fakebroker.testing.client import Pending
 from fakebroker.testing.member import ScriptedMember
 
 from ...harness.context import CoordinatorContext, Generation
@@ -32,6 +34,39 @@ async def rebalance_round(ctx: CoordinatorContext, members: list[ScriptedMember]
     return await ctx.sync_all(gen, members)
 
 
+def distinct_previous(ctx: CoordinatorContext, previous: Generation, current: Generation) -> int:
+    """The generation a group answered before ``current``, which must differ from it."""
+    ctx.check(previous.generation != current.generation, "generation after a rebalance",
+              f"other than {previous.generation}", current.generation)
+    return previous.generation
+
+
 async def heartbeat_error(ctx: CoordinatorContext, m: ScriptedMember, **kw: Any) -> int:
     r = await m.heartbeat(**kw)
     return int(r.error_code)
+
+
+async def answered_without_rebalance(ctx: CoordinatorContext, pending: Pending, witness: ScriptedMember,
+                                     what: str) -> Any:
+    """Wait for ``pending`` (a JoinGroup the group should answer without a rebalance) within
+    the target's rebalance timeout, the ``witness`` member heartbeating meanwhile: a
+    REBALANCE_IN_PROGRESS heartbeat is a rebalance seen, and fails ``what``; an answer held
+    for a while is no failure by itself. Returns the response; a timeout says what was seen."""
+    seen: list[str] = []
+    step = max(1, min(1000, ctx.session_ms // 4))
+    spent = 0
+    while True:
+        answered = await ctx.until_answered([pending], 0 if spent == 0 else step)
+        hb = await witness.heartbeat()
+        seen.append(error_text(hb.error_code))
+        if hb.error_code == ErrorCode.REBALANCE_IN_PROGRESS:
+            raise Violation(what, "answered without a rebalance",
+                            f"a rebalance started: {witness.name}'s heartbeat answered "
+                            f"REBALANCE_IN_PROGRESS after {spent} ms")
+        if answered:
+            return await pending.response()
+        spent += step
+        if spent >= ctx.rebalance_ms:
+            raise Violation(what, f"answered within the rebalance timeout ({ctx.rebalance_ms} ms)",
+                            f"no answer after {spent} ms; {witness.name}'s heartbeats meanwhile: "
+                            f"{', '.join(sorted(set(seen)))} (no rebalance seen)")

@@ -54,6 +54,8 @@ class Rule:
     virtual_only: str | None = None  # why it cannot run on real time, or None
     also: tuple[str, ...] = ()
     fn: Scenario | None = None
+    # API -> field paths the requirement pins that are unpinned by default (annotate.py)
+    pins: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def requirements(self) -> list[str]:
@@ -65,7 +67,8 @@ class Rule:
         return {"id": self.id, "transcript": f"{self.id}.jsonl", "requirements": self.requirements,
                 "api": self.api, "title": self.title, "expect": self.expect,
                 "source": self.source, "source_text": SOURCES[self.source],
-                "settings": self.settings, "virtual_only": self.virtual_only}
+                "settings": self.settings, "virtual_only": self.virtual_only,
+                "pins": {api: list(paths) for api, paths in self.pins.items()}}
 
 
 RULES: dict[str, Rule] = {}
@@ -73,7 +76,8 @@ RULES: dict[str, Rule] = {}
 
 def rule(id: str, api: str, expect: str, title: str, *, source: str = "kafka",
          settings: dict[str, Any] | None = None, virtual_only: str | None = None,
-         also: tuple[str, ...] = ()) -> Callable[[Scenario], Scenario]:
+         also: tuple[str, ...] = (),
+         pins: dict[str, tuple[str, ...]] | None = None) -> Callable[[Scenario], Scenario]:
     """Register a rule and the scenario that exercises it."""
     if source not in SOURCES:
         raise ValueError(f"{id}: unknown source {source!r}")
@@ -82,6 +86,6 @@ def rule(id: str, api: str, expect: str, title: str, *, source: str = "kafka",
         if id in RULES:
             raise ValueError(f"rule {id} is defined twice")
         RULES[id] = Rule(id, api, title, expect, source, dict(settings or {}), virtual_only,
-                         tuple(also), fn)
+                         tuple(also), fn, dict(pins or {}))
         return fn
     return register

@@ -71,7 +71,7 @@ async def run(rule: Rule, registry: Registry) -> Transcript:
     events = list(rec.events)
     # Topic ids are the coordinator's: a replay binds them to the target's (topic_id.<name>).
     topic_ids = {f"{TOPIC_ID_PREFIX}{t.name}": str(t.topic_id) for t in broker.config.topics}
-    annotate(events, {**session.groups, **topic_ids})
+    annotate(events, {**session.groups, **topic_ids}, rule.pins)
     used = {n: v for n, v in topic_ids.items()
             if any(m.get("ref") == n for e in events for m in (e.match or {}).values())}
     header = new_header("golden", id=rule.id, title=rule.title, rules=rule.requirements,

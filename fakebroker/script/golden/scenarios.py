@@ -449,7 +449,7 @@ probe("CLS-HB-03", "Heartbeat", "UNKNOWN_MEMBER_ID", "A Heartbeat from a member 
 
 probe("CLS-HB-01", "Heartbeat", "ILLEGAL_GENERATION",
       "A Heartbeat with a generation other than the group's is refused with ILLEGAL_GENERATION.", source="design",
-      send=lambda c, g, m: c.heartbeat(g, m, 0), setup="member")
+      send=lambda c, g, m: c.heartbeat(g, m, 2), setup="member")  # the next: a previous one may be -1
 
 
 probe("CLS-HB-02", "Heartbeat", "REBALANCE_IN_PROGRESS",
@@ -679,7 +679,8 @@ async def leave_with_parked_join(s: Session) -> None:
 # ============================================================================ DescribeGroups
 
 @rule("CLS-DESC-01", "DescribeGroups", "GROUP_ID_NOT_FOUND",
-      "DescribeGroups v6 answers a group that does not exist with GROUP_ID_NOT_FOUND and the message 'Group <id> not found.'", source="kip-1043")
+      "DescribeGroups v6 answers a group that does not exist with GROUP_ID_NOT_FOUND and the message 'Group <id> not found.'", source="kip-1043",
+      pins={"DescribeGroups": ("Groups[*].ErrorMessage",)})
 async def describe_unknown_v6(s: Session) -> None:
     g = s.group()
     d = await (await s.client("admin")).describe(g)
@@ -707,7 +708,8 @@ async def describe_stable(s: Session) -> None:
 
 
 @rule("CLS-DESC-03", "DescribeGroups", "NONE",
-      "DescribeGroups v3+ with IncludeAuthorizedOperations reports the operations allowed on the group.")
+      "DescribeGroups v3+ with IncludeAuthorizedOperations reports the operations allowed on the group.",
+      pins={"DescribeGroups": ("Groups[*].AuthorizedOperations",)})
 async def describe_operations(s: Session) -> None:
     g = s.group()
     await first_member(s, g, await s.client("w1"))
@@ -764,7 +766,7 @@ async def list_groups_by_type(s: Session) -> None:
     g = s.group()
     await first_member(s, g, await s.client("w1"))
     admin = await s.client("admin")
-    r1 = await admin.list_groups(types=["Classic"])
+    r1 = await admin.list_groups(types=["classic"])  # the type as KIP-848 names it: the requirement pins no case folding
     r2 = await admin.list_groups(types=["consumer"])
     s.check(g in [x.group_id for x in r1.groups] and g not in [x.group_id for x in r2.groups], f"{r1} {r2}")
 
@@ -940,8 +942,8 @@ async def fetch_batched(s: Session) -> None:
 probe("CLS-FETCH-01", "OffsetFetch", "UNKNOWN_TOPIC_ID",
       "OffsetFetch v10 naming a topic id that does not exist answers its partitions UNKNOWN_TOPIC_ID.", source="kip-848",
       send=lambda c, g, m: c.fetch_offsets(g, {"x": [0, 1]}, version=10, topic_ids={"x": uuid.UUID(int=42)}),
-      by="admin", answer=lambda r: [p.error_code for p in r.groups[0].topics[0].partitions],
-      want=[100, 100])
+      setup="member", by="admin",  # an existing group: the requirement is about the topic id alone
+      answer=lambda r: [p.error_code for p in r.groups[0].topics[0].partitions], want=[100, 100])
 
 
 # ============================================================================ documented scenarios
@@ -959,6 +961,22 @@ async def scenario_two_workers(s: Session) -> None:
     s.check((j1.leader, j1.protocol_name, len(j1.members), j2.members) == (m1, "sessioned", 2, []), f"{j1} {j2}")
     follower = await w2.sync_later(g, m2, 1)
     await w1.sync(g, m1, 1, assignments={m1: b"conn-a", m2: b"conn-a-task-0"})
+    s.check((await s.result(follower)).assignment == b"conn-a-task-0", "the follower's share")
+
+
+@rule("CLS-JOIN-31.2", "JoinGroup", "NONE",
+      "Two Connect workers form a group on a coordinator with no initial delay: the first forms a generation alone, the second's join starts a rebalance the first learns of from its heartbeat; rejoined, the first is the leader and gets both workers' metadata, the follower's SyncGroup waits for the leader's, both get their assignments.",
+      source="spec-002", also=("CLS-JOIN-26", "CLS-SYNC-05"))
+async def scenario_two_workers_no_delay(s: Session) -> None:
+    # The same requirement as CLS-JOIN-31 without its initial delay: it is not about the delay.
+    g = s.group()
+    w1, w2 = await s.client("worker-1"), await s.client("worker-2")
+    m1 = await first_member(s, g, w1, protocols=CONNECT)
+    m2, j1, j2 = await second_member_joined(s, g, w1, m1, w2, protocols=CONNECT)
+    s.check((j1.leader, j1.protocol_name, len(j1.members), j2.members) == (m1, "sessioned", 2, []),  # type: ignore[attr-defined]
+            f"{j1} {j2}")
+    follower = await w2.sync_later(g, m2, 2)
+    await w1.sync(g, m1, 2, assignments={m1: b"conn-a", m2: b"conn-a-task-0"})
     s.check((await s.result(follower)).assignment == b"conn-a-task-0", "the follower's share")
 
 

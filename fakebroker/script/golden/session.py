@@ -59,6 +59,9 @@ async def until(pred: Callable[[], bool], what: str, turns: int = 200_000) -> No
 class Session(ScriptedSession):
     """Golden generation's session: after every request it settles the broker."""
 
+    # The broker is our own, at the codec's ranges; a golden holds the scenario's requests only.
+    negotiates = False
+
     def __init__(self, broker: FakeBroker, recorder: Recorder, scenario_id: str,
                  registry: Registry) -> None:
         super().__init__(broker.bootstrap, registry, scenario_id.lower(), timeout_s=10)

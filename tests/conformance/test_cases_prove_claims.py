@@ -1,0 +1,67 @@
+"""Coordinator cases conclude from what they saw, never from silence: a coordinator that
+holds an answer a while, within the target's timing, is no failure, and one that does
+what the requirement forbids is caught with the evidence named."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from fakebroker.intercept.hooks import Delay, ErrorResponse
+
+from conformance.catalogue import default_catalogue
+from conformance.harness.outcomes import CaseResult, Outcome
+from conformance.harness.runner import run_case
+from conformance.harness.sessions import CoordinatorSession
+from conformance.target import load_target
+
+TARGET = Path(__file__).resolve().parents[2] / "fixtures" / "targets" / "fakebroker.toml"
+
+
+@pytest.fixture
+def run() -> Iterator[Callable[..., CaseResult]]:
+    """Run one coordinator case on a fresh builtin fake broker, hooks installed first."""
+    sessions: list[CoordinatorSession] = []
+
+    def go(case_id: str, *hooks: tuple[Callable[[Any], Any], str]) -> CaseResult:
+        session = CoordinatorSession.start(load_target(TARGET))
+        sessions.append(session)
+        assert session.broker is not None
+        for fn, api in hooks:
+            session.broker.broker.hooks.add(fn, api=api, keep=True)
+        return run_case(default_catalogue()[case_id], session)
+    yield go
+    for s in sessions:
+        s.stop()
+
+
+def _rejoins_of_known_members(action: Callable[[], Any]) -> Callable[[Any], Any]:
+    """A hook acting on a JoinGroup that names a member id and no protocol change: a
+    member's rejoin (the first JoinGroups of a member name none, or the id just handed out)."""
+    seen: set[str] = set()
+
+    def hook(call: Any) -> Any:
+        mid = call.request.member_id
+        if not mid:
+            return None
+        if mid not in seen:  # the join right after MEMBER_ID_REQUIRED
+            seen.add(mid)
+            return None
+        return action()
+    return hook
+
+
+def test_a_follower_answered_after_3_s_with_the_current_generation_passes_cls_join_15(run: Any) -> None:
+    result = run("CLS-JOIN-15", (_rejoins_of_known_members(lambda: Delay(3000)), "JoinGroup"))
+    assert result.outcome is Outcome.PASS, result.message
+
+
+def test_a_rebalance_seen_fails_cls_join_15_with_the_evidence(run: Any) -> None:
+    """The follower's rejoin is held, and the leader's heartbeat says a rebalance started."""
+    result = run("CLS-JOIN-15", (_rejoins_of_known_members(lambda: Delay(3000)), "JoinGroup"),
+                 (lambda call: ErrorResponse("REBALANCE_IN_PROGRESS"), "Heartbeat"))
+    assert result.outcome is Outcome.FAIL
+    assert "a rebalance started" in result.message and "REBALANCE_IN_PROGRESS" in result.message
