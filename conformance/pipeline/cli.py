@@ -142,7 +142,7 @@ def _violation_schema():  # noqa: ANN202
 def cmd_history(args: argparse.Namespace) -> int:
     from .history import compare, summary_lines
     from .report import write_report
-    from .tables import OUTCOME
+    from .tables import OUTCOME, RUN
     warehouse = args.warehouse or tempfile.mkdtemp(prefix="conformance-warehouse-")
     inputs, wh, s = _ingest(args, "history", warehouse, reports_only=True)
     if wh is None or not inputs.reports:
@@ -152,7 +152,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     if outcomes.limit(1).count() == 0:
         print("conformance history: no usable results.json among the inputs", file=sys.stderr)
         return EXIT_NOTHING
-    for line in summary_lines(outcomes):
+    for line in summary_lines(wh.read("runs", RUN), outcomes):
         print(line)
     regressions = 0
     if args.baseline or args.candidate:

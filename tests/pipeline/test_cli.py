@@ -3,7 +3,6 @@ line per problem and no stack trace, the report written under the warehouse."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -53,32 +52,3 @@ def test_nothing_usable_exits_2_with_one_line(spark, tmp_path, capsys):
     assert "no exchanges to audit" in cap.err and "Traceback" not in cap.err + cap.out
     assert main(["ingest", str(tmp_path), "--warehouse", str(tmp_path / "wh2"), "--conf", "nonsense"]) == 2
     assert "--conf 'nonsense': expected key=value" in capsys.readouterr().err
-
-
-def _report(d: Path, version: str, started: float, outcomes: dict[str, tuple[str, float]]) -> Path:
-    d.mkdir(parents=True)
-    (d / "results.json").write_text(json.dumps({
-        "target": {"name": "acme", "kind": "worker", "implementation": "acme-connect", "version": version},
-        "suite": "worker", "started": started, "finished": started + 60,
-        "results": [{"id": k, "level": "MUST", "outcome": o, "message": "" if o == "PASS" else "expected x",
-                     "duration_s": t} for k, (o, t) in sorted(outcomes.items())]}))
-    (d / "certificate.json").write_text(json.dumps({"verdict": "CERTIFIED"}))
-    return d
-
-
-def test_history_regressions_and_flaky(spark, tmp_path, capsys):
-    a = _report(tmp_path / "r1", "1.0", 1.7e9, {"R-1": ("PASS", 1.0), "R-2": ("PASS", 2.0), "R-3": ("FAIL", 1.0)})
-    b = _report(tmp_path / "r2", "1.0", 1.7e9 + 86400, {"R-1": ("PASS", 1.1), "R-2": ("FAIL", 2.0), "R-3": ("FAIL", 1.0)})
-    c = _report(tmp_path / "r3", "1.1", 1.7e9 + 2 * 86400, {"R-1": ("FAIL", 9.0), "R-2": ("PASS", 2.0), "R-3": ("PASS", 1.0)})
-    wh = tmp_path / "wh"
-    assert main(["history", str(a), str(b), str(c), "--warehouse", str(wh),
-                 "--baseline", str(a), "--candidate", "1.1"]) == 1
-    out = capsys.readouterr().out
-    assert "history: 3 run(s), 3 requirement(s), 1 flaky" in out
-    assert "flaky acme 1.0 R-2: FAIL/PASS over 2 runs" in out
-    assert "regressions" in out and "R-1: PASS -> FAIL expected x" in out
-    assert "R-2: PASS" not in out.split("regressions")[1]  # R-2 passes again in 1.1
-    md = (wh / "report" / "report.md").read_text()
-    assert "slower: acme R-1: 1.000s -> 9.000s" in md
-    assert main(["history", str(a), str(c), "--warehouse", str(wh), "--baseline", "1.1",
-                 "--candidate", str(a)]) == 1  # R-2 and R-3 regress the other way round
