@@ -40,7 +40,8 @@ def register(sub: Any) -> None:
 
 def _guarded(name: str, fn: Any, args: argparse.Namespace) -> int:
     """One line on the screen for anything that goes wrong; details in the JVM log."""
-    from .session import ConfError, jvm_log
+    from .session import ConfError, jvm_log, log_size, spark_cause
+    since = log_size()
     try:
         return fn(args)
     except ConfError as e:
@@ -49,7 +50,8 @@ def _guarded(name: str, fn: Any, args: argparse.Namespace) -> int:
         print(f"conformance {name}: interrupted", file=sys.stderr)
     except Exception as e:  # Spark/Java errors surface here: one line, never a trace
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-        print(f"conformance {name}: {type(e).__name__}: {first} (Spark's log: {jvm_log()})",
+        cause = spark_cause(since)  # a Py4J error's message names the call, Spark's log the cause
+        print(f"conformance {name}: {cause or f'{type(e).__name__}: {first}'} (Spark's log: {jvm_log()})",
               file=sys.stderr)
     return EXIT_NOTHING
 
@@ -57,8 +59,9 @@ def _guarded(name: str, fn: Any, args: argparse.Namespace) -> int:
 def _start(args: argparse.Namespace, name: str):  # noqa: ANN202
     from .session import parse_conf, spark_session
     conf = parse_conf(args.conf)
-    print(f"conformance {name}: starting Spark ({args.master or 'local[*]'})", file=sys.stderr)
-    return spark_session(args.master, conf)
+    spark = spark_session(args.master, conf)
+    print(f"conformance {name}: Spark {spark.version} on {spark.sparkContext.master}", file=sys.stderr)
+    return spark
 
 
 def _ingest(args: argparse.Namespace, name: str, warehouse: str, reports_only: bool = False):  # noqa: ANN202

@@ -61,5 +61,9 @@ def resolve(paths: list[str]) -> Inputs:
             out.problems.append(f"{p}: no such file or folder")
             continue
         for m in matches:
+            before = len(out.transcripts) + len(out.pcaps) + len(out.reports)
             _add(out, Path(m), True)
+            if os.path.isdir(m) and len(out.transcripts) + len(out.pcaps) + len(out.reports) == before:
+                out.problems.append(f"{m}: a folder with no transcript (.jsonl), capture (.pcap, "
+                                    ".pcapng) or report folder (with results.json) in it")
     return out

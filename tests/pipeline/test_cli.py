@@ -52,3 +52,43 @@ def test_nothing_usable_exits_2_with_one_line(spark, tmp_path, capsys):
     assert "no exchanges to audit" in cap.err and "Traceback" not in cap.err + cap.out
     assert main(["ingest", str(tmp_path), "--warehouse", str(tmp_path / "wh2"), "--conf", "nonsense"]) == 2
     assert "--conf 'nonsense': expected key=value" in capsys.readouterr().err
+
+
+def test_where_it_runs_and_an_empty_folder_named(spark, goldens, tmp_path, capsys):
+    assert main(["audit", str(goldens), "--warehouse", str(tmp_path / "wh")]) == 0
+    assert f"conformance audit: Spark {spark.version} on {spark.sparkContext.master}\n" in capsys.readouterr().err
+    empty = tmp_path / "nothing-here"
+    empty.mkdir()
+    assert main(["audit", str(empty), "--warehouse", str(tmp_path / "wh")]) == 2
+    err = capsys.readouterr().err
+    assert f"{empty}: a folder with no transcript" in err and "nothing usable to audit" in err
+
+
+def test_unreachable_master_is_one_line_at_once(tmp_path, capsys):
+    import socket
+    import time
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    golden = ROOT / "fixtures" / "golden" / "CLS-JOIN-31.jsonl"
+    t0 = time.monotonic()
+    assert main(["audit", str(golden), "--master", f"spark://127.0.0.1:{port}",
+                 "--warehouse", str(tmp_path / "wh")]) == 2
+    assert time.monotonic() - t0 < 10  # Spark's own client would try for 60 s
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "All masters are unresponsive" in err[0] and f"127.0.0.1:{port}" in err[0], err
+
+
+def test_query_context_stack_stays_off_the_screen(spark, capfd):
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    from conformance.pipeline.session import jvm_log, log_size
+    since = log_size()
+    with pytest.raises(AnalysisException):
+        spark.range(1).select(F.col("started")).collect()
+    cap = capfd.readouterr()
+    assert "started" not in cap.err and "Traceback" not in cap.err and "JVMStackTrace" not in cap.err
+    with open(jvm_log(), encoding="utf-8") as f:
+        f.seek(since)
+        assert "UNRESOLVED_COLUMN" in f.read()  # kept in Spark's log, with the JVM's own lines
