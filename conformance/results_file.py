@@ -37,7 +37,10 @@ def check(doc: Any, where: str) -> None:
     if errors:
         e = errors[0]
         field = "/".join(str(p) for p in e.absolute_path) or "(top level)"
-        raise ResultsError(f"{where}: at {field}: {e.message[:200]} (schema {SCHEMA_FILE})")
+        what = e.message[:200]
+        if e.validator == "anyOf" and not e.absolute_path:  # the run's times, in either format
+            what = "no run times: neither provenance.started/finished (ISO UTC) nor started (epoch s)"
+        raise ResultsError(f"{where}: at {field}: {what} (schema {SCHEMA_FILE})")
 
 
 def _epoch(iso: str) -> float:

@@ -66,12 +66,13 @@ def _start(args: argparse.Namespace, name: str):  # noqa: ANN202
 
 def _ingest(args: argparse.Namespace, name: str, warehouse: str, reports_only: bool = False):  # noqa: ANN202
     from .ingest import ingest
-    from .inputs import resolve
+    from .inputs import precheck, resolve
     from .warehouse import Warehouse
     inputs = resolve(args.paths)
     if reports_only:  # a report folder's attached transcripts and captures are audit's business
         inputs.transcripts.clear()
         inputs.pcaps.clear()
+    precheck(inputs)  # before Spark starts: input that is not what it claims costs no JVM
     for problem in inputs.problems:
         print(f"conformance {name}: {problem}", file=sys.stderr)
     if inputs.empty:
@@ -149,7 +150,7 @@ def cmd_history(args: argparse.Namespace) -> int:
     warehouse = args.warehouse or tempfile.mkdtemp(prefix="conformance-warehouse-")
     inputs, wh, s = _ingest(args, "history", warehouse, reports_only=True)
     if wh is None or not inputs.reports:
-        print("conformance history: no report folder (with results.json) given", file=sys.stderr)
+        print("conformance history: no usable report folder (with results.json) given", file=sys.stderr)
         return EXIT_NOTHING
     outcomes = wh.read("outcomes", OUTCOME)
     if outcomes.limit(1).count() == 0:

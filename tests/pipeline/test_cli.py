@@ -47,7 +47,7 @@ def test_nothing_usable_exits_2_with_one_line(spark, tmp_path, capsys):
     assert main(["audit", str(tmp_path / "empty.jsonl"), str(tmp_path / "junk.jsonl"),
                  "--warehouse", str(tmp_path / "wh")]) == 2
     cap = capsys.readouterr()
-    assert "2 reject(s)" in cap.out and "junk.jsonl:line 1: invalid JSON" in cap.out
+    assert "1 reject(s)" in cap.out and "junk.jsonl:line 1: invalid JSON" in cap.err
     assert "empty.jsonl:file 0: empty file" in cap.out
     assert "no exchanges to audit" in cap.err and "Traceback" not in cap.err + cap.out
     assert main(["ingest", str(tmp_path), "--warehouse", str(tmp_path / "wh2"), "--conf", "nonsense"]) == 2
@@ -92,3 +92,20 @@ def test_query_context_stack_stays_off_the_screen(spark, capfd):
     with open(jvm_log(), encoding="utf-8") as f:
         f.seek(since)
         assert "UNRESOLVED_COLUMN" in f.read()  # kept in Spark's log, with the JVM's own lines
+
+
+def test_garbage_refused_before_spark_starts(tmp_path, capsys):
+    import time
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text("garbage one\n{\"x\": \nnot json at all\n")
+    (tmp_path / "bad-run").mkdir()
+    (tmp_path / "bad-run" / "results.json").write_text('{"target": {"name": "x", "version": "1"}, '
+                                                       '"suite": "worker", "results": []}')
+    t0 = time.monotonic()
+    assert main(["audit", str(junk), "--warehouse", str(tmp_path / "wh")]) == 2
+    assert main(["history", str(tmp_path / "bad-run"), "--warehouse", str(tmp_path / "wh")]) == 2
+    assert time.monotonic() - t0 < 5  # no JVM: Spark's start alone takes longer on a quiet machine
+    err = capsys.readouterr().err
+    assert f"{junk}:line 1: invalid JSON (Expecting value at column 1): not a transcript" in err
+    assert "bad-run/results.json: at (top level): no run times" in err
+    assert "Spark" not in err and "Traceback" not in err
