@@ -78,6 +78,7 @@ def _ingest(args: argparse.Namespace, name: str, warehouse: str, reports_only: b
     if inputs.empty:
         return inputs, None, None
     wh = Warehouse(_start(args, name), warehouse)
+    _size_shuffles(wh.spark, inputs, args.conf)
     t0 = time.monotonic()
     s = ingest(wh, inputs)
     print(f"ingest: {s.files} file(s), {s.skipped} already in the warehouse, {s.exchanges} "
@@ -86,6 +87,24 @@ def _ingest(args: argparse.Namespace, name: str, warehouse: str, reports_only: b
     for line in s.reject_samples:
         print(f"  reject {line}")
     return inputs, wh, s
+
+
+SHUFFLE_BYTES_PER_PARTITION = 16 << 20  # the session's advisory partition size
+MAX_SHUFFLE_PARTITIONS = 400
+
+
+def _size_shuffles(spark, inputs, conf: list[str]) -> None:  # noqa: ANN001
+    """Shuffle partitions sized to the input on disk (two per core at least, one per 16 MB
+    up to the session's 400): adaptive execution merges partitions after a shuffle, but
+    every map task still writes one block per partition first, which on a recording of a
+    thousand exchanges costs more than the work. An explicit --conf wins."""
+    if any(c.startswith("spark.sql.shuffle.partitions=") for c in conf):
+        return
+    import os
+    size = sum(os.path.getsize(p) for p in (*inputs.transcripts, *inputs.pcaps) if os.path.exists(p))
+    cores = spark.sparkContext.defaultParallelism
+    parts = max(2 * cores, min(MAX_SHUFFLE_PARTITIONS, -(-size // SHUFFLE_BYTES_PER_PARTITION)))
+    spark.conf.set("spark.sql.shuffle.partitions", str(parts))
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
