@@ -56,10 +56,6 @@ def changes(outcomes: DataFrame, baseline: str, candidate: str) -> DataFrame:
         .orderBy("requirement"))
 
 
-def regressions(outcomes: DataFrame, baseline: str, candidate: str) -> DataFrame:
-    return changes(outcomes, baseline, candidate).where("change = 'regressed'")
-
-
 def flaky(outcomes: DataFrame) -> DataFrame:
     """Requirements whose outcome changes across runs of one target version."""
     return (outcomes.groupBy("target", "impl_version", "requirement")
