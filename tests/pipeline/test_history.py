@@ -18,6 +18,9 @@ from conformance.cli import main
 from conformance.results_file import read
 from tests.support.certification import ROOT, run_certification
 
+# Every test here reads the same runs: one xdist process (the Spark one) makes them once.
+pytestmark = pytest.mark.xdist_group("spark")
+
 FAKEBROKER = ROOT / "fixtures" / "targets" / "fakebroker.toml"
 MUTANT = ROOT / "fixtures" / "mutants" / "no-generation-bump.toml"
 RUNS = {  # folder -> (target file, -k); "full": the whole coordinator suite (CERTIFIED)
