@@ -136,7 +136,7 @@ def write_report(wh: Warehouse, baseline: str | None = None, candidate: str | No
         if counts:
             md += ["| invariant | violations |", "| --- | --- |"] + [f"| {k} | {c} |" for k, c in counts] + [""]
         sample = v.orderBy("source", "ref").limit(50).collect()
-        md += [f"- `{x.source}` {x.ref_kind} {x.ref}: [{x.invariant}] group {x.group_id} generation "
+        md += [f"- [`{x.source}` {x.ref_kind} {x.ref}]({_uri(x.source)}): **{x.invariant}** group {x.group_id} generation "
                f"{x.generation} members {', '.join(x.members or []) or '-'} unit {x.unit or '-'}: "
                f"{html.escape(x.detail or '')}" for x in sample] + [""]
         sections.append((md, []))
@@ -172,6 +172,11 @@ def write_report(wh: Warehouse, baseline: str | None = None, candidate: str | No
     (out / "index.html").write_text(page, encoding="utf-8")
     (out / "report.md").write_text(md_text, encoding="utf-8")
     return out / "index.html", out / "report.md"
+
+
+def _uri(source: str) -> str:
+    """The evidence file as a link (a local path as a file: URI; a URL as it is)."""
+    return source if "://" in source else Path(source).resolve().as_uri()
 
 
 def _markdown(text: str) -> str:

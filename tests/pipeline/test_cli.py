@@ -36,6 +36,10 @@ def test_audit_clean_then_violation(spark, goldens, tmp_path, capsys):
     # the report covers the warehouse: both audits' rebalances, the last audit's violations
     html = (wh / "report" / "index.html").read_text()
     assert html.count("<svg") >= 3 and "double-ownership" in (wh / "report" / "report.md").read_text()
+    # first screen: the verdict and the violations (linked to their file), then the rebalances
+    assert html.index("Verdict: VIOLATIONS") < html.index(f'<a href="{bad.resolve().as_uri()}">') \
+        < html.index("<h2>Rebalances</h2>") < html.index('<svg class="plot"')
+    assert "<pre>" not in html and "<table>" in html  # markdown rendered
 
 
 def test_nothing_usable_exits_2_with_one_line(spark, tmp_path, capsys):
