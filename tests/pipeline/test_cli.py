@@ -61,6 +61,8 @@ def test_nothing_usable_exits_2_with_one_line(spark, tmp_path, capsys):
 def test_where_it_runs_and_an_empty_folder_named(spark, goldens, tmp_path, capsys):
     assert main(["audit", str(goldens), "--warehouse", str(tmp_path / "wh")]) == 0
     assert f"conformance audit: Spark {spark.version} on {spark.sparkContext.master}\n" in capsys.readouterr().err
+    # shuffles sized to a few KB of input: two partitions per core, not the session's 400
+    assert spark.conf.get("spark.sql.shuffle.partitions") == str(2 * spark.sparkContext.defaultParallelism)
     empty = tmp_path / "nothing-here"
     empty.mkdir()
     assert main(["audit", str(empty), "--warehouse", str(tmp_path / "wh")]) == 2
