@@ -15,6 +15,7 @@ from .warehouse import Warehouse
 COLORS = {"PASS": "#2e7d32", "NOT-APPLICABLE": "#9e9e9e", "NON-STRICT": "#f9a825",
           "FAIL": "#c62828", "BROKEN": "#6a1b9a"}
 W, H, PAD = 560, 220, 36
+RATE_WINDOW_MS = 3_600_000  # a group's span before a rate per hour is stated for it
 
 
 def bars(title: str, labels: list[str], values: list[float], unit: str = "") -> str:
@@ -146,16 +147,26 @@ def write_report(wh: Warehouse, baseline: str | None = None, candidate: str | No
         moved = (rb.groupBy("units_moved").count().orderBy("units_moved").collect())
         pause = rb.groupBy("mode").agg(F.avg("pause_ms").alias("p"), F.count("*").alias("n"),
                                        F.sum("span_ms").alias("span")).orderBy("mode").collect()
-        rate = rb.groupBy("source", "group_id").agg(
-            (F.count("*") / F.greatest(F.max("span_ms") / 3.6e6, F.lit(1e-9))).alias("per_hour"))
-        stats = rate.agg(F.expr("percentile(per_hour, 0.5)").alias("median"), F.max("per_hour").alias("max")).first()
+        # A rate per hour only for groups seen for an hour at least: 6 rebalances in 2 minutes
+        # is not "180 an hour".
+        rate = (rb.groupBy("source", "group_id").agg(F.count("*").alias("n"), F.max("span_ms").alias("span"))
+                .withColumn("per_hour", F.col("n") / (F.col("span") / 3.6e6)))
+        stats = rate.agg(F.expr(f"percentile(per_hour, 0.5) filter (where span >= {RATE_WINDOW_MS})").alias("median"),
+                         F.max(F.when(F.col("span") >= RATE_WINDOW_MS, F.col("per_hour"))).alias("max"),
+                         F.count(F.when(F.col("span") >= RATE_WINDOW_MS, 1)).alias("rated"),
+                         F.count("*").alias("groups"), F.max("span").alias("longest")).first()
         plots = [histogram("rebalance duration (ms)", durations),
                  bars("rebalances by units moved", [str(r["units_moved"]) for r in moved],
                       [r["count"] for r in moved]),
                  bars("mean stop-the-world pause per rebalance (ms)", [r["mode"] for r in pause],
                       [round(r["p"] or 0, 1) for r in pause], " ms")]
-        md = ["## Rebalances", "", f"{len(durations)} rebalance(s); rebalances per hour per group: "
-              f"median {stats['median'] or 0:.1f}, max {stats['max'] or 0:.1f}", "",
+        if stats["rated"]:
+            rates = (f"rebalances per hour per group ({stats['rated']} of {stats['groups']} group(s) "
+                     f"seen for an hour or more): median {stats['median']:.1f}, max {stats['max']:.1f}")
+        else:
+            rates = (f"no rate per hour: no group was seen for an hour (the longest for "
+                     f"{(stats['longest'] or 0) / 60000:.1f} min)")
+        md = ["## Rebalances", "", f"{len(durations)} rebalance(s); {rates}", "",
               "| mode | rebalances | mean pause (ms) |", "| --- | --- | --- |"]
         md += [f"| {r['mode']} | {r['n']} | {r['p'] or 0:.1f} |" for r in pause] + [""]
         sections.append((md, plots))

@@ -40,6 +40,8 @@ def test_audit_clean_then_violation(spark, goldens, tmp_path, capsys):
     assert html.index("Verdict: VIOLATIONS") < html.index(f'<a href="{bad.resolve().as_uri()}">') \
         < html.index("<h2>Rebalances</h2>") < html.index('<svg class="plot"')
     assert "<pre>" not in html and "<table>" in html  # markdown rendered
+    # the scripted groups live for seconds: no rate per hour extrapolated from them
+    assert "no rate per hour: no group was seen for an hour" in html
 
 
 def test_nothing_usable_exits_2_with_one_line(spark, tmp_path, capsys):
