@@ -50,7 +50,8 @@ def _guarded(name: str, fn: Any, args: argparse.Namespace) -> int:
         print(f"conformance {name}: interrupted", file=sys.stderr)
     except Exception as e:  # Spark/Java errors surface here: one line, never a trace
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-        cause = spark_cause(since)  # a Py4J error's message names the call, Spark's log the cause
+        # A Py4J error's message names only the Java call that failed; Spark logged the cause.
+        cause = spark_cause(since) if first.startswith("An error occurred while calling") else None
         print(f"conformance {name}: {cause or f'{type(e).__name__}: {first}'} (Spark's log: {jvm_log()})",
               file=sys.stderr)
     return EXIT_NOTHING

@@ -150,7 +150,7 @@ def write_report(wh: Warehouse, baseline: str | None = None, candidate: str | No
         # A rate per hour only for groups seen for an hour at least: 6 rebalances in 2 minutes
         # is not "180 an hour".
         rate = (rb.groupBy("source", "group_id").agg(F.count("*").alias("n"), F.max("span_ms").alias("span"))
-                .withColumn("per_hour", F.col("n") / (F.col("span") / 3.6e6)))
+                .withColumn("per_hour", F.when(F.col("span") >= RATE_WINDOW_MS, F.col("n") / (F.col("span") / 3.6e6))))
         stats = rate.agg(F.expr(f"percentile(per_hour, 0.5) filter (where span >= {RATE_WINDOW_MS})").alias("median"),
                          F.max(F.when(F.col("span") >= RATE_WINDOW_MS, F.col("per_hour"))).alias("max"),
                          F.count(F.when(F.col("span") >= RATE_WINDOW_MS, 1)).alias("rated"),
