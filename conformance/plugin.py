@@ -400,6 +400,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "results": results,
     }
     out = Path(config.getoption("--conformance-results"))
+    from .results_file import check
+    check(doc, str(out))  # the schema its readers (certificate, history) read it by
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1), encoding="utf-8")
     alluredir = getattr(config.option, "allure_report_dir", None)

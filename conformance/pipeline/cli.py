@@ -43,11 +43,12 @@ def register(sub: Any) -> None:
 def _guarded(name: str, fn: Any, args: argparse.Namespace) -> int:
     """One line on the screen for anything that goes wrong; details in the JVM log."""
     try:
-        from .session import ConfError, jvm_log
+        from .session import ConfError, jvm_log, log_size, spark_cause
     except ImportError as e:  # a plain install: the pipeline is the `spark` extra
         print(f"conformance {name}: needs the data pipeline's packages: pip install "
               f"'connect-conformance[spark]' ({e})", file=sys.stderr)
         return EXIT_NOTHING
+    since = log_size()
     try:
         return fn(args)
     except ConfError as e:
@@ -56,7 +57,9 @@ def _guarded(name: str, fn: Any, args: argparse.Namespace) -> int:
         print(f"conformance {name}: interrupted", file=sys.stderr)
     except Exception as e:  # Spark/Java errors surface here: one line, never a trace
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-        print(f"conformance {name}: {type(e).__name__}: {first} (Spark's log: {jvm_log()})",
+        # A Py4J error's message names only the Java call that failed; Spark logged the cause.
+        cause = spark_cause(since) if first.startswith("An error occurred while calling") else None
+        print(f"conformance {name}: {cause or f'{type(e).__name__}: {first}'} (Spark's log: {jvm_log()})",
               file=sys.stderr)
     return EXIT_NOTHING
 
@@ -64,23 +67,26 @@ def _guarded(name: str, fn: Any, args: argparse.Namespace) -> int:
 def _start(args: argparse.Namespace, name: str):  # noqa: ANN202
     from .session import parse_conf, spark_session
     conf = parse_conf(args.conf)
-    print(f"conformance {name}: starting Spark ({args.master or 'local[*]'})", file=sys.stderr)
-    return spark_session(args.master, conf)
+    spark = spark_session(args.master, conf)
+    print(f"conformance {name}: Spark {spark.version} on {spark.sparkContext.master}", file=sys.stderr)
+    return spark
 
 
 def _ingest(args: argparse.Namespace, name: str, warehouse: str, reports_only: bool = False):  # noqa: ANN202
     from .ingest import ingest
-    from .inputs import resolve
+    from .inputs import precheck, resolve
     from .warehouse import Warehouse
     inputs = resolve(args.paths)
     if reports_only:  # a report folder's attached transcripts and captures are audit's business
         inputs.transcripts.clear()
         inputs.pcaps.clear()
+    precheck(inputs)  # before Spark starts: input that is not what it claims costs no JVM
     for problem in inputs.problems:
         print(f"conformance {name}: {problem}", file=sys.stderr)
     if inputs.empty:
         return inputs, None, None
     wh = Warehouse(_start(args, name), warehouse)
+    _size_shuffles(wh.spark, inputs, args.conf)
     t0 = time.monotonic()
     s = ingest(wh, inputs)
     print(f"ingest: {s.files} file(s), {s.skipped} already in the warehouse, {s.exchanges} "
@@ -89,6 +95,24 @@ def _ingest(args: argparse.Namespace, name: str, warehouse: str, reports_only: b
     for line in s.reject_samples:
         print(f"  reject {line}")
     return inputs, wh, s
+
+
+SHUFFLE_BYTES_PER_PARTITION = 16 << 20  # the session's advisory partition size
+MAX_SHUFFLE_PARTITIONS = 400
+
+
+def _size_shuffles(spark, inputs, conf: list[str]) -> None:  # noqa: ANN001
+    """Shuffle partitions sized to the input on disk (two per core at least, one per 16 MB
+    up to the session's 400): adaptive execution merges partitions after a shuffle, but
+    every map task still writes one block per partition first, which on a recording of a
+    thousand exchanges costs more than the work. An explicit --conf wins."""
+    if any(c.startswith("spark.sql.shuffle.partitions=") for c in conf):
+        return
+    import os
+    size = sum(os.path.getsize(p) for p in (*inputs.transcripts, *inputs.pcaps) if os.path.exists(p))
+    cores = spark.sparkContext.defaultParallelism
+    parts = max(2 * cores, min(MAX_SHUFFLE_PARTITIONS, -(-size // SHUFFLE_BYTES_PER_PARTITION)))
+    spark.conf.set("spark.sql.shuffle.partitions", str(parts))
 
 
 def cmd_ingest(args: argparse.Namespace) -> int:
@@ -149,17 +173,17 @@ def _violation_schema():  # noqa: ANN202
 def cmd_history(args: argparse.Namespace) -> int:
     from .history import compare, summary_lines
     from .report import write_report
-    from .tables import OUTCOME
+    from .tables import OUTCOME, RUN
     warehouse = args.warehouse or tempfile.mkdtemp(prefix="conformance-warehouse-")
     inputs, wh, s = _ingest(args, "history", warehouse, reports_only=True)
     if wh is None or not inputs.reports:
-        print("conformance history: no report folder (with results.json) given", file=sys.stderr)
+        print("conformance history: no usable report folder (with results.json) given", file=sys.stderr)
         return EXIT_NOTHING
     outcomes = wh.read("outcomes", OUTCOME)
     if outcomes.limit(1).count() == 0:
         print("conformance history: no usable results.json among the inputs", file=sys.stderr)
         return EXIT_NOTHING
-    for line in summary_lines(outcomes):
+    for line in summary_lines(wh.read("runs", RUN), outcomes):
         print(line)
     regressions = 0
     if args.baseline or args.candidate:

@@ -28,12 +28,21 @@ def _by_member(units: dict[str, set[str]]) -> list[dict[str, Any]]:
 def classic_rounds(exs: list[Ex]) -> list[dict[str, Any]]:
     rs = rounds(exs)
     out = []
+    # Each unit's last owner in any earlier round, and since when a unit whose owner left
+    # the group has run nowhere (KIP-415: lost work waits for the scheduled delay).
+    last_owner: dict[str, str] = {}
+    lost_since: dict[str, float] = {}
     for i, r in enumerate(rs):
+        for u, m in last_owner.items():
+            if r.members and m not in r.members and r.first_join_ms is not None:
+                lost_since.setdefault(u, r.first_join_ms)
         if r.first_join_ms is None or r.last_sync_ms is None or not r.syncs:
             continue
         duration = max(0.0, r.last_sync_ms - r.first_join_ms)
-        owner_before = {u: m for m, us in r.before.items() for u in us}
+        owner_before = {**last_owner, **{u: m for m, us in r.before.items() for u in us}}
         moved = sum(1 for m, us in r.after.items() for u in us if owner_before.get(u, m) != m)
+        found = {u: r.last_sync_ms - lost_since.pop(u) for us in r.after.values() for u in us if u in lost_since}
+        last_owner.update({u: m for m, us in r.after.items() for u in us})
         if r.incremental:
             revoked = set().union(*(s.revoked for s in r.syncs.values()))
             nxt = rs[i + 1] if i + 1 < len(rs) else None
@@ -42,6 +51,8 @@ def classic_rounds(exs: list[Ex]) -> list[dict[str, Any]]:
             mode, paused = "incremental", len(revoked)
         else:  # eager: every member stops all its work from its JoinGroup to its assignment
             mode, paused, pause = "eager", len(set().union(*r.before.values(), *r.after.values())), duration
+        if found:  # lost work reassigned: it ran nowhere from its owner's departure until now
+            paused, pause = paused + len(found), max(pause, max(found.values()))
         revoked = {m: s.revoked for m, s in r.syncs.items()}
         out.append({"generation": r.generation, "mode": mode, "protocol": r.protocol, "leader": r.leader,
                     "member_ids": sorted(r.members), "members": len(r.members),

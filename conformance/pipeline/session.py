@@ -89,9 +89,68 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
          .config("spark.sql.maxConcurrentOutputFileWriters", "8"))
     for k, v in (conf or {}).items():
         b = b.config(k, v)
+    _query_context_to_log()
+    if not submitted:
+        reachable(master)
     spark = _quietly(b.getOrCreate)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
+
+
+def _query_context_to_log() -> None:
+    """PySpark logs every analysis error's query context (a JSON document with the whole Java
+    stack, ~20 KB) through two Python loggers of its own that print to stderr; into Spark's
+    log file with the JVM's output instead."""
+    import logging
+
+    from pyspark.logger import PySparkLogger
+    for name in ("DataFrameQueryContextLogger", "SQLQueryContextLogger"):
+        logger = PySparkLogger.getLogger(name)
+        for h in list(logger.handlers):
+            logger.removeHandler(h)
+        logger.addHandler(logging.FileHandler(jvm_log(), encoding="utf-8"))
+        logger.propagate = False
+
+
+# A standalone master's client tries three times, 20 s each, before "All masters are
+# unresponsive! Giving up."; a master that does not even accept a connection is told at once.
+PROBE_TIMEOUT_S = 3.0
+
+
+def reachable(master: str | None) -> None:
+    """ConfError (one line) when no master of a ``spark://h1:p1,h2:p2`` URL accepts a TCP
+    connection within PROBE_TIMEOUT_S; other masters (local, yarn, k8s) are Spark's to check."""
+    import socket
+    if not master or not master.startswith("spark://"):
+        return
+    causes = []
+    for hostport in master.removeprefix("spark://").split(","):
+        host, _, port = hostport.rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_TIMEOUT_S):
+                return
+        except (OSError, ValueError) as e:
+            causes.append(f"{hostport}: {getattr(e, 'strerror', None) or e}")
+    raise ConfError(f"--master {master}: All masters are unresponsive ({'; '.join(causes)})")
+
+
+def spark_cause(since: int) -> str | None:
+    """Spark's own first error line in its log after offset ``since`` (the cause a Py4J error
+    names only as "An error occurred while calling ...")."""
+    try:
+        with open(jvm_log(), encoding="utf-8", errors="replace") as f:
+            f.seek(since)
+            lines = [ln.strip() for ln in f if ln.startswith("spark: ERROR")]
+    except OSError:
+        return None
+    return lines[0].split(": ", 2)[-1][:300] if lines else None  # the first: the root cause
+
+
+def log_size() -> int:
+    try:
+        return os.path.getsize(jvm_log())
+    except OSError:
+        return 0
 
 
 def jvm_log() -> str:

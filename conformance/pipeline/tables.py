@@ -113,7 +113,9 @@ OUTCOME = _fields(("run_id", S), ("report", S), ("target", S), ("implementation"
 
 RUN = _fields(("run_id", S), ("report", S), ("target", S), ("implementation", S),
               ("impl_version", S), ("suite", S), ("started", D), ("finished", D),
-              ("verdict", S), ("cases", L), ("source_hash", S))
+              ("verdict", S), ("cases", L), ("source_hash", S),
+              # requirements with an outcome; those the run's scope left out (results.json)
+              ("ran", L), ("left_out", UNITS))
 
 VIOLATION = _fields(("invariant", S), ("source", S), ("source_kind", S), ("ref", L),
                     ("ref_kind", S), ("group_id", S), ("generation", I), ("members", ArrayType(S)),

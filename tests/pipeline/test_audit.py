@@ -211,3 +211,20 @@ def test_rounds_table_names_who_gave_up_and_got_what(spark, tmp_path):
     # times are the virtual clock's: first JoinGroup request to last SyncGroup answer
     assert three.end_ms - three.start_ms == three.duration_ms > 0
     assert three.span_ms == s.now_ms
+
+
+def test_lost_work_counts_as_moved_and_paused(spark, tmp_path):
+    """w2 leaves; its c1-1 runs nowhere through the leader's 6 s wait and the round that
+    gives it to w1: moved once (off the departed w2), paused from w2's absence to then."""
+    from conformance.pipeline.ingest import ingest
+    from conformance.pipeline.inputs import resolve
+    from conformance.pipeline.metrics import rounds_table
+    from conformance.pipeline.tables import EXCHANGE
+    from conformance.pipeline.warehouse import Warehouse
+    delayed(False).save(tmp_path / "lost.jsonl")
+    wh = Warehouse(spark, tmp_path / "wh")
+    ingest(wh, resolve([str(tmp_path / "lost.jsonl")]))
+    rows = {r.generation: r for r in rounds_table(wh.read("exchanges", EXCHANGE)).collect()}
+    assert [rows[g].units_moved for g in (1, 2, 3)] == [0, 0, 1]
+    # from generation 2's first JoinGroup (w2 missing) to generation 3's last SyncGroup answer
+    assert rows[3].pause_ms == rows[3].end_ms - rows[2].start_ms >= 6000

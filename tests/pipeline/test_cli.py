@@ -3,7 +3,6 @@ line per problem and no stack trace, the report written under the warehouse."""
 
 from __future__ import annotations
 
-import json
 import shutil
 from pathlib import Path
 
@@ -37,6 +36,12 @@ def test_audit_clean_then_violation(spark, goldens, tmp_path, capsys):
     # the report covers the warehouse: both audits' rebalances, the last audit's violations
     html = (wh / "report" / "index.html").read_text()
     assert html.count("<svg") >= 3 and "double-ownership" in (wh / "report" / "report.md").read_text()
+    # first screen: the verdict and the violations (linked to their file), then the rebalances
+    assert html.index("Verdict: VIOLATIONS") < html.index(f'<a href="{bad.resolve().as_uri()}">') \
+        < html.index("<h2>Rebalances</h2>") < html.index('<svg class="plot"')
+    assert "<pre>" not in html and "<table>" in html  # markdown rendered
+    # the scripted groups live for seconds: no rate per hour extrapolated from them
+    assert "no rate per hour: no group was seen for an hour" in html
 
 
 def test_nothing_usable_exits_2_with_one_line(spark, tmp_path, capsys):
@@ -48,37 +53,67 @@ def test_nothing_usable_exits_2_with_one_line(spark, tmp_path, capsys):
     assert main(["audit", str(tmp_path / "empty.jsonl"), str(tmp_path / "junk.jsonl"),
                  "--warehouse", str(tmp_path / "wh")]) == 2
     cap = capsys.readouterr()
-    assert "2 reject(s)" in cap.out and "junk.jsonl:line 1: invalid JSON" in cap.out
+    assert "1 reject(s)" in cap.out and "junk.jsonl:line 1: invalid JSON" in cap.err
     assert "empty.jsonl:file 0: empty file" in cap.out
     assert "no exchanges to audit" in cap.err and "Traceback" not in cap.err + cap.out
     assert main(["ingest", str(tmp_path), "--warehouse", str(tmp_path / "wh2"), "--conf", "nonsense"]) == 2
     assert "--conf 'nonsense': expected key=value" in capsys.readouterr().err
 
 
-def _report(d: Path, version: str, started: float, outcomes: dict[str, tuple[str, float]]) -> Path:
-    d.mkdir(parents=True)
-    (d / "results.json").write_text(json.dumps({
-        "target": {"name": "acme", "kind": "worker", "implementation": "acme-connect", "version": version},
-        "suite": "worker", "started": started, "finished": started + 60,
-        "results": [{"id": k, "level": "MUST", "outcome": o, "message": "" if o == "PASS" else "expected x",
-                     "duration_s": t} for k, (o, t) in sorted(outcomes.items())]}))
-    (d / "certificate.json").write_text(json.dumps({"verdict": "CERTIFIED"}))
-    return d
+def test_where_it_runs_and_an_empty_folder_named(spark, goldens, tmp_path, capsys):
+    assert main(["audit", str(goldens), "--warehouse", str(tmp_path / "wh")]) == 0
+    assert f"conformance audit: Spark {spark.version} on {spark.sparkContext.master}\n" in capsys.readouterr().err
+    # shuffles sized to a few KB of input: two partitions per core, not the session's 400
+    assert spark.conf.get("spark.sql.shuffle.partitions") == str(2 * spark.sparkContext.defaultParallelism)
+    empty = tmp_path / "nothing-here"
+    empty.mkdir()
+    assert main(["audit", str(empty), "--warehouse", str(tmp_path / "wh")]) == 2
+    err = capsys.readouterr().err
+    assert f"{empty}: a folder with no transcript" in err and "nothing usable to audit" in err
 
 
-def test_history_regressions_and_flaky(spark, tmp_path, capsys):
-    a = _report(tmp_path / "r1", "1.0", 1.7e9, {"R-1": ("PASS", 1.0), "R-2": ("PASS", 2.0), "R-3": ("FAIL", 1.0)})
-    b = _report(tmp_path / "r2", "1.0", 1.7e9 + 86400, {"R-1": ("PASS", 1.1), "R-2": ("FAIL", 2.0), "R-3": ("FAIL", 1.0)})
-    c = _report(tmp_path / "r3", "1.1", 1.7e9 + 2 * 86400, {"R-1": ("FAIL", 9.0), "R-2": ("PASS", 2.0), "R-3": ("PASS", 1.0)})
-    wh = tmp_path / "wh"
-    assert main(["history", str(a), str(b), str(c), "--warehouse", str(wh),
-                 "--baseline", str(a), "--candidate", "1.1"]) == 1
-    out = capsys.readouterr().out
-    assert "history: 3 run(s), 3 requirement(s), 1 flaky" in out
-    assert "flaky acme 1.0 R-2: FAIL/PASS over 2 runs" in out
-    assert "regressions" in out and "R-1: PASS -> FAIL expected x" in out
-    assert "R-2: PASS" not in out.split("regressions")[1]  # R-2 passes again in 1.1
-    md = (wh / "report" / "report.md").read_text()
-    assert "slower: acme R-1: 1.000s -> 9.000s" in md
-    assert main(["history", str(a), str(c), "--warehouse", str(wh), "--baseline", "1.1",
-                 "--candidate", str(a)]) == 1  # R-2 and R-3 regress the other way round
+def test_unreachable_master_is_one_line_at_once(tmp_path, capsys):
+    import socket
+    import time
+    with socket.socket() as s:  # a loopback port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    golden = ROOT / "fixtures" / "golden" / "CLS-JOIN-31.jsonl"
+    t0 = time.monotonic()
+    assert main(["audit", str(golden), "--master", f"spark://127.0.0.1:{port}",
+                 "--warehouse", str(tmp_path / "wh")]) == 2
+    assert time.monotonic() - t0 < 10  # Spark's own client would try for 60 s
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "All masters are unresponsive" in err[0] and f"127.0.0.1:{port}" in err[0], err
+
+
+def test_query_context_stack_stays_off_the_screen(spark, capfd):
+    from pyspark.errors import AnalysisException
+    from pyspark.sql import functions as F
+
+    from conformance.pipeline.session import jvm_log, log_size
+    since = log_size()
+    with pytest.raises(AnalysisException):
+        spark.range(1).select(F.col("started")).collect()
+    cap = capfd.readouterr()
+    assert "started" not in cap.err and "Traceback" not in cap.err and "JVMStackTrace" not in cap.err
+    with open(jvm_log(), encoding="utf-8") as f:
+        f.seek(since)
+        assert "UNRESOLVED_COLUMN" in f.read()  # kept in Spark's log, with the JVM's own lines
+
+
+def test_garbage_refused_before_spark_starts(tmp_path, capsys):
+    import time
+    junk = tmp_path / "junk.jsonl"
+    junk.write_text("garbage one\n{\"x\": \nnot json at all\n")
+    (tmp_path / "bad-run").mkdir()
+    (tmp_path / "bad-run" / "results.json").write_text('{"target": {"name": "x", "version": "1"}, '
+                                                       '"suite": "worker", "results": []}')
+    t0 = time.monotonic()
+    assert main(["audit", str(junk), "--warehouse", str(tmp_path / "wh")]) == 2
+    assert main(["history", str(tmp_path / "bad-run"), "--warehouse", str(tmp_path / "wh")]) == 2
+    assert time.monotonic() - t0 < 5  # no JVM: Spark's start alone takes longer on a quiet machine
+    err = capsys.readouterr().err
+    assert f"{junk}:line 1: invalid JSON (Expecting value at column 1): not a transcript" in err
+    assert "bad-run/results.json: at (top level): no run times" in err
+    assert "Spark" not in err and "Traceback" not in err

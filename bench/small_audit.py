@@ -1,0 +1,80 @@
+"""`conformance audit` of a small recording as an operator runs it: the whole command in a
+fresh process (JVM start included), wall and CPU seconds (the command and every process it
+started), with the machine's load beside them; and three lines of garbage refused.
+
+    python bench/small_audit.py --exchanges 1000 --repeats 3
+    python bench/small_audit.py --compare-conf spark.sql.shuffle.partitions=400
+
+``--compare-conf K=V`` also runs the audit with that setting, side by side (e.g. the fixed
+400 shuffle partitions the session had before they were sized to the input).
+
+The recording is the pipeline bench's corpus (bench/pipeline.py: one Connect group's life,
+copied per group) of about ``--exchanges`` exchanges. Goal (issue 29): at most 15 s wall on
+a quiet 2-core machine, the garbage within the same bound. Figures are medians."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "bench"))
+
+from pipeline import Usage, write_corpus  # noqa: E402
+
+
+def timed(cmd: list[str]) -> tuple[int, float, float, str]:
+    """(exit code, wall s, CPU s of the command and every process below it, its output).
+    CPU is sampled from /proc (the JVM PySpark starts is never reaped by the command, so
+    the rusage of children would miss it)."""
+    t0 = time.perf_counter()
+    with Usage() as u:
+        r = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT,
+                           env={**os.environ, "PYTHONPATH": str(ROOT)})
+    return r.returncode, time.perf_counter() - t0, u.cpu_s, r.stderr + r.stdout
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--exchanges", type=int, default=1000)
+    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--compare-conf", metavar="K=V", help="also audit with this Spark setting")
+    a = p.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="small-audit-"))
+    rec = tmp / "recording"
+    rec.mkdir()
+    n = write_corpus(rec, a.exchanges)
+    junk = tmp / "garbage.jsonl"
+    junk.write_text("garbage one\n{\"x\": \nnot json at all\n")
+    cli = [sys.executable, "-m", "conformance.cli", "audit"]
+    rows: dict[str, list[tuple[float, float, float]]] = {"audit": [], "garbage": []}
+    variants = {"audit": []}
+    if a.compare_conf:
+        variants[f"audit --conf {a.compare_conf}"] = ["--conf", a.compare_conf]
+        rows = {"audit": [], f"audit --conf {a.compare_conf}": [], "garbage": []}
+    for i in range(a.repeats):
+        for name, extra in variants.items():
+            load = os.getloadavg()[0]
+            code, wall, cpu, out = timed([*cli, str(rec), "--warehouse", str(tmp / f"wh{i}-{len(name)}"), *extra])
+            assert code == 0, out[-2000:]
+            rows[name].append((wall, cpu, load))
+        load = os.getloadavg()[0]
+        code, wall, cpu, out = timed([*cli, str(junk), "--warehouse", str(tmp / f"whj{i}")])
+        assert code == 2, out[-2000:]
+        rows["garbage"].append((wall, cpu, load))
+    print(f"{n} exchanges, {a.repeats} run(s), {os.cpu_count()} cores")
+    for name, rs in rows.items():
+        walls, cpus, loads = zip(*rs)
+        print(f"  {name:8s}\n    wall median {statistics.median(walls):6.1f} s (min {min(walls):.1f}), "
+              f"CPU median {statistics.median(cpus):6.1f} s, 1-min load {min(loads):.1f}-{max(loads):.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
