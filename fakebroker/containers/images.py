@@ -44,7 +44,7 @@ WHEEL_PLATFORMS = tuple(f"{tag}_{platform.machine()}" for tag in (
 DEBOOTSTRAP_TIMEOUT_S = 1200
 BUILD_TIMEOUT_S = 900
 #: What the fake broker's image is built from (the wheel's inputs and the Dockerfile).
-FAKEBROKER_INPUTS = ("Dockerfile", ".dockerignore", "pyproject.toml", "hatch_build.py", "README.md",
+FAKEBROKER_INPUTS = ("Dockerfile", ".dockerignore", "pyproject.toml", "README.md",
                      "fakebroker", "conformance", "schemas", "fixtures/golden")
 
 Log = Callable[[str], None]
