@@ -23,7 +23,7 @@ from ..suites.worker.framework import (GROUP_API_KEYS, WorkerProcess, WorkerSess
                                        spawn_worker)
 from ..target import Target
 from .judge import History, Snapshot, Unit
-from .schedule import Op, Schedule
+from .schedule import TOPIC_ERRORS, Op, Schedule
 
 SIGNALLED = frozenset({"pause", "kill", "stop"})  # need the worker's own process
 
@@ -187,7 +187,7 @@ class Driver:
         if op.kind == "coord-drop":
             return "group connections closed", broker.cut_off(wid)
         if op.kind in ("coord-delay", "coord-error", "topic-fail", "topic-delay"):
-            act = (Delay(op.delay_ms, real=True) if op.kind.endswith("delay") else ErrorResponse(op.error))
+            act = (Delay(op.delay_ms, real=True) if op.kind.endswith("delay") else ErrorResponse(TOPIC_ERRORS.get(op.error, op.error)))
             group_api = op.kind.startswith("coord")
 
             def fault(call: Call) -> Any:
@@ -244,10 +244,10 @@ class Driver:
         kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         mark = len(session.broker.broker.seen)
         try:
-            self._t0 = time.monotonic()
             for slot in range(self.s.workers):
                 self._spawn(session, slot)
             self._wait_for_rest()
+            self._t0 = time.monotonic()  # the schedule's zero: every worker started, the work listed
             poller.start()
             events = sorted([(o.at_ms, 0, i) for i, o in enumerate(self.s.ops)]
                             + [(o.ends_ms, 1, i) for i, o in enumerate(self.s.ops) if o.for_ms])
@@ -294,7 +294,8 @@ class Driver:
     def _wait_for_rest(self) -> None:
         """Until the first worker's REST API lists the connectors (the configs kept for REST
         operations that need them); bounded by the target's startup timeout."""
-        deadline = time.monotonic() + self.target.timing.startup_timeout_s * self.target.timing.wait_scale
+        self._t0 = time.monotonic()
+        deadline = self._t0 + self.target.timing.startup_timeout_s * self.target.timing.wait_scale
         while time.monotonic() < deadline:
             port = self._live_port(0)
             try:

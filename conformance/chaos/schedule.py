@@ -27,7 +27,8 @@ KINDS: dict[str, str] = {
 FAULTS = frozenset({"stop", "kill", "pause", "coord-drop", "coord-delay", "coord-error", "topic-fail",
                     "topic-delay", "rest-delete"})
 COORDINATOR_ERRORS = ("NOT_COORDINATOR", "COORDINATOR_NOT_AVAILABLE", "REBALANCE_IN_PROGRESS")
-TOPIC_ERRORS = ("NOT_LEADER_OR_FOLLOWER", "REQUEST_TIMED_OUT")
+# Retriable produce/fetch errors, by Kafka's name and code (the protocol's error table).
+TOPIC_ERRORS = {"NOT_LEADER_OR_FOLLOWER": 6, "REQUEST_TIMED_OUT": 7}
 
 
 @dataclass(frozen=True)
@@ -105,7 +106,7 @@ def generate(seed: int, workers: int, duration_ms: int, session_timeout_ms: int,
         if kind == "coord-error":
             op = replace(op, for_ms=rng.randrange(200, 3000), error=rng.choice(COORDINATOR_ERRORS))
         elif kind == "topic-fail":
-            op = replace(op, error=rng.choice(TOPIC_ERRORS))
+            op = replace(op, error=rng.choice(sorted(TOPIC_ERRORS)))
         elif kind == "rest-restart":
             op = replace(op, include_tasks=rng.random() < 0.5)
         ops.append(op)
