@@ -5,13 +5,14 @@ write it as a scenario file."""
 from __future__ import annotations
 
 from collections.abc import Callable
+import json
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from ..target import Target
 from .driver import Driver, Run
-from .judge import Bounds, Finding, evidence, judge
+from .judge import Bounds, Finding, evidence, history_to_json, judge
 from .schedule import Schedule, dumps
 from .shrink import shrink
 
@@ -55,6 +56,10 @@ def campaign(target: Target, s: Schedule, b: Bounds, *, poll_ms: int = 500, shri
         f"{run_until_ms(s, b) / 1000:.0f}s (liveness bound {b.liveness_ms} ms, safety grace {b.grace_ms} ms)")
     run, findings = run_once(target, s, b, poll_ms, log)
     result = Outcome(run, findings)
+    if out is not None:  # the recorded history, to judge again or keep as a test's fixture
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"chaos-{target.name}-seed{s.seed}.history.json").write_text(
+            json.dumps(history_to_json(run.history), default=str), encoding="utf-8")
     if not findings:
         return result
     for f in findings:

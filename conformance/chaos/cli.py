@@ -60,8 +60,10 @@ def run_chaos(args: argparse.Namespace) -> int:
         target = load_target(args.target)
         if target.kind != "worker":
             raise ValueError(f"{args.target}: kind: a chaos campaign needs a worker target, not {target.kind!r}")
-        if "rest" not in target.capabilities:
-            raise ValueError(f"{args.target}: capabilities: a chaos campaign reads REST status ('rest' missing)")
+        # A worker mutant's file declares no capabilities but serves the bundled worker's REST status.
+        if "rest" not in target.capabilities and "{rest_port}" not in (target.command or ""):
+            raise ValueError(f"{args.target}: capabilities: a chaos campaign reads REST status "
+                             "('rest' missing and no {rest_port} in start.command)")
         signalled = signalled_ops_supported(target)
         if args.replay:
             name, schedule = load(Path(args.replay))

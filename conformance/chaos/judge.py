@@ -36,6 +36,23 @@ class History:
     op_times: dict[int, int] = field(default_factory=dict)  # op index -> when the driver did it
 
 
+def history_to_json(h: History) -> dict[str, Any]:
+    """The history as a file keeps it (``conformance chaos`` writes one per run): judged again later."""
+    from .schedule import dumps
+    return {"schedule": dumps(h.schedule, ""), "rows": h.rows, "end_ms": h.end_ms,
+            "expected": sorted(list(u) for u in h.expected), "op_times": {str(k): v for k, v in h.op_times.items()},
+            "snapshots": [[s.t_ms, s.worker, sorted(list(u) for u in s.running), s.alive] for s in h.snapshots]}
+
+
+def history_from_json(data: dict[str, Any]) -> History:
+    from .schedule import loads
+    return History(loads(data["schedule"])[1], data["rows"],
+                   [Snapshot(t, w, frozenset((c, int(n)) for c, n in units), alive)
+                    for t, w, units, alive in data["snapshots"]],
+                   frozenset((c, int(n)) for c, n in data["expected"]), data["end_ms"],
+                   {int(k): v for k, v in data["op_times"].items()})
+
+
 @dataclass(frozen=True)
 class Bounds:
     """The target's timing, from which safety's grace and liveness' bound are derived."""

@@ -135,9 +135,16 @@ class ScenarioError(ValueError):
 def load(path: Path) -> tuple[str, Schedule]:
     """(target name, schedule) from a scenario file."""
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as e:
-        raise ScenarioError(f"{path}: not a readable TOML file: {e}") from None
+        return loads(path.read_text(encoding="utf-8"), str(path))
+    except OSError as e:
+        raise ScenarioError(f"{path}: not readable: {e}") from None
+
+
+def loads(text: str, path: str = "<scenario>") -> tuple[str, Schedule]:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ScenarioError(f"{path}: not a TOML file: {e}") from None
     sc = data.get("scenario")
     if not isinstance(sc, dict):
         raise ScenarioError(f"{path}: [scenario]: missing (rule scenario-table)")
@@ -152,6 +159,9 @@ def load(path: Path) -> tuple[str, Schedule]:
         unknown = set(raw) - set(Op.__dataclass_fields__)
         if unknown:
             raise ScenarioError(f"{path}: op[{n}].{sorted(unknown)[0]}: unknown field (rule op-fields)")
-        ops.append(Op(**raw))
+        try:
+            ops.append(Op(**raw))
+        except TypeError as e:
+            raise ScenarioError(f"{path}: op[{n}]: {e} (rule op-fields)") from None
     return str(sc["target"]), Schedule(int(sc["seed"]), int(sc["workers"]), int(sc["duration_ms"]),
                                        int(sc["session_timeout_ms"]), tuple(ops))
