@@ -113,7 +113,7 @@ class Driver:
         self.slots: dict[int, WorkerProcess | None] = {}
         self.paused: set[int] = set()
         self.snapshots: list[Snapshot] = []
-        self.listed: frozenset[Unit] = frozenset()
+        self.listed: dict[str, frozenset[Unit]] = {}  # each worker's last status listing
         self.done: list[str] = []
         self.op_times: dict[int, int] = {}
         self.configs: dict[str, Any] = {}
@@ -143,7 +143,7 @@ class Driver:
                     self.snapshots.append(Snapshot(t, w.worker_id, frozenset(), alive=False))
                     continue
                 self.snapshots.append(Snapshot(t, w.worker_id, mine))
-                self.listed = listed
+                self.listed[w.worker_id] = listed
 
     # ------------------------------------------------------------ operations
 
@@ -157,7 +157,7 @@ class Driver:
         return None
 
     def _connector(self, op: Op) -> str | None:
-        names = sorted(self.configs) or sorted({u[0] for u in self.listed})
+        names = sorted(self.configs) or sorted({u[0] for us in list(self.listed.values()) for u in us})
         return names[op.connector % len(names)] if names else None
 
     def start_op(self, session: WorkerSession, op: Op) -> tuple[str, Any]:
@@ -271,6 +271,9 @@ class Driver:
                 poller.join(10)
             with self._lock:
                 workers = [w for w in self.slots.values() if w is not None]
+            # The configured units: every unit some worker running at the end lists (the
+            # status topic's view may lag in one worker, not in all).
+            expected = frozenset(u for w in workers for u in self.listed.get(w.worker_id, ()))
             for slot in list(self.paused):
                 w = self.slots.get(slot)
                 if w is not None:
@@ -288,7 +291,7 @@ class Driver:
                 r["resp_time"] -= self._t0
         usage = Usage(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime,
                       kids1.ru_utime + kids1.ru_stime - kids0.ru_utime - kids0.ru_stime, end_ms / 1000)
-        history = History(self.s, rows, list(self.snapshots), self.listed, end_ms, dict(self.op_times))
+        history = History(self.s, rows, list(self.snapshots), expected, end_ms, dict(self.op_times))
         return Run(history, self.done, usage)
 
     def _wait_for_rest(self) -> None:
