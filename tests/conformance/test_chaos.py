@@ -140,3 +140,14 @@ def test_a_short_campaign_refuses_a_planted_broken_worker(tmp_path: Path) -> Non
                        duration_ms=20_000)
     assert result.findings, "the broken worker went unnoticed"
     assert result.scenario is not None and load(result.scenario)[1] == result.minimal
+
+
+@pytest.mark.parametrize("argv,says", [
+    (["--weight", "bogus=1"], "--weight bogus=1: 'bogus' is not one of"),
+    (["--workers", "0"], "--workers, --duration must be positive"),
+])
+def test_chaos_usage_errors_are_one_line(argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
+    from conformance.cli import main
+    assert main(["chaos", "--target", str(ROOT / "fixtures/targets/kafka-python-worker.toml"), *argv]) == 2
+    err = capsys.readouterr().err
+    assert says in err and err.count("\n") == 1 and "Traceback" not in err
