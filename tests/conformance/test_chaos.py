@@ -116,12 +116,13 @@ def test_shrinking_returns_the_schedule_when_no_sub_schedule_violates() -> None:
 
 # ------------------------------------------------------------ real campaigns (CI)
 
-def _campaign(target: str, tmp_path: Path, seed: int = 3, ops: int = 5, duration_ms: int = 12_000):
+def _campaign(target: str, tmp_path: Path, seed: int = 3, ops: int = 5, duration_ms: int = 12_000,
+              confirm: bool = True):
     from conformance.chaos.campaign import bounds_of, campaign
     from conformance.target import load_target
     t = load_target(str(ROOT / target))
     s = generate(seed, 3, duration_ms, t.timing.session_timeout_ms, 2, Knobs(ops=ops))
-    return campaign(t, s, bounds_of(t), shrink_examples=0, out=tmp_path, log=lambda _: None)
+    return campaign(t, s, bounds_of(t), shrink_examples=0, out=tmp_path, confirm=confirm, log=lambda _: None)
 
 
 @pytest.mark.xdist_group("chaos")
@@ -137,7 +138,7 @@ def test_a_short_campaign_refuses_a_planted_broken_worker(tmp_path: Path) -> Non
     """Seed 1's schedule (a kill and a stop with restarts: revocations) violated liveness in
     every run seen, its rerun too; refused means the campaign found a violation."""
     result = _campaign("fixtures/mutants/workers/allocation-keeps-revoked.toml", tmp_path, seed=1, ops=6,
-                       duration_ms=20_000)
+                       duration_ms=20_000, confirm=False)  # one run: CI's budget
     assert result.findings, "the broken worker went unnoticed"
     assert result.scenario is not None and load(result.scenario)[1] == result.minimal
 
