@@ -84,7 +84,7 @@ def _invariants(h: History) -> list[Finding]:
     for rid, found in invariants.violations(invariants.group(h.rows)).items():
         for v in found[:1]:  # the first is the evidence; the rest repeat the pattern
             t = next((_ms(r) for r in h.rows if v.get("ref") in (r["ref"], r.get("resp_ref"))), 0)
-            out.append(Finding(rid, t, v["detail"], (str(v.get("exchange") or v.get("ref")),)))
+            out.append(Finding(rid, t, v["detail"], (f"at exchange ref {v.get('ref')} (the recording's order)",)))
     return out
 
 
