@@ -152,3 +152,10 @@ def test_chaos_usage_errors_are_one_line(argv: list[str], says: str, capsys: pyt
     assert main(["chaos", "--target", str(ROOT / "fixtures/targets/kafka-python-worker.toml"), *argv]) == 2
     err = capsys.readouterr().err
     assert says in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "fixtures" / "chaos").glob("*.toml")), ids=lambda p: p.name)
+def test_found_scenarios_are_replayable_files(path: Path) -> None:
+    """Scenario files a campaign wrote on a confirmed finding (``conformance chaos --replay``)."""
+    name, s = load(path)
+    assert name and s.ops and s == loads(dumps(s, name))[1]
