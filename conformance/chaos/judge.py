@@ -80,8 +80,11 @@ def judge(h: History, b: Bounds) -> list[Finding]:
 
 
 def _invariants(h: History) -> list[Finding]:
+    """Over the exchanges up to end_ms: the harness stopping the workers after it (leaves, lost
+    work nobody is left to take) is no part of the campaign."""
     out = []
-    for rid, found in invariants.violations(invariants.group(h.rows)).items():
+    rows = [r for r in h.rows if _ms(r) <= h.end_ms]
+    for rid, found in invariants.violations(invariants.group(rows)).items():
         for v in found[:1]:  # the first is the evidence; the rest repeat the pattern
             t = next((_ms(r) for r in h.rows if v.get("ref") in (r["ref"], r.get("resp_ref"))), 0)
             out.append(Finding(rid, t, v["detail"], (f"at exchange ref {v.get('ref')} (the recording's order)",)))

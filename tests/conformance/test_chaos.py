@@ -159,3 +159,10 @@ def test_found_scenarios_are_replayable_files(path: Path) -> None:
     """Scenario files a campaign wrote on a confirmed finding (``conformance chaos --replay``)."""
     name, s = load(path)
     assert name and s.ops and s == loads(dumps(s, name))[1]
+
+
+def test_the_workers_shutdown_after_recording_is_not_judged() -> None:
+    """Exchanges after end_ms (the harness stopping the workers) are no part of the campaign."""
+    h = _recorded("mutant-allocation-keeps-revoked-seed3.history.json")
+    assert judge(replace(h, end_ms=0, rows=h.rows, snapshots=[]), BUNDLED_BOUNDS)[0].rule == "liveness"
+    assert [f for f in judge(replace(h, end_ms=0), BUNDLED_BOUNDS) if f.rule.startswith("CONN-INV")] == []
