@@ -126,6 +126,8 @@ def build_parser() -> argparse.ArgumentParser:
     register_matrix(sub)
     from .pipeline.cli import register as register_pipeline  # ingest, audit, history (Spark)
     register_pipeline(sub)
+    from .chaos.cli import register as register_chaos
+    register_chaos(sub)
     return p
 
 
@@ -134,6 +136,8 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "pipeline", None):
         return args.pipeline(args)
+    if args.command == "chaos":
+        return args.func(args)
     commands = {"run": cmd_run, "report": cmd_report, "list": cmd_list, "mutants": cmd_mutants,
                 "verify-attestation": cmd_verify_attestation, "matrix": run_matrix}
     try:

@@ -1,0 +1,91 @@
+"""A campaign end to end: run a schedule, judge it, and on a violation print the evidence,
+shrink the schedule (each try a real run), confirm the minimal one by running it again and
+write it as a scenario file."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import json
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from ..target import Target
+from .driver import Driver, Run
+from .judge import Bounds, Finding, evidence, history_to_json, judge
+from .schedule import Schedule, dumps
+from .shrink import shrink
+
+SETTLE_MS = 2000  # after the liveness deadline: the last polls that show the group settled
+
+
+def bounds_of(target: Target, grace_ms: int | None = None) -> Bounds:
+    """Liveness: session timeout + scheduled delay (none under eager) + a rebalance (the
+    rebalance timeout, scaled like every wait of the target's). Safety's grace defaults to
+    the same bound: a worker cut off from its coordinator keeps its work until it learns it
+    lost it (Connect stops it once the scheduled delay passes without a coordinator)."""
+    t = target.timing
+    delay = 0 if target.connect_protocol == "eager" else t.scheduled_rebalance_delay_ms
+    b = Bounds(t.session_timeout_ms, delay, int(t.rebalance_timeout_ms * t.wait_scale), 0)
+    return replace(b, grace_ms=b.liveness_ms if grace_ms is None else grace_ms)
+
+
+def run_until_ms(s: Schedule, b: Bounds) -> int:
+    """Long enough to judge liveness after the last fault."""
+    last = max((o.ends_ms for o in s.ops), default=0)
+    return max(s.duration_ms, last, s.last_fault_end_ms + b.liveness_ms + SETTLE_MS)
+
+
+def run_once(target: Target, s: Schedule, b: Bounds, poll_ms: int, log: Callable[[str], Any]) -> tuple[Run, list[Finding]]:
+    run = Driver(target, s, poll_ms, log).run(run_until_ms(s, b))
+    return run, judge(run.history, b)
+
+
+@dataclass
+class Outcome:
+    run: Run
+    findings: list[Finding]
+    minimal: Schedule | None = None
+    confirmed: bool = False
+    scenario: Path | None = None
+
+
+def campaign(target: Target, s: Schedule, b: Bounds, *, poll_ms: int = 500, shrink_examples: int = 0,
+             out: Path | None = None, confirm: bool = True, log: Callable[[str], Any] = print) -> Outcome:
+    """``confirm``: run the minimal schedule again (a finding is confirmed when it violates again)."""
+    log(f"chaos: target {target.name}, seed {s.seed}, {s.workers} workers, {len(s.ops)} operations, "
+        f"{run_until_ms(s, b) / 1000:.0f}s (liveness bound {b.liveness_ms} ms, safety grace {b.grace_ms} ms)")
+    run, findings = run_once(target, s, b, poll_ms, log)
+    result = Outcome(run, findings)
+    if out is not None:  # the recorded history, to judge again or keep as a test's fixture
+        out.mkdir(parents=True, exist_ok=True)
+        (out / f"chaos-{target.name}-seed{s.seed}.history.json").write_text(
+            json.dumps(history_to_json(run.history), default=str), encoding="utf-8")
+    if not findings:
+        return result
+    for f in findings:
+        log(f"VIOLATION {f.rule} at t={f.t_ms}ms (seed {s.seed}): {f.detail}")
+        for line in evidence(run.history, f):
+            log(f"    {line}")
+    rule = findings[0].rule
+    minimal = s
+    if shrink_examples > 0:
+        def violates(candidate: Schedule) -> bool:
+            log(f"  shrinking: trying {len(candidate.ops)} operations")
+            return any(f.rule == rule for f in run_once(target, candidate, b, poll_ms, lambda _: None)[1])
+        minimal = shrink(s, violates, shrink_examples)
+        log(f"minimal schedule for {rule}: {len(minimal.ops)} of {len(s.ops)} operations")
+        for o in minimal.ops:
+            log(f"    op  {o.describe()}")
+    result.minimal = minimal
+    if confirm:
+        result.confirmed = any(f.rule == rule for f in run_once(target, minimal, b, poll_ms, lambda _: None)[1])
+        log(f"rerun of the minimal schedule: {'violates again (confirmed)' if result.confirmed else 'no violation'}")
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        path = out / f"chaos-{target.name}-seed{s.seed}.toml"
+        path.write_text(dumps(minimal, target.name, f"{rule} {findings[0].detail}"
+                              f"{'' if result.confirmed else ' (NOT confirmed by a rerun)'}"), encoding="utf-8")
+        result.scenario = path
+        log(f"scenario written: {path}")
+    return result
