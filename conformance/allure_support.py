@@ -55,12 +55,36 @@ def family(case_id: str) -> str:
     return "CLS-W" if case_id.startswith("CLS-W-") else case_id.split("-")[0]
 
 
-def _suites(allure: Any, parent: str, suite: str, sub: str) -> None:
-    """The Suites tree and the Packages tree (dotted) along the same path."""
-    allure.dynamic.parent_suite(parent)
-    allure.dynamic.suite(suite)
-    allure.dynamic.sub_suite(sub)
-    allure.dynamic.label("package", ".".join(x.replace(".", "_") for x in (parent, suite, sub)))
+def case_view(req: Requirement, target: Target, result: CaseResult) -> dict[str, Any]:
+    """What the report shows of one requirement's result: title, labels (name, value), links
+    (url, name), parameters (name, text) and description; the same for a test allure-pytest
+    records (``label_case``) and for a result the run writes itself (``write_invariant_results``)."""
+    claimed = ([result.protocol] if result.protocol else
+               [p for p in req.protocols if p in target.protocols] or list(req.protocols))
+    epic = PROTOCOL_TITLES.get(claimed[0], claimed[0])
+    suite, sub = f"{family(req.id)} ({' and '.join(req.binds)})", req.feature
+    labels = [("epic", epic), ("feature", req.feature), ("story", req.id), ("as_id", result.case_id),
+              ("tag", req.level), ("severity", {"MUST": "critical", "SHOULD": "normal", "MAY": "minor"}[req.level]),
+              ("parentSuite", epic), ("suite", suite), ("subSuite", sub),
+              ("package", ".".join(x.replace(".", "_") for x in (epic, suite, sub)))]
+    if req.transcripts:
+        labels.append(("tag", "golden"))
+    links = [(req.source.link, f"{req.source.short}: {req.source.doc.title}")]
+    links += [(f"{GOLDEN_IN_REPORT}/{urllib.parse.quote(name)}", f"fixtures/golden/{name}") for name in req.transcripts]
+    desc = (f"**{req.id}** ({req.level}, binds {' and '.join(req.binds)})\n\n{req.statement}\n\n"
+            f"Source: [{req.source.short}]({req.source.link}) ({req.source.doc.title})")
+    if result.cases:  # one test per requirement; its cases, each with its own outcome
+        desc += "\n\nCases (the requirement passes only if each passes):\n" + "\n".join(
+            f"- {c['case']}: {c['outcome']}" + (f" ({c['detail']})" if c["detail"] else "") for c in result.cases)
+    if req.errata:
+        desc += f"\n\nResolved by schemas/ERRATA.md entries {', '.join(map(str, req.errata))}."
+    desc += f"\n\nOutcome: **{result.outcome}** {result.message}"
+    if result.notes:
+        desc += "\n\nNotes:\n" + "\n".join(note_markdown(n) for n in result.notes if n.strip())
+    labels.append((OUTCOME_LABEL, result.outcome.value))
+    return {"title": f"{result.case_id}: {req.statement}", "labels": labels, "links": links,
+            "parameters": [("target", target.name), ("level", req.level), ("protocols", ", ".join(claimed))],
+            "description": desc}
 
 
 def label_case(req: Requirement, target: Target, result: CaseResult) -> None:
@@ -68,37 +92,15 @@ def label_case(req: Requirement, target: Target, result: CaseResult) -> None:
         import allure
     except ImportError:  # allure-pytest is optional for plain runs
         return
-    claimed = ([result.protocol] if result.protocol else
-               [p for p in req.protocols if p in target.protocols] or list(req.protocols))
-    epic = PROTOCOL_TITLES.get(claimed[0], claimed[0])
-    allure.dynamic.epic(epic)
-    allure.dynamic.feature(req.feature)
-    allure.dynamic.story(req.id)
-    allure.dynamic.id(result.case_id)
-    allure.dynamic.title(f"{result.case_id}: {req.statement}")
-    allure.dynamic.tag(req.level)
-    allure.dynamic.severity({"MUST": "critical", "SHOULD": "normal", "MAY": "minor"}[req.level])
-    _suites(allure, epic, f"{family(req.id)} ({' and '.join(req.binds)})", req.feature)
-    allure.dynamic.link(req.source.link, name=f"{req.source.short}: {req.source.doc.title}")
-    for name in req.transcripts:
-        allure.dynamic.link(f"{GOLDEN_IN_REPORT}/{urllib.parse.quote(name)}", name=f"fixtures/golden/{name}")
-    allure.dynamic.parameter("target", _Bare(target.name))
-    allure.dynamic.parameter("level", _Bare(req.level))
-    allure.dynamic.parameter("protocols", _Bare(", ".join(claimed)))
-    desc = (f"**{req.id}** ({req.level}, binds {' and '.join(req.binds)})\n\n{req.statement}\n\n"
-            f"Source: [{req.source.short}]({req.source.link}) ({req.source.doc.title})")
-    if result.cases:  # one test per requirement; its cases, each with its own outcome
-        desc += "\n\nCases (the requirement passes only if each passes):\n" + "\n".join(
-            f"- {c['case']}: {c['outcome']}" + (f" ({c['detail']})" if c["detail"] else "") for c in result.cases)
-    if req.transcripts:
-        allure.dynamic.tag("golden")
-    if req.errata:
-        desc += f"\n\nResolved by schemas/ERRATA.md entries {', '.join(map(str, req.errata))}."
-    desc += f"\n\nOutcome: **{result.outcome}** {result.message}"
-    if result.notes:
-        desc += "\n\nNotes:\n" + "\n".join(note_markdown(n) for n in result.notes if n.strip())
-    allure.dynamic.description(desc)
-    allure.dynamic.label(OUTCOME_LABEL, result.outcome.value)
+    view = case_view(req, target, result)
+    allure.dynamic.title(view["title"])
+    for name, value in view["labels"]:
+        allure.dynamic.label(name, value)
+    for url, name in view["links"]:
+        allure.dynamic.link(url, name=name)
+    for name, text in view["parameters"]:
+        allure.dynamic.parameter(name, _Bare(text))
+    allure.dynamic.description(view["description"])
     if req.transcripts and result.outcome.value in ("FAIL", "BROKEN", "NON-STRICT"):
         from .golden import transcript_paths
         for path in transcript_paths(req):
@@ -113,6 +115,45 @@ def note_markdown(note: str) -> str:
     if body:
         return f"- {head}\n\n  ```\n" + "\n".join(f"  {line}" for line in body.splitlines()) + "\n  ```"
     return f"- {head} (empty)" if head.rstrip().endswith(":") else f"- {head}"
+
+
+# An outcome as Allure shows it: what allure-pytest records for the test a case's outcome
+# becomes (conformance.plugin.report_outcome: NOT-APPLICABLE skips; NON-STRICT as mark_non_strict
+# rewrites it).
+ALLURE_STATUS = {"PASS": "passed", "FAIL": "failed", "NON-STRICT": "unknown", "NOT-APPLICABLE": "skipped",
+                 "BROKEN": "broken"}
+
+
+def write_invariant_results(alluredir: Path, results: list[CaseResult], target: Target) -> None:
+    """The invariants' results (``conformance.invariants.report``): no test of their own runs
+    them, the session's end judges them over every case, so each is written as an Allure
+    result here, labelled as a case is, its cases (and the exchange that broke the rule) in
+    its description, what was expected and seen attached when it fails."""
+    from .catalogue import default_catalogue
+    alluredir.mkdir(parents=True, exist_ok=True)
+    now = int(time.time() * 1000)
+    for result in results:
+        view = case_view(default_catalogue()[result.requirement_id], target, result)
+        status = ALLURE_STATUS[result.outcome.value]
+        message = (f"{NON_STRICT_MESSAGE}: {result.message}" if result.outcome.value == "NON-STRICT"
+                   else f"{result.outcome.value} {result.case_id}: {result.message}")
+        attachments = []
+        if result.outcome.value in ("FAIL", "NON-STRICT"):
+            att = f"{uuid.uuid4()}-attachment.json"
+            summary = {"outcome": result.outcome.value, "message": result.message,
+                       "expected": result.record()["expected"], "actual": result.record()["actual"]}
+            (alluredir / att).write_text(json.dumps(summary, indent=1), encoding="utf-8")
+            attachments.append({"name": "expected vs actual", "source": att, "type": "application/json"})
+        doc = {"uuid": str(uuid.uuid4()), "historyId": f"invariant:{result.case_id}",
+               "testCaseId": f"invariant:{result.requirement_id}",
+               "fullName": f"conformance.invariants[{result.case_id}]", "name": view["title"],
+               "status": status, "statusDetails": {"message": message}, "stage": "finished",
+               "start": now, "stop": now, "description": view["description"],
+               "labels": [{"name": n, "value": v} for n, v in view["labels"]],
+               "links": [{"url": u, "name": n, "type": "link"} for u, n in view["links"]],
+               "parameters": [{"name": n, "value": v} for n, v in view["parameters"]],
+               "attachments": attachments}
+        (alluredir / f"{doc['uuid']}-result.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
 
 
 def attach_failure(result: CaseResult) -> None:

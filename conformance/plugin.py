@@ -47,7 +47,7 @@ from typing import Any
 import pytest
 
 from .allure_support import (PROTOCOL_TITLES, attach_evidence, attach_failure, keep_fixture_teardowns_known,
-                             label_case, write_allure_extras)
+                             label_case, write_allure_extras, write_invariant_results)
 from .catalogue import LEVELS, Requirement, default_catalogue
 from .command import CommandError, preflight
 from .harness.outcomes import CaseResult, Outcome
@@ -378,9 +378,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     target = config.stash[TARGET_KEY]
     from .provenance import provenance
     results = list(_RESULTS_SEEN.values())
+    invariants = []
     if suite_of(config) in ("worker", "all"):
         from .invariants.report import results as invariant_results
-        results += [r.record() for r in invariant_results(results, target)]
+        invariants = invariant_results(results, target)
+        results += [r.record() for r in invariants]
     results = sorted(results, key=lambda r: r["id"])
     doc = {
         "run_id": config.stash[RUN_ID_KEY],
@@ -407,6 +409,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     alluredir = getattr(config.option, "allure_report_dir", None)
     if alluredir:
         write_allure_extras(Path(alluredir), doc)
+        write_invariant_results(Path(alluredir), invariants, target)
     # The same certificate as `conformance run` writes (it adds the HTML report's link),
     # and an exit code that tells the truth: pytest's own says only whether tests failed.
     from .attestation import AttestationError, write_attestation

@@ -5,6 +5,8 @@ found by its own invariant and no other; rounds a scripted peer led are not the 
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from conformance.invariants import group, violations
@@ -139,3 +141,22 @@ def test_draft_member_heartbeats_with_its_current_epoch() -> None:
     s.connect_heartbeat("w1", 1, (), 2, None)  # lines 10-11
     assert found(s) == {"C848-INV-01": [(11, None)]}
     assert found(s, leaders=["w2"]) == {}  # w1 is not judged here
+
+
+def test_results_are_written_as_allure_results(tmp_path: Path) -> None:
+    """The invariants have no test of their own: each result is written into the Allure
+    results as a case's would be, under its own id, its status the outcome's."""
+    from conformance.allure_support import write_invariant_results
+    target = load_target("fixtures/targets/kafka-python-worker.toml")
+    bad = findings(rows(two_members((), ())), ["w1"])
+    out = results([{"id": "CONN-INC-13[compatible]", "protocol": "compatible", "invariants": bad}], target)
+    write_invariant_results(tmp_path, out, target)
+    written = [json.loads(p.read_text()) for p in tmp_path.glob("*-result.json")]
+    docs = {next(la["value"] for la in d["labels"] if la["name"] == "as_id"): d for d in written}
+    assert set(docs) == {r.case_id for r in out}
+    failed = docs["CONN-INV-04[compatible]"]
+    assert failed["status"] == "failed" and "CONN-INC-13[compatible]: settled at generation 2" in failed["statusDetails"]["message"]
+    assert {"name": "story", "value": "CONN-INV-04"} in failed["labels"]
+    (att,) = failed["attachments"]
+    assert json.loads((tmp_path / att["source"]).read_text())["outcome"] == "FAIL"
+    assert docs["CONN-INV-01[eager]"]["status"] == "skipped"  # NOT-APPLICABLE: no round at eager

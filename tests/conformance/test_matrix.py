@@ -84,12 +84,12 @@ def test_one_old_release_on_one_protocol(tmp_path: Path) -> None:
 
 def test_reuse_takes_a_former_runs_cells_and_explains_their_failures_afresh(tmp_path: Path) -> None:
     former = Cell("2.4.1", "sessioned", "NOT CERTIFIED", {"MUST": {"PASS": 40, "FAIL": 1}},
-                  [{"case": "CONN-ASSIGN-01[sessioned]", "bugs": []}], host="no", wall_s=200.0)
+                  [{"case": "CONN-INC-12[sessioned]", "bugs": []}], host="no", wall_s=200.0)
     (tmp_path / "matrix.json").write_text(json.dumps({"cells": [former.__dict__]}))
     r = subprocess.run([sys.executable, "-m", "conformance.cli", "matrix", "--versions", "2.4.1",
                         "--protocols", "sessioned", "--reports", str(tmp_path), "--reuse"],
                        capture_output=True, text=True, timeout=120)
     assert "[1/1] Connect 2.4.1 sessioned: NOT CERTIFIED (from" in r.stdout, r.stdout + r.stderr
     (cell,) = json.loads((tmp_path / "matrix.json").read_text())["cells"]
-    assert [b["id"] for b in cell["failed"][0]["bugs"]] == ["KAFKA-13763"] and cell["wall_s"] == 200.0
+    assert [b["id"] for b in cell["failed"][0]["bugs"]] == ["KAFKA-10413"] and cell["wall_s"] == 200.0
     assert r.returncode == 0  # every failure explained
