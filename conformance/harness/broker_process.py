@@ -30,7 +30,7 @@ from pathlib import Path
 
 from fakebroker.realkafka.jvm import log_tail, spawn_in_group, stop_group
 
-from ..command import find_program
+from ..command import base_dir, child_env, find_program
 from ..target import Target
 
 HOST = "127.0.0.1"
@@ -90,7 +90,8 @@ def start_broker(target: Target) -> BrokerProcess:
         raise BrokerStartError(f"cannot start the coordinator with {command!r}: {argv[0]} is neither in "
                                f"{Path(sys.executable).parent} nor on PATH (.ci/setup.sh builds the bundled ones)")
     try:
-        proc = spawn_in_group([program, *argv[1:]], log)
+        # In the target file's folder, as a worker's command runs (conformance.command).
+        proc = spawn_in_group([program, *argv[1:]], log, cwd=base_dir(target), env=child_env())
     except OSError as e:
         shutil.rmtree(directory, ignore_errors=True)
         raise BrokerStartError(f"cannot start the coordinator with {command!r}: {e}") from None

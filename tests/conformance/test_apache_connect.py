@@ -75,9 +75,10 @@ def test_the_real_connect_worker_is_certified(protocol: str, tmp_path: Path) -> 
     assert len(passed) >= 12, f"only {len(passed)} cases passed:\n{tail}"
 
     # ... and a passing case carries the worker's own exchanges as evidence.
-    transcripts = [json.loads(p.read_text()) for p in (reports / "allure-results").glob("*-attachment.json")]
-    worker_lines = [e for t in transcripts if isinstance(t, list) for e in t
-                    if isinstance(e, dict) and str(e.get("conn", "")).startswith("worker ")]
+    # (transcripts are attached in the project's transcript format: JSON lines)
+    lines = [json.loads(line) for p in (reports / "allure-results").glob("*-attachment.jsonl")
+             for line in p.read_text().splitlines() if line.strip()]
+    worker_lines = [e for e in lines if isinstance(e, dict) and str(e.get("conn", "")).startswith("worker ")]
     assert {e["api"] for e in worker_lines} >= {"JoinGroup", "SyncGroup", "Heartbeat"}
     assert any(p.suffix == ".pcap" for p in (reports / "allure-results").iterdir())
 

@@ -17,11 +17,13 @@ from conformance.harness.broker_process import BrokerStartError, accepts, ready_
 from conformance.target import Target, load_target
 
 # A broker that listens on 127.0.0.1 at the port it is given (its last argument, 0: any),
-# (no brackets: [...] marks an optional part of a command template), then announces it as told: "print" prints "serving on HOST:PORT", "file=PATH" writes it.
+# (no brackets: [...] marks an optional part of a command template), then announces it as told: "print" prints
+# "serving on HOST:PORT", "file=PATH" writes it, "none" says nothing (the harness gave it the port).
 LISTENER = ("{python} -c 'import socket, sys, time; s = socket.socket(); "
             "s.bind((\"127.0.0.1\", int(sys.argv.pop()))); s.listen(); a = \"%s:%d\" % s.getsockname(); "
             "how = sys.argv.pop(); print(\"serving on \" + a, flush=True) if how == \"print\" else "
-            "open(how.removeprefix(\"file=\"), \"w\").write(a); time.sleep(300)' ")
+            "open(how.removeprefix(\"file=\"), \"w\").write(a) if how.startswith(\"file=\") else None; "
+            "time.sleep(300)' ")
 
 
 def target(tmp_path: Path, command: str, ready_line: str | None = None, startup_timeout_s: float = 20.0) -> Target:
