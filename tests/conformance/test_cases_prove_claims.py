@@ -60,8 +60,11 @@ def test_a_follower_answered_after_3_s_with_the_current_generation_passes_cls_jo
 
 
 def test_a_rebalance_seen_fails_cls_join_15_with_the_evidence(run: Any) -> None:
-    """The follower's rejoin is held, and the leader's heartbeat says a rebalance started."""
+    """The follower's rejoin is held, and the leader's heartbeat says a rebalance started: the
+    requirement is not met (a SHOULD since the catalogue audit: Apache Kafka's behaviour, which
+    no KIP states), so NON-STRICT, with the evidence."""
     result = run("CLS-JOIN-15", (_rejoins_of_known_members(lambda: Delay(3000)), "JoinGroup"),
                  (lambda call: ErrorResponse("REBALANCE_IN_PROGRESS"), "Heartbeat"))
-    assert result.outcome is Outcome.FAIL
+    assert default_catalogue()["CLS-JOIN-15"].level == "SHOULD"
+    assert result.outcome is Outcome.NON_STRICT
     assert "a rebalance started" in result.message and "REBALANCE_IN_PROGRESS" in result.message
