@@ -183,7 +183,9 @@ async def at_target_versions(t: Any, bootstrap: str, req: Requirement, reg: Any,
     from fakebroker.negotiation import VersionUnavailable, probe
     from fakebroker.script.replay import at_versions
     ranges = await probe(bootstrap, reg, caps)
-    if ((t.header or {}).get("meta") or {}).get("topics"):
+    topics = ((t.header or {}).get("meta") or {}).get("topics") or {}
+    known = _TOPICS.get(bootstrap, {})
+    if any(name not in known for name in topics):  # topics to create: CreateTopics and Metadata
         try:
             for api, v in TOPIC_APIS.items():
                 ranges.pick(api, wanted=v, who=f"{req.id}'s golden (its topics)")

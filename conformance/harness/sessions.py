@@ -80,7 +80,7 @@ class CoordinatorSession:
             clock: CaseClock = (VirtualCaseClock(broker) if target.virtual_clock
                                 else RealCaseClock(target.timing.wait_scale))
             return cls(target, broker.bootstrap, clock, broker, builtin_version(target), kafka,
-                       kafka.bootstrap if kafka is not None else None)
+                       group_log_bootstrap=kafka.bootstrap if kafka is not None else None)
         if target.command is not None:  # its own broker, this process's
             process = start_broker(target)
             bootstrap = process.bootstrap
@@ -91,7 +91,7 @@ class CoordinatorSession:
         assert target.bootstrap is not None
         log_at = target.group_log and (target.group_log.bootstrap or target.bootstrap)
         return cls(target, target.bootstrap, RealCaseClock(target.timing.wait_scale), None,
-                   target.implementation_version, None, log_at or None)
+                   target.implementation_version, group_log_bootstrap=log_at or None)
 
     def stop(self) -> None:
         if self.broker is not None:

@@ -29,7 +29,7 @@ def test_a_round_that_completes_between_two_waits_is_taken_up_not_joined_again()
     thread = BrokerThread(broker).start()
     client = start_client(thread.bootstrap, "w1")
     args = argparse.Namespace(worker_id="w1", rest_port=0, connect_protocol="sessioned", connectors=CONNECTORS,
-                              scheduled_rebalance_delay_ms=3000, mutant=None)
+                              scheduled_rebalance_delay_ms=3000, session_timeout_ms=6000, mutant=None)
     worker = Worker(client, args, group_id="g", api_version=client._manager.broker_version,
                     session_timeout_ms=6000, heartbeat_interval_ms=1000, max_poll_interval_ms=15000,
                     retry_backoff_ms=100)
