@@ -326,7 +326,7 @@ def test_encode_missing_file_is_a_usage_error(tmp_path: Path) -> None:
 def test_version() -> None:
     proc = run("--version")
     assert proc.returncode == 0
-    assert proc.stdout.strip() == f"fakebroker {fakebroker.__version__}"
+    assert proc.stdout.strip() == f"fakebroker (connect-conformance) {fakebroker.__version__}"
 
 
 def test_console_script() -> None:
