@@ -14,16 +14,19 @@ NAME = "draft-member-epoch-current"
 
 
 def check(g: Group) -> Iterator[dict[str, Any]]:
-    given: dict[str, int] = {}  # member -> the epoch its last successful answer gave it
+    # member -> the epoch its last successful answer gave it; a member whose grant this
+    # recording does not hold (an answer not recorded, an id the answer handed out) is not
+    # judged: no violation concluded from what was not seen.
+    given: dict[str, int] = {}
     for e in g.exs:
-        if e.api != "ConnectGroupHeartbeat" or not e.member_id or e.member_epoch is None:
+        if e.api != "ConnectGroupHeartbeat" or e.member_epoch is None:
             continue
-        m, sent = e.member_id, e.member_epoch
-        if sent not in (0, -1) and g.judges_member(m) and sent != given.get(m):
-            last = given.get(m)
+        m, sent = e.member_id or e.resp_member_id, e.member_epoch
+        if not m:
+            continue
+        if sent not in (0, -1) and g.judges_member(m) and m in given and sent != given[m]:
             yield violation(NAME, e, f"member {m} heartbeated with epoch {sent}; the coordinator last gave it "
-                            f"{'none' if last is None else last} (0 joins, -1 leaves)",
-                            generation=sent, members=(m,))
+                            f"{given[m]} (0 joins, -1 leaves)", generation=sent, members=(m,))
         if sent == -1 or e.error_code in FENCED:
             given.pop(m, None)
         elif e.error_code == 0 and e.resp_member_epoch is not None:
