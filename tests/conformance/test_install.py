@@ -47,7 +47,7 @@ sys.exit(main())
 def clean_env() -> dict[str, str]:
     """Nothing that would import the checkout or point at its folders."""
     return {k: v for k, v in os.environ.items()
-            if k not in ("PYTHONPATH", "CONFORMANCE_GOLDEN_DIR", "CONFORMANCE_SHARED_DIR", "FAKEBROKER_SCHEMAS",
+            if k not in ("PYTHONPATH", "CONFORMANCE_GOLDEN_DIR", "FAKEBROKER_SCHEMAS",
                          "VIRTUAL_ENV")}
 
 

@@ -48,11 +48,15 @@ def quick_goldens() -> list[Path]:
 def replay_with_fault(t: Transcript, fault: str) -> Any:
     """``t`` replayed on virtual time against its golden broker with one fault installed."""
     plan = parse_plan(f"version: 1\nfaults:\n  - {fault}\n", REG)
+    return _replay_on_golden_broker(t, lambda hooks: install(hooks, plan))
 
+
+def _replay_on_golden_broker(t: Transcript, setup: Any) -> Any:
+    """``t`` replayed on virtual time against its golden broker, ``setup(hooks)`` first."""
     async def go() -> object:
         assert t.header is not None
         b = golden_broker(t.header["coordinator"], REG)
-        install(b.hooks, plan)
+        setup(b.hooks)
         await b.start()
         try:
             return await replay(t, b.bootstrap, REG, pacer=VirtualPacer(b), timeout_s=5)
@@ -242,21 +246,14 @@ def _replay_on(t: Transcript, edit_request: Any = None, edit_response: Any = Non
     """``t`` on virtual time against its golden broker, requests and answers edited by hooks."""
     from fakebroker.intercept.hooks import Continue
 
-    async def go() -> object:
-        assert t.header is not None
-        b = golden_broker(t.header["coordinator"], REG)
+    def setup(hooks: Any) -> None:
         for side, edit in (("request", edit_request), ("response", edit_response)):
             if edit is not None:
                 def hook(call: Any, edit: Any = edit) -> Any:
                     edit(call)
                     return Continue()
-                b.hooks.add(hook, side=side, keep=True)
-        await b.start()
-        try:
-            return await replay(t, b.bootstrap, REG, pacer=VirtualPacer(b), timeout_s=5)
-        finally:
-            await b.stop()
-    return asyncio.run(go())
+                hooks.add(hook, side=side, keep=True)
+    return _replay_on_golden_broker(t, setup)
 
 
 def _shift_generations(by: int) -> tuple[Any, Any]:
