@@ -49,8 +49,8 @@ def spreads(work: Mapping[str, set[str]]) -> dict[str, dict[str, int]] | None:
 
 
 def check(g: Group) -> Iterator[dict[str, Any]]:
-    for r in g.rounds:
-        if not g.judged(r) or not settled(r):
+    for r in g.judged_rounds:
+        if not settled(r):
             continue
         spread = spreads({m: r.after.get(m, set()) for m in r.members})
         if spread is not None:

@@ -12,9 +12,7 @@ NAME = "double-ownership"
 
 
 def check(g: Group) -> Iterator[dict[str, Any]]:
-    for r in g.rounds:
-        if not g.judged(r):
-            continue
+    for r in g.judged_rounds:
         owner: dict[str, str] = {}
         for m in sorted(r.syncs, key=lambda m: r.syncs[m].ex.at):
             for unit in sorted(r.after.get(m, ())):

@@ -13,9 +13,7 @@ NAME = "revoke-before-reassign"
 
 
 def check(g: Group) -> Iterator[dict[str, Any]]:
-    for r in g.rounds:
-        if not g.judged(r):
-            continue
+    for r in g.judged_rounds:
         for m, s in sorted(r.syncs.items()):
             if not s.incremental:
                 continue  # eager: every member gives up everything when it rejoins

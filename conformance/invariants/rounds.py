@@ -146,6 +146,11 @@ class Group:
     # case makes lead or send what it likes); None: every member (the audit).
     leaders: frozenset[str] | None = None
 
+    @property
+    def judged_rounds(self) -> list[Round]:
+        """The rounds whose assignment is judged here, in order."""
+        return [r for r in self.rounds if self.judged(r)]
+
     def judged(self, r: Round) -> bool:
         """Whether the assignment of round ``r`` is its leader's to answer for here."""
         return self.judges_member(r.leader)
