@@ -227,9 +227,19 @@ def test_non_strict_reads_as_a_should_not_met_never_as_skipped(non_strict_report
 
 
 def test_steps_span_their_exchanges_and_notes_have_no_empty_sections(non_strict_reports: Path) -> None:
+    from fakebroker.protocol import default_registry
+    from fakebroker.script.transcript import load
     [w01] = [r for r in allure_results(non_strict_reports) if labels(r, "as_id") == ["CLS-W-01"]]
-    spans = [s["stop"] - s["start"] for s in w01["steps"]]
-    assert spans and any(d > 0 for d in spans), spans  # a JoinGroup held until the round completes, say
+    [source] = [a["source"] for a in w01["attachments"] if a["name"] == "transcript.jsonl"]
+    t = load(non_strict_reports / "allure-results" / source, default_registry())
+    answers = {(e.conn, e.correlation_id): e for e in t.events if e.kind == "response"}
+    # each step spans its own exchange, request sent to answer seen, as the transcript timed them
+    # (not the moment the step was written after the case); a single member's JoinGroup may be
+    # answered within the millisecond, so the spans themselves may all be 0
+    expected = [(int(e.time * 1000), int(answers.get((e.conn, e.correlation_id), e).time * 1000))
+                for e in t.requests()]
+    spans = [(s["start"], s["stop"]) for s in w01["steps"]]
+    assert len(answers) >= 2 and spans == expected, (spans, expected)
     assert all(w01["start"] <= s["start"] <= s["stop"] <= w01["stop"] for s in w01["steps"])
     # each "log tail:" is followed by the tail itself, in a code block: never by nothing
     tails = re.findall(r"log tail:(.*?)(?=\n- |\Z)", w01["description"], re.S)
