@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -70,8 +71,10 @@ def test_a_refused_directory_is_never_remembered(checks: list[str], tmp_path: Pa
 def test_a_changed_checker_checks_again(checks: list[str], spec_dir: Path,
                                         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     Registry.load(spec_dir)
-    changed = tmp_path / "spec_check.py"
-    changed.write_bytes(spec_verdicts.CHECKER.read_bytes() + b"\n# a new rule\n")
+    changed = tmp_path / "spec_check"
+    shutil.copytree(spec_verdicts.CHECKER, changed)
+    tags = changed / "tags.py"  # one rule module of the package changes
+    tags.write_bytes(tags.read_bytes() + b"\n# a new rule\n")
     monkeypatch.setattr(spec_verdicts, "CHECKER", changed)
     checks.clear()
     Registry.load(spec_dir)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import base64
 import json
-import keyword
 import re
 import uuid
 from dataclasses import dataclass, field
@@ -17,6 +16,9 @@ from typing import Any
 
 from ..parse_guard import InputLimit, loads_json
 from .errors import SpecError
+from .names import snake
+from . import spec_check
+from .spec_check import flag
 
 PRIMITIVES = frozenset(
     {"bool", "int8", "int16", "int32", "int64", "uint16", "uint32", "float64",
@@ -162,16 +164,6 @@ class _Factory:
 
 DEFAULT_FACTORY = _Factory()
 
-_CAMEL_1 = re.compile(r"(?<=[a-z0-9])([A-Z])")
-_CAMEL_2 = re.compile(r"(?<=[A-Z])([A-Z][a-z])")
-
-
-def snake(name: str) -> str:
-    """``SessionTimeoutMs`` -> ``session_timeout_ms``; keywords get a trailing underscore."""
-    s = _CAMEL_2.sub(r"_\1", _CAMEL_1.sub(r"_\1", name)).lower()
-    return s + "_" if keyword.iskeyword(s) else s
-
-
 def strip_comments(text: str) -> str:
     """Remove ``//`` line comments (Kafka's own spec files carry them) outside strings."""
     out: list[str] = []
@@ -267,8 +259,6 @@ class _Builder:
         return TypeRef("struct", struct=self.struct(type_name, fields))
 
     def field(self, f: dict[str, Any]) -> FieldSpec:
-        from .spec_check import flag
-
         versions = Versions.parse(f["versions"])
         nullable = Versions.parse(f.get("nullableVersions", "none"))
         nullable_always = (not versions.empty and nullable.lo is not None
@@ -296,10 +286,8 @@ class _Builder:
 def build_spec(doc: dict[str, Any], file: str, *, check: bool = True) -> MessageSpec:
     """Check a parsed spec document and build its model; raises SpecError. ``check=False``
     only for a document known to pass (``spec_verdicts``: the same bytes, the same checker)."""
-    from .spec_check import check_spec, flag  # the checker is its own module: one rule, one function
-
     if check:
-        check_spec(doc, file)
+        spec_check.check_spec(doc, file)  # looked up here: a test counts the checks
     b = _Builder(doc, file)
     valid = Versions.parse(str(doc["validVersions"]))
     return MessageSpec(

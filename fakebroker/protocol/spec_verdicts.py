@@ -21,7 +21,7 @@ from pathlib import Path
 
 from ..cache_dir import cache_root
 
-CHECKER = Path(__file__).with_name("spec_check.py")
+CHECKER = Path(__file__).with_name("spec_check")  # the checker package: every module of it
 
 
 def _checker_identity() -> bytes:
@@ -31,7 +31,8 @@ def _checker_identity() -> bytes:
         engine = metadata.version("jsonschema")
     except metadata.PackageNotFoundError:
         engine = "none"
-    return b"\0".join([CHECKER.read_bytes(), SCHEMA_PATH.read_bytes(), engine.encode(),
+    sources = [p.read_bytes() for p in sorted(CHECKER.glob("*.py"))]
+    return b"\0".join([*sources, SCHEMA_PATH.read_bytes(), engine.encode(),
                        f"{sys.version_info[0]}.{sys.version_info[1]}".encode()])
 
 
