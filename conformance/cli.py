@@ -128,6 +128,8 @@ def build_parser() -> argparse.ArgumentParser:
     register_pipeline(sub)
     from .chaos.cli import register as register_chaos
     register_chaos(sub)
+    from .suites.coordinator.golden.cli import register as register_golden
+    register_golden(sub)
     return p
 
 
@@ -136,7 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "pipeline", None):
         return args.pipeline(args)
-    if args.command == "chaos":
+    if args.command in ("chaos", "golden"):
         return args.func(args)
     commands = {"run": cmd_run, "report": cmd_report, "list": cmd_list, "mutants": cmd_mutants,
                 "verify-attestation": cmd_verify_attestation, "matrix": run_matrix}

@@ -1,6 +1,6 @@
 """Golden transcripts as cases of catalogue requirements: a requirement of
 ``schemas/requirements.json`` may list transcripts (``transcripts``, files of
-``fixtures/golden/``, made by ``fakebroker golden``), each replayed client-side against the
+``fixtures/golden/``, made by ``conformance golden``), each replayed client-side against the
 target (``fakebroker.script.replay``) as one of its cases, beside its live case if it has one.
 
 - builtin target: every transcript is replayed on a fresh in-process broker built with the
@@ -168,7 +168,7 @@ async def _replay_all(paths: tuple[Path, ...], target: Target, bootstrap: str | 
         assert bootstrap is not None
         topics = (head.get("meta") or {}).get("topics") or {}
         ids = await ensure_topics(bootstrap, topics) if topics else {}
-        from fakebroker.script.golden.generate import TOPIC_ID_PREFIX
+        from fakebroker.script.golden_broker import TOPIC_ID_PREFIX
         out.append((path, await replay(t, bootstrap, reg, pacer=RealPacer(), unique=run_token(),
                                        negotiate=True, timeout_s=answer_bound_s(t, target),
                                        bindings={f"{TOPIC_ID_PREFIX}{n}": str(i) for n, i in ids.items()})))
@@ -285,7 +285,7 @@ async def ensure_topics(bootstrap: str, topics: dict[str, int]) -> dict[str, Any
 
 
 async def _replay_builtin(t: Any, head: dict[str, Any], target: Target, reg: Any) -> Any:
-    from fakebroker.script.golden.generate import golden_broker
+    from fakebroker.script.golden_broker import golden_broker
     from fakebroker.script.replay import VirtualPacer, replay, run_token
     broker = golden_broker(head.get("coordinator", {}), reg)
     if target.mutant is not None:

@@ -1,4 +1,4 @@
-"""Sub-commands of the scripting layer: ``pcap``, ``replay``, ``golden``, and the
+"""Sub-commands of the scripting layer: ``pcap``, ``replay``, and the
 ``serve`` options ``--record``, ``--faults`` and ``--script``.
 
 Exit statuses, for every command here: 0 success; 1 a divergence (or a transcript that
@@ -60,19 +60,6 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
     r.add_argument("--include-virtual-only", action="store_true",
                    help="also replay transcripts marked virtual-only (they wait long on real time)")
     r.set_defaults(func=cmd_replay)
-
-    g = sub.add_parser(
-        "golden", parents=[common], help="regenerate (or check) the golden transcripts",
-        description="Run every golden scenario (one per rule of the classic group APIs) against "
-                    "a fresh fake broker on a virtual clock, record, annotate with matchers and "
-                    "write DIR/<RULE-ID>.jsonl and DIR/rules.json. With --check, compare instead "
-                    "and exit 1 naming every file that drifted.")
-    g.add_argument("--dir", type=Path, default=None, metavar="DIR",
-                   help="the golden directory (default: fixtures/golden of the checkout)")
-    g.add_argument("--check", action="store_true", help="compare, do not write")
-    g.add_argument("--only", action="append", default=[], metavar="RULE-ID",
-                   help="only this rule (repeatable; rules.json is left alone)")
-    g.set_defaults(func=cmd_golden)
 
 
 def _fail(cmd: str, message: str, status: int) -> int:
@@ -164,8 +151,8 @@ def serve_flags(header: dict[str, Any]) -> list[str]:
     """The ``fakebroker serve`` options that give a broker the one a transcript was recorded
     on: its coordinator settings other than Kafka's defaults, the topics it knew and, for a
     golden transcript, strict topics (goldens are recorded on a broker that answers
-    UNKNOWN_TOPIC_OR_PARTITION for any other topic: golden.generate.golden_broker)."""
-    from .golden.catalogue import KAFKA_DEFAULTS
+    UNKNOWN_TOPIC_OR_PARTITION for any other topic: golden_broker.golden_broker)."""
+    from .golden_broker import KAFKA_DEFAULTS
     settings = header.get("coordinator") or {}
     flags = [f"--{k.replace('_', '-')} {v}" for k, v in settings.items()
              if k in SERVE_SETTINGS and KAFKA_DEFAULTS.get(k) != v]
@@ -200,7 +187,7 @@ def cmd_replay(args: argparse.Namespace, registry: Registry) -> int:
             transcripts.append(load_transcript("replay", f, registry))
         except TranscriptError as e:
             return _fail("replay", str(e), EXIT_USAGE)
-    from .golden.catalogue import KAFKA_DEFAULTS
+    from .golden_broker import KAFKA_DEFAULTS
     print(f"replaying {len(transcripts)} transcript(s) against {args.against}, one at a time", flush=True)
 
     async def each() -> list[Report]:
@@ -233,27 +220,3 @@ def cmd_replay(args: argparse.Namespace, registry: Registry) -> int:
     if counts["BROKEN"]:
         return EXIT_BROKEN
     return EXIT_DIVERGED if counts["FAIL"] else EXIT_OK
-
-
-def cmd_golden(args: argparse.Namespace, registry: Registry) -> int:
-    from .golden.catalogue import RULES
-    from .golden.generate import default_dir, drift, render_all, write
-    from .golden.session import ScenarioFailed
-    unknown = [r for r in args.only if r not in RULES]
-    if unknown:
-        return _fail("golden", f"no rule {', '.join(unknown)}", EXIT_USAGE)
-    directory = args.dir or default_dir()
-    try:
-        files = render_all(registry, args.only or None)
-    except ScenarioFailed as e:
-        return _fail("golden", f"scenario failed: {e}", EXIT_DIVERGED)
-    if args.check:
-        problems = drift(directory, files)
-        for p in problems:
-            print(p)
-        print(f"{len(files)} file(s) checked, {len(problems)} drifted")
-        return EXIT_DIVERGED if problems else EXIT_OK
-    removed = write(directory, files)
-    print(f"wrote {len(files)} file(s) to {directory}"
-          + (f"; removed {', '.join(removed)}" if removed else ""))
-    return EXIT_OK

@@ -1,5 +1,5 @@
 """The testing surface: the one scripted-client layer on ``fakebroker.client``. Golden
-generation (``fakebroker.script.golden``), the differential scenarios against the real
+generation (``conformance golden``), the differential scenarios against the real
 Kafka (``fakebroker.realkafka.differential``) and the conformance harness
 (``conformance.harness.context``) are its users; each subclasses ``ScriptedSession`` for its
 policy and keeps only what is its own (a transcript, a comparison, a case's evidence).

@@ -2,7 +2,7 @@
 done around each request. One class serves the three scripted runs; each subclass keeps
 only its own policy:
 
-- golden generation (``fakebroker.script.golden.session``): a virtual-clock broker that is
+- golden generation (``conformance.suites.coordinator.golden.session``): a virtual-clock broker that is
   settled after every request, so what it records is deterministic;
 - the differential run (``fakebroker.realkafka.differential``): every request is a step of
   the trace compared between Apache Kafka and the fake broker; a missing answer is recorded;

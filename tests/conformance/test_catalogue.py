@@ -88,7 +88,7 @@ def test_every_testable_requirement_has_a_case() -> None:
 
 
 def test_the_golden_folder_and_the_catalogue_agree() -> None:
-    """Every transcript ``fakebroker golden`` wrote (its index, rules.json) is a case of the
+    """Every transcript ``conformance golden`` wrote (its index, rules.json) is a case of the
     catalogue requirements it names, which list it; every transcript the catalogue names
     exists; a transcript is named for a requirement of the catalogue (one id scheme)."""
     folder = ROOT / "fixtures" / "golden"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+from pathlib import Path
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -13,6 +14,7 @@ from fakebroker.server.clock import VirtualClock
 from fakebroker.server.config import BrokerConfig, Topic
 
 REG = default_registry()
+GOLDEN_DIR = Path(__file__).resolve().parents[2] / "fixtures" / "golden"  # the golden transcripts
 
 
 def new_broker(**coord: Any) -> FakeBroker:

@@ -21,13 +21,13 @@ import pytest
 
 from fakebroker.cli import main
 from fakebroker.script.faults import install, parse_plan
-from fakebroker.script.golden.generate import default_dir, golden_broker
+from fakebroker.script.golden_broker import golden_broker
 from fakebroker.script.replay import VirtualPacer, replay
 from fakebroker.script.transcript import Transcript, load
 
-from .helpers import REG
+from .helpers import GOLDEN_DIR, REG
 
-GOLDEN = default_dir()
+GOLDEN = GOLDEN_DIR
 CMD = [sys.executable, "-m", "fakebroker.cli"]
 # Transcripts recorded with the base golden settings and no waits: quick on real time.
 BASE = {"initial_rebalance_delay_ms": 0, "max_group_size": 2**31 - 1}

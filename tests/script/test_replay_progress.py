@@ -7,11 +7,9 @@ import subprocess
 import sys
 import tempfile
 
-from fakebroker.script.golden.generate import default_dir
-
+from .helpers import GOLDEN_DIR as GOLDEN
 from .test_replay import serve
 
-GOLDEN = default_dir()
 CMD = [sys.executable, "-m", "fakebroker.cli"]
 
 

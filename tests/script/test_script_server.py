@@ -15,7 +15,6 @@ import pytest
 
 from fakebroker.client import KafkaConnection
 from fakebroker.coordinator.config import CoordinatorConfig
-from fakebroker.script.golden.generate import default_dir
 from fakebroker.script.recorder import Recorder
 from fakebroker.script.replay import RealPacer, replay
 from fakebroker.script.scripted import ScriptError, ScriptPlayer, ScriptState, prepare
@@ -24,7 +23,7 @@ from fakebroker.server.broker import FakeBroker
 from fakebroker.server.config import BrokerConfig, Topic
 from fakebroker.server.thread import BrokerThread
 
-from .helpers import REG, heartbeat, join
+from .helpers import GOLDEN_DIR, REG, heartbeat, join
 
 CMD = [sys.executable, "-m", "fakebroker.cli"]
 KP_JOIN = Path(__file__).with_name("kp_join.py")
@@ -111,12 +110,12 @@ def test_prepare_binds_the_recorded_broker_address_and_refuses_undecodable_reque
 def test_a_golden_transcript_plays_both_halves_against_itself() -> None:
     """The client-side replay of a golden transcript against the broker-side script of the
     same transcript: a parked follower SyncGroup is released only after the leader's."""
-    t = load(default_dir() / "CLS-SYNC-05.jsonl", REG)
+    t = load(GOLDEN_DIR / "CLS-SYNC-05.jsonl", REG)
 
     async def go() -> Any:
         broker = FakeBroker(BrokerConfig())
         await broker.start()
-        player = ScriptPlayer(broker, load(default_dir() / "CLS-SYNC-05.jsonl", REG), REG,
+        player = ScriptPlayer(broker, load(GOLDEN_DIR / "CLS-SYNC-05.jsonl", REG), REG,
                               timeout_s=5)
         player.install()
         try:

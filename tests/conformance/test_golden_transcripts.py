@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -13,17 +14,19 @@ from pathlib import Path
 
 import pytest
 
-from fakebroker.script.golden.catalogue import RULES
-from fakebroker.script.golden.generate import (RULES_FILE, default_dir, drift, golden_broker,
-                                               render_all, rules_document)
+from conformance.golden import RULES_FILE
+from conformance.suites.coordinator.golden.generate import default_dir, drift, render_all, rules_document
+from conformance.suites.coordinator.golden.registry import RULES
+from fakebroker.protocol import default_registry
+from fakebroker.script.golden_broker import golden_broker
 from fakebroker.script.replay import VirtualPacer, replay, run_token
 from fakebroker.script.transcript import Transcript, load
 
-from .helpers import REG
+REG = default_registry()
 
 GOLDEN = default_dir()
 FILES = sorted(GOLDEN.glob("*.jsonl"))
-CMD = [sys.executable, "-m", "fakebroker.cli"]
+CMD = [sys.executable, "-m", "conformance.cli"]
 
 
 def test_every_rule_has_a_transcript_and_every_transcript_a_rule() -> None:
@@ -53,13 +56,23 @@ def test_rule_ids_are_stable_and_well_formed() -> None:
         # Request Validation (-VAL-): INVALID_REQUEST, or the draft's UNSUPPORTED_ASSIGNOR checks
         assert ("-VAL-" in rid) == (rule.expect in ("INVALID_REQUEST", "UNSUPPORTED_ASSIGNOR")
                                     and rid.startswith("C848-HB-VAL") or rule.expect == "INVALID_REQUEST"), rid
-        assert all(re.fullmatch(requirement, a) for a in rule.also), rid
+        assert all(re.fullmatch(requirement, a) for a in rule.requirements), rid
         if "." in rid:  # a further transcript of a requirement that has its first one
             assert rid.split(".")[0] in RULES, rid
     apis = {r.api for r in RULES.values()}
     assert apis == {"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "DescribeGroups",
                     "ListGroups", "OffsetCommit", "OffsetFetch", "ConnectGroupHeartbeat",
                     "ConnectGroupPrepareAssignment", "ConnectGroupInstallAssignment"}
+
+
+def test_a_scenario_the_catalogue_does_not_list_is_refused_by_name() -> None:
+    """The catalogue alone says which requirements a transcript is a case of: a scenario for
+    a transcript no requirement lists is refused, naming the id and the catalogue."""
+    from conformance.suites.coordinator.golden.registry import NotInCatalogue, Rule
+    for rid in ("CLS-JOIN-99", "CLS-JOIN-25.7"):
+        with pytest.raises(NotInCatalogue, match=rf"{re.escape(rid)}.jsonl in the transcripts of"):
+            Rule(rid, "JoinGroup", "t", "NONE").requirements
+    assert RULES["CLS-JOIN-31.2"].requirements == ["CLS-JOIN-31", "CLS-JOIN-26", "CLS-SYNC-05"]
 
 
 def test_golden_files_are_what_a_fresh_run_produces() -> None:

@@ -32,8 +32,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ...intercept.matchers import join_path, wildcard
-from ..transcript import Event
+from fakebroker.intercept.matchers import join_path, wildcard
+from fakebroker.script.transcript import Event
 from .session import GENERATED
 
 _ORDERLESS = {  # (api, kind) -> array paths whose order is not meaningful

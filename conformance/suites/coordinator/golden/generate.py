@@ -3,8 +3,8 @@ virtual clock, record, annotate, and write ``fixtures/golden/<RULE-ID>.jsonl`` p
 ``rules.json``. Deterministic: the same code gives the same bytes (virtual time, wall time
 derived from it, counting member-id suffixes), so a test regenerates and compares.
 
-    fakebroker golden                 # rewrite fixtures/golden/
-    fakebroker golden --check         # compare; exit 1 naming what drifted
+    conformance golden                # rewrite fixtures/golden/
+    conformance golden --check        # compare; exit 1 naming what drifted
 """
 
 from __future__ import annotations
@@ -15,43 +15,32 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ...coordinator.config import CoordinatorConfig
-from ...protocol import Registry
-from ...server.broker import FakeBroker
-from ...server.clock import VirtualClock
-from ...server.config import BrokerConfig, Topic
-from ..recorder import COORDINATOR_SETTINGS, Recorder, fixed_wall
-from ..transcript import Transcript, dumps, new_header
-from . import connect_scenarios, scenarios  # noqa: F401 - registers the rules
+from fakebroker.coordinator.config import CoordinatorConfig
+from fakebroker.protocol import Registry
+from fakebroker.script.golden_broker import TOPIC_ID_PREFIX, TOPICS, golden_broker
+from fakebroker.script.recorder import COORDINATOR_SETTINGS, Recorder, fixed_wall
+from fakebroker.script.transcript import Transcript, new_header
+
+from ....catalogue import default_catalogue
+from . import (classic_groups_offsets, classic_join_sync, classic_liveness,  # noqa: F401
+               classic_rebalances, draft)  # (each registers its scenarios)
 from .annotate import annotate
-from .catalogue import RULES, SOURCES, Rule
+from .registry import RULES, NotInCatalogue, Rule
 from .session import ScenarioFailed, Session, golden_suffixes
 
 EPOCH_S = 1_700_000_000.0
-TOPICS = {"events": 3}
-TOPIC_ID_PREFIX = "topic_id."
 BASE_SETTINGS: dict[str, Any] = {"initial_rebalance_delay_ms": 0}
-RULES_FILE = "rules.json"
+from ....golden import RULES_FILE
 
 
 def default_dir() -> Path:
     """``fixtures/golden`` of the source checkout."""
-    return Path(__file__).resolve().parents[3] / "fixtures" / "golden"
+    return Path(__file__).resolve().parents[4] / "fixtures" / "golden"
 
 
 def settings_of(rule: Rule) -> dict[str, Any]:
     cfg = CoordinatorConfig(**{**BASE_SETTINGS, **rule.settings})
     return {k: v for k, v in asdict(cfg).items() if k in COORDINATOR_SETTINGS}
-
-
-def golden_broker(settings: dict[str, Any], registry: Registry, *,
-                  member_id_suffix: Any = None) -> FakeBroker:
-    """The broker goldens are recorded on (and replayed against in tests): the settings,
-    the topic ``events`` (3 partitions) known to the offset APIs, a virtual clock."""
-    extra = {"member_id_suffix": member_id_suffix} if member_id_suffix is not None else {}
-    return FakeBroker(BrokerConfig(topics=[Topic(n, p) for n, p in TOPICS.items()]),
-                      CoordinatorConfig(**settings, **extra), VirtualClock(), registry,
-                      strict_topics=True)
 
 
 async def run(rule: Rule, registry: Registry) -> Transcript:
@@ -78,7 +67,7 @@ async def run(rule: Rule, registry: Registry) -> Transcript:
                         clock="virtual", broker={"node_id": 1}, coordinator=settings,
                         virtual_only=rule.virtual_only, bindings={**session.groups, **used},
                         unique=sorted(session.groups),
-                        meta={"topics": TOPICS, "generator": "fakebroker golden"})
+                        meta={"topics": TOPICS, "generator": "conformance golden"})
     if rule.virtual_only is None:
         header["virtual_only"] = None
     return Transcript(header, events, f"{rule.id}.jsonl")
@@ -89,12 +78,23 @@ def rules_document() -> dict[str, Any]:
             "about": "The golden transcripts (fixtures/golden/<id>.jsonl), each a case of the "
                      "requirements of schemas/requirements.json it names: its id is its "
                      "requirement's (.N for a requirement's Nth transcript).",
-            "sources": SOURCES,
             "rules": [r.to_json() for r in sorted(RULES.values(), key=lambda r: r.id)]}
 
 
+def unrecorded() -> list[str]:
+    """Transcripts the catalogue lists that no scenario records."""
+    listed = {t.removesuffix(".jsonl") for r in default_catalogue() for t in r.transcripts}
+    return sorted(listed - set(RULES))
+
+
 def render_all(registry: Registry, only: list[str] | None = None) -> dict[str, str]:
-    """File name -> content, for every rule (or those in ``only``)."""
+    """File name -> content, for every rule (or those in ``only``). Raises NotInCatalogue
+    when a scenario and the catalogue's transcripts disagree."""
+    for r in RULES.values():
+        r.requirement  # noqa: B018 - raises NotInCatalogue
+    if missing := unrecorded():
+        raise NotInCatalogue(f"schemas/requirements.json lists transcripts no golden scenario "
+                             f"records: {', '.join(missing)}")
     async def go() -> dict[str, str]:
         out: dict[str, str] = {}
         for rid in sorted(RULES):
@@ -128,7 +128,7 @@ def drift(directory: Path, files: dict[str, str]) -> list[str]:
     for name, text in sorted(files.items()):
         path = directory / name
         if not path.exists():
-            problems.append(f"{name}: missing (run 'fakebroker golden' to write it)")
+            problems.append(f"{name}: missing (run 'conformance golden' to write it)")
         elif path.read_text(encoding="utf-8") != text:
             old, new = path.read_text(encoding="utf-8").splitlines(), text.splitlines()
             line = next((i + 1 for i, (a, b) in enumerate(zip(old, new)) if a != b),
@@ -140,5 +140,4 @@ def drift(directory: Path, files: dict[str, str]) -> list[str]:
     return problems
 
 
-__all__ = ["run", "render_all", "write", "drift", "rules_document", "golden_broker",
-           "default_dir", "dumps"]
+__all__ = ["run", "render_all", "write", "drift", "rules_document", "default_dir"]

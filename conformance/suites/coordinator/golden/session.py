@@ -21,13 +21,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from ...client import Exchange
-from ...protocol import Registry
-from ...server.broker import FakeBroker
-from ...server.clock import VirtualClock
-from ...testing.client import Pending, ScriptedClient
-from ...testing.session import ScriptedSession
-from ..recorder import Recorder
+from fakebroker.client import Exchange
+from fakebroker.protocol import Registry
+from fakebroker.server.broker import FakeBroker
+from fakebroker.server.clock import VirtualClock
+from fakebroker.testing.client import Pending, ScriptedClient
+from fakebroker.testing.session import ScriptedSession
+from fakebroker.script.recorder import Recorder
 
 # The suffix of generated member ids in golden runs: UUID-shaped like Kafka's, counting.
 GENERATED = re.compile(r"-00000000-0000-0000-0000-[0-9a-f]{12}$")
