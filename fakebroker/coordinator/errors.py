@@ -1,5 +1,6 @@
 """The one exception coordinator rules raise, for every group type and the reconciliation
-engine alike: an error code, and the rule that chose it.
+engine alike: an error code, and the rule that chose it (and, through the rule, the
+catalogue requirement it enforces: ``requirements``).
 
 Kafka's own codes come from ``fakebroker.protocol.error_codes.ErrorCode``. The draft's two
 codes that Kafka lacks (COMPUTE_ASSIGNMENT, INVALID_ASSIGNMENT) are defined here with the
@@ -12,6 +13,7 @@ from __future__ import annotations
 from enum import IntEnum
 
 from ..protocol.error_codes import ErrorCode
+from .requirements import requirements_of
 
 
 class DraftErrorCode(IntEnum):
@@ -33,6 +35,10 @@ class RuleViolation(Exception):
         self.error = error
         self.rule = rule
         self.message = message
+
+    def requirements(self, api: str) -> tuple[str, ...]:
+        """The catalogue ids the broken rule enforces for ``api`` (``requirements.ENFORCES``)."""
+        return requirements_of(self.rule, api)
 
 
 class InvariantBroken(AssertionError):

@@ -2,7 +2,9 @@
 
 A ``require_*`` function returns None when the rule holds and raises ``RuleViolation``
 (with the error code Apache Kafka answers) when it does not. The order in which the API
-handlers call them is Kafka's order, so the first broken rule decides the error.
+handlers call them is Kafka's order, so the first broken rule decides the error. The
+catalogue requirement a rule enforces, per API, is ``coordinator.requirements.ENFORCES``
+(``RuleViolation.requirements(api)``): ``group-id-not-empty`` is CLS-JOIN-06 for JoinGroup.
 """
 
 from __future__ import annotations
