@@ -16,11 +16,17 @@ from .settings import KafkaSettings
 from ..protocol import default_registry
 
 SCENARIOS: dict[str, Scenario] = {}
+#: Scenario -> the ids of the conformance catalogue (schemas/requirements.json) whose behaviour
+#: its steps exercise: the one name of each behaviour (kept as strings: the broker does not
+#: import the suite; tests/conformance/test_behaviour_ids.py checks them). () for APIs the
+#: catalogue states nothing of (ApiVersions, the consumer group type).
+REQUIREMENTS: dict[str, tuple[str, ...]] = {}
 
 
-def scenario(name: str):  # type: ignore[no-untyped-def]
+def scenario(name: str, requirements: tuple[str, ...] = ()):  # type: ignore[no-untyped-def]
     def register(fn: Scenario) -> Scenario:
         SCENARIOS[name] = fn
+        REQUIREMENTS[name] = requirements
         return fn
     return register
 
@@ -67,7 +73,8 @@ async def two_member_group(s: Script, group: str, **kw) -> tuple:  # type: ignor
 # ---------------------------------------------------------------------------- happy paths
 
 
-@scenario("first-member")
+@scenario("first-member", requirements=("CLS-JOIN-01", "CLS-JOIN-25", "CLS-HB-04", "CLS-STATE-03",
+                        "CLS-LIST-01", "CLS-LIST-04", "CLS-LEAVE-05", "CLS-LEAVE-03"))
 async def first_member(s: Script) -> None:
     g = s.group()
     w1 = await s.client("w1")
@@ -82,7 +89,8 @@ async def first_member(s: Script) -> None:
     await w1.heartbeat(g, m1, gen, label="w1: heartbeat after leaving")
 
 
-@scenario("second-member-rebalance")
+@scenario("second-member-rebalance", requirements=("CLS-HB-02", "CLS-JOIN-26", "CLS-SYNC-05",
+                        "CLS-HB-04", "CLS-LEAVE-01", "CLS-STATE-03"))
 async def second_member(s: Script) -> None:
     g = s.group()
     w1, w2, m1, m2, gen = await two_member_group(s, g)
@@ -96,7 +104,7 @@ async def second_member(s: Script) -> None:
     await w1.describe(g, label="describe one member")
 
 
-@scenario("protocol-vote")
+@scenario("protocol-vote", requirements=("CLS-VOTE-01", "CLS-VOTE-02", "CLS-META-02"))
 async def protocol_vote(s: Script) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -112,7 +120,8 @@ async def protocol_vote(s: Script) -> None:
     await w1.describe(g, label="describe after the vote")
 
 
-@scenario("follower-rejoin-and-leader-rejoin")
+@scenario("follower-rejoin-and-leader-rejoin", requirements=("CLS-JOIN-15", "CLS-JOIN-16",
+                        "CLS-HB-02", "CLS-DESC-04"))
 async def rejoins(s: Script) -> None:
     g = s.group()
     w1, w2, m1, m2, gen = await two_member_group(s, g)
@@ -126,7 +135,8 @@ async def rejoins(s: Script) -> None:
     await w1.describe(g, label="describe CompletingRebalance")
 
 
-@scenario("metadata-change")
+@scenario("metadata-change", requirements=("CLS-JOIN-17", "CLS-JOIN-27", "CLS-HB-07",
+                        "CLS-META-03"))
 async def metadata_change(s: Script) -> None:
     g = s.group()
     w1, w2, m1, m2, gen = await two_member_group(s, g)
@@ -154,7 +164,9 @@ async def member_errors(s: Script, w1, g: str, send, wrong_generation: int) -> t
     return m1, gen
 
 
-@scenario("join-errors")
+@scenario("join-errors", requirements=("CLS-JOIN-06", "CLS-JOIN-03", "CLS-JOIN-04", "CLS-JOIN-18",
+                        "CLS-JOIN-19", "CLS-JOIN-20", "CLS-JOIN-08", "CLS-JOIN-09", "CLS-JOIN-07",
+                        "CLS-JOIN-12"))
 async def join_errors(s: Script) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -172,7 +184,8 @@ async def join_errors(s: Script) -> None:
     await w2.join(s.group("v0"), version=0, label="v0: a join without rebalance timeout")
 
 
-@scenario("sync-errors")
+@scenario("sync-errors", requirements=("CLS-SYNC-10", "CLS-SYNC-12", "CLS-SYNC-02", "CLS-SYNC-01",
+                        "CLS-SYNC-08", "CLS-SYNC-11", "CLS-SYNC-03"))
 async def sync_errors(s: Script) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -187,7 +200,8 @@ async def sync_errors(s: Script) -> None:
     await w2.result(parked)
 
 
-@scenario("heartbeat-errors")
+@scenario("heartbeat-errors", requirements=("CLS-HB-06", "CLS-HB-08", "CLS-HB-03", "CLS-HB-01",
+                        "CLS-HB-02", "CLS-HB-05"))
 async def heartbeat_errors(s: Script) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -201,7 +215,8 @@ async def heartbeat_errors(s: Script) -> None:
     await w1.heartbeat(g, m1, gen, label="during CompletingRebalance, old generation")
 
 
-@scenario("leave-errors")
+@scenario("leave-errors", requirements=("CLS-LEAVE-06", "CLS-LEAVE-07", "CLS-LEAVE-08",
+                        "CLS-LEAVE-04", "CLS-LEAVE-02", "CLS-LEAVE-10", "CLS-LEAVE-05"))
 async def leave_errors(s: Script) -> None:
     g = s.group()
     w1 = await s.client("w1")
@@ -215,7 +230,8 @@ async def leave_errors(s: Script) -> None:
     await w1.describe(g, label="describe after a v0 leave")
 
 
-@scenario("static-membership")
+@scenario("static-membership", requirements=("CLS-STATIC-01", "CLS-JOIN-28", "CLS-STATIC-02",
+                        "CLS-HB-09", "CLS-JOIN-23", "CLS-LEAVE-11"))
 async def static_membership(s: Script) -> None:
     g = s.group()
     w1, w1b, w2 = await s.client("w1"), await s.client("w1b"), await s.client("w2")
@@ -234,7 +250,7 @@ async def static_membership(s: Script) -> None:
     await w1b.describe(g, label="describe after the static leave")
 
 
-@scenario("session-expiry")
+@scenario("session-expiry", requirements=("CLS-SESS-01",))
 async def session_expiry(s: Script) -> None:
     g = s.group()
     w1 = await s.client("w1")
@@ -244,7 +260,7 @@ async def session_expiry(s: Script) -> None:
     await w1.heartbeat(g, m1, gen, label="heartbeat after expiry")
 
 
-@scenario("rebalance-timeout")
+@scenario("rebalance-timeout", requirements=("CLS-REB-01", "CLS-HB-03"))
 async def rebalance_timeout(s: Script) -> None:
     g = s.group()
     w1, w2, m1, m2, gen = await two_member_group(s, g, rebalance_ms=1500, session_ms=30_000)
@@ -256,7 +272,8 @@ async def rebalance_timeout(s: Script) -> None:
     await w1.describe(g, label="describe after the timeout")
 
 
-@scenario("describe-and-list")
+@scenario("describe-and-list", requirements=("CLS-DESC-01", "CLS-DESC-02", "CLS-DESC-03",
+                        "CLS-DESC-05", "CLS-LIST-02", "CLS-LIST-03", "CLS-LIST-04"))
 async def describe_and_list(s: Script) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")

@@ -32,7 +32,7 @@ GROUP = "connect-cluster"
 def load(path: Path) -> dict[str, Any]:
     data = yaml.safe_load(path.read_text())
     jsonschema.validate(data, SCHEMA)
-    return data
+    return {**data, "file": path.name}  # a scenario is named by its file and its requirements
 
 
 def unit(name: str) -> ConnectUnit:
@@ -58,9 +58,10 @@ def error_code(name: str) -> int:
 
 
 def test_there_are_scenarios() -> None:
-    ids = {load(p)["id"] for p in FILES}
-    assert {"DRAFT-CS-1", "DRAFT-CS-2", "DRAFT-CS-3", "DRAFT-CS-4"} <= ids
-    assert {f"KIP415-{i}" for i in range(1, 6)} <= ids
+    names = {p.stem for p in FILES}
+    assert {"draft-cs1-w1-joins", "draft-cs2-w2-joins", "draft-cs3-worker-leaving",
+            "draft-cs4-worker-bounces"} <= names
+    assert len([n for n in names if n.startswith("kip415-")]) == 5
 
 
 # ----------------------------------------------------------------------------- connect groups
@@ -104,7 +105,7 @@ class GroupRun:
 
     def run(self) -> None:
         for index, step in enumerate(self.s["steps"]):
-            where = f"{self.s['id']} step {index + 1}" + (f" ({step['note']})" if "note" in step else "")
+            where = f"{self.s['file']} step {index + 1}" + (f" ({step['note']})" if "note" in step else "")
             if "at" in step:
                 self.h.at(step["at"])
             reply = None
@@ -234,7 +235,7 @@ def test_kip415_scenario(path: Path) -> None:
         for mid in initial["assignment"]:
             assignor(mid)
     for index, rnd in enumerate(s["rounds"]):
-        where = f"{s['id']} round {index + 1}" + (f" ({rnd['note']})" if "note" in rnd else "")
+        where = f"{s['file']} round {index + 1}" + (f" ({rnd['note']})" if "note" in rnd else "")
         joins = {m: units(us) for m, us in rnd["joins"].items()}
         for mid in list(workers):
             if mid not in joins:
