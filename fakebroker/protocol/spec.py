@@ -15,23 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from ..parse_guard import InputLimit, loads_json
+from . import spec_check
 from .errors import SpecError
 from .names import snake
-from . import spec_check
 from .spec_check import flag
+from .spec_check.model import INT_RANGES, PRIMITIVES  # one table of types: the checker's
 
-PRIMITIVES = frozenset(
-    {"bool", "int8", "int16", "int32", "int64", "uint16", "uint32", "float64",
-     "string", "bytes", "records", "uuid"}
-)
-INT_RANGES = {
-    "int8": (-(2**7), 2**7 - 1),
-    "int16": (-(2**15), 2**15 - 1),
-    "int32": (-(2**31), 2**31 - 1),
-    "int64": (-(2**63), 2**63 - 1),
-    "uint16": (0, 2**16 - 1),
-    "uint32": (0, 2**32 - 1),
-}
 NULLABLE_KINDS = frozenset({"string", "bytes", "records", "array", "struct"})
 ZERO_UUID = uuid.UUID(int=0)
 
