@@ -1,4 +1,4 @@
-"""Golden transcripts: every rule has one, they cannot drift from a fresh run, and the fake
+"""Golden transcripts: every golden scenario has one, they cannot drift from a fresh run, and the fake
 broker passes every one through client-side replay (virtual time, random member ids, groups
 unique per run)."""
 
@@ -16,7 +16,7 @@ import pytest
 
 from conformance.golden import RULES_FILE
 from conformance.suites.coordinator.golden.generate import default_dir, drift, render_all, rules_document
-from conformance.suites.coordinator.golden.registry import RULES
+from conformance.suites.coordinator.golden.registry import GOLDENS
 from fakebroker.protocol import default_registry
 from fakebroker.script.golden_broker import golden_broker
 from fakebroker.script.replay import VirtualPacer, replay, run_token
@@ -32,7 +32,7 @@ CMD = [sys.executable, "-m", "conformance.cli"]
 def test_every_rule_has_a_transcript_and_every_transcript_a_rule() -> None:
     listed = json.loads((GOLDEN / RULES_FILE).read_text())
     ids = [r["id"] for r in listed["rules"]]
-    assert ids == sorted(RULES) and len(set(ids)) == len(ids)
+    assert ids == sorted(GOLDENS) and len(set(ids)) == len(ids)
     assert sorted(f.stem for f in FILES) == ids
     for f in FILES:
         head = load(f, REG).header
@@ -49,7 +49,7 @@ def test_rule_ids_are_stable_and_well_formed() -> None:
     from fakebroker.protocol.error_codes import ErrorCode
     codes = {e.name for e in ErrorCode} | {e.name for e in DraftErrorCode}
     requirement = r"CLS-[A-Z]+-\d\d|C848-[A-Z]+(-[A-Z]+)?-\d\d"
-    for rid, rule in RULES.items():
+    for rid, rule in GOLDENS.items():
         assert re.fullmatch(rf"({requirement})(\.[2-9])?", rid), rid
         assert rule.id.startswith("C848") == rule.api.startswith("ConnectGroup"), rid
         assert rule.expect == "NONE" or rule.expect in codes, rid
@@ -58,8 +58,8 @@ def test_rule_ids_are_stable_and_well_formed() -> None:
                                     and rid.startswith("C848-HB-VAL") or rule.expect == "INVALID_REQUEST"), rid
         assert all(re.fullmatch(requirement, a) for a in rule.requirements), rid
         if "." in rid:  # a further transcript of a requirement that has its first one
-            assert rid.split(".")[0] in RULES, rid
-    apis = {r.api for r in RULES.values()}
+            assert rid.split(".")[0] in GOLDENS, rid
+    apis = {r.api for r in GOLDENS.values()}
     assert apis == {"JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "DescribeGroups",
                     "ListGroups", "OffsetCommit", "OffsetFetch", "ConnectGroupHeartbeat",
                     "ConnectGroupPrepareAssignment", "ConnectGroupInstallAssignment"}
@@ -68,11 +68,11 @@ def test_rule_ids_are_stable_and_well_formed() -> None:
 def test_a_scenario_the_catalogue_does_not_list_is_refused_by_name() -> None:
     """The catalogue alone says which requirements a transcript is a case of: a scenario for
     a transcript no requirement lists is refused, naming the id and the catalogue."""
-    from conformance.suites.coordinator.golden.registry import NotInCatalogue, Rule
+    from conformance.suites.coordinator.golden.registry import NotInCatalogue, Golden
     for rid in ("CLS-JOIN-99", "CLS-JOIN-25.7"):
         with pytest.raises(NotInCatalogue, match=rf"{re.escape(rid)}.jsonl in the transcripts of"):
-            Rule(rid, "JoinGroup", "t", "NONE").requirements
-    assert RULES["CLS-JOIN-31.2"].requirements == ["CLS-JOIN-31", "CLS-JOIN-26", "CLS-SYNC-05"]
+            Golden(rid, "JoinGroup", "t", "NONE").requirements
+    assert GOLDENS["CLS-JOIN-31.2"].requirements == ["CLS-JOIN-31", "CLS-JOIN-26", "CLS-SYNC-05"]
 
 
 def test_golden_files_are_what_a_fresh_run_produces() -> None:
@@ -96,7 +96,7 @@ def test_drift_names_the_file_and_line(tmp_path: Path) -> None:
     assert r.returncode == 1
     assert f"CLS-HB-01.jsonl: differs from a fresh run from line {n + 1}" in r.stdout
     assert "CLS-SYNC-05.jsonl: missing" in r.stdout
-    assert "CLASSIC-HB-ERR-99.jsonl: no rule produces it any more" in r.stdout
+    assert "CLASSIC-HB-ERR-99.jsonl: no golden scenario records it any more" in r.stdout
 
 
 async def replay_on_fresh_broker(t: Transcript) -> object:

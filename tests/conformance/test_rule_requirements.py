@@ -13,7 +13,7 @@ import pytest
 
 from conformance.catalogue import default_catalogue
 from conformance.suites.coordinator.golden.generate import run
-from conformance.suites.coordinator.golden.registry import RULES
+from conformance.suites.coordinator.golden.registry import GOLDENS
 from fakebroker.coordinator import errors
 from fakebroker.coordinator.requirements import ENFORCES
 from fakebroker.protocol import default_registry
@@ -38,7 +38,7 @@ def refused_by() -> dict[str, dict[str, set[str]]]:
     reg = default_registry()
 
     async def each() -> None:
-        for rid, scenario in sorted(RULES.items()):
+        for rid, scenario in sorted(GOLDENS.items()):
             raised.clear()
             await run(scenario, reg)
             own = rid.split(".")[0]

@@ -1,3 +1,4 @@
-"""Golden transcripts: the rules of the classic group APIs (``catalogue``), a scenario per
-rule (``scenarios``), run on a virtual-clock fake broker (``session``), annotated with
-matchers (``annotate``) and written under fixtures/golden (``generate``)."""
+"""Golden transcripts, the coordinator suite's recorded cases: a scenario per transcript the
+catalogue lists (``classic_*``, ``draft``; registered by catalogue id in ``registry``), run on
+a virtual-clock fake broker (``session``), annotated with matchers (``annotate``) and written
+under fixtures/golden (``generate``, ``conformance golden``)."""

@@ -20,7 +20,7 @@ matchers for what legitimately varies, and bind the names a replay substitutes.
   DescribeGroups' ClientHost (the address text is the broker's own), ErrorMessage and
   AuthorizedOperations unless asked for, an unknown group's other fields, and OffsetFetch's
   empty Metadata (null or ""). A scenario names what its requirement pins beyond these
-  (``pins`` of its rule: CLS-DESC-01 the message, CLS-DESC-03 the operations).
+  (``pins`` of its ``@golden``: CLS-DESC-01 the message, CLS-DESC-03 the operations).
 - Lists whose order a coordinator does not define are compared as multisets (members of
   JoinGroup / DescribeGroups answers) or, for ListGroups, as "contains these, and every
   listed group fits the request's filters", so other groups on the coordinator do not

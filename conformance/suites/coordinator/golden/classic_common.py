@@ -1,5 +1,6 @@
-"""Golden scenarios: for every rule of the classic group APIs, the shortest request sequence
-that exercises it, with the outcome the rule requires checked as it runs.
+"""Golden scenarios of the classic group APIs, shared steps: for every requirement a transcript
+shows, the shortest request sequence that exercises it, with the outcome the requirement
+states checked as it runs.
 
 Timeouts are kept short (sessions at the 6 s minimum, rebalance timeouts of a few seconds,
 500 ms or more between a deadline and the next request) so that the transcripts also replay
@@ -15,7 +16,7 @@ from typing import Any
 
 from fakebroker.protocol.error_codes import ErrorCode as E
 from fakebroker.protocol import default_registry
-from .registry import rule
+from .registry import golden
 from fakebroker.testing.client import ScriptedClient
 from .session import Session
 
@@ -107,8 +108,8 @@ SETUPS: dict[str, Callable[[Session, str, ScriptedClient], Awaitable[str]]] = {
 def probe(id: str, api: str, expect: str, title: str,
           send: Callable[[ScriptedClient, str, str], Awaitable[Any]], *, setup: str | None = None,
           by: str | None = None, answer: Callable[[Any], Any] = lambda r: r.error_code,
-          want: Any = None, group: bool = True, **rule_kw: Any) -> None:
-    """Register the scenario of a rule one request shows. After ``setup`` (one of SETUPS, run
+          want: Any = None, group: bool = True, **golden_kw: Any) -> None:
+    """Register the scenario of a requirement one request shows. After ``setup`` (one of SETUPS, run
     by client w1 in the scenario's group), client ``by`` (w1 itself if None) sends
     ``send(client, group, the setup's member id)``; ``answer(response)`` must equal ``want``
     (by default the code of the error ``expect`` names). ``group=False``: the request names
@@ -124,4 +125,4 @@ def probe(id: str, api: str, expect: str, title: str,
         r = await send(c, g, member)
         s.check(answer(r) == expected, f"{r}")
 
-    rule(id, api, expect, title, **rule_kw)(scenario)
+    golden(id, api, expect, title, **golden_kw)(scenario)

@@ -12,15 +12,15 @@ from fakebroker.testing.client import ScriptedClient
 from .classic_common import (CONNECT, DELAY, EVENTS, EVENTS_ID, MIN_SESSION, connect_metadata,
                              first_member, joined_not_synced, probe, rebalancing,
                              second_member_joined, static_member, two_members)
-from .registry import rule
+from .registry import golden
 from .session import Session
 
 
 # ============================================================================ DescribeGroups
 
-@rule("CLS-DESC-01", "DescribeGroups", "GROUP_ID_NOT_FOUND",
-      "DescribeGroups v6 answers a group that does not exist with GROUP_ID_NOT_FOUND and the message 'Group <id> not found.'",
-      pins={"DescribeGroups": ("Groups[*].ErrorMessage",)})
+@golden("CLS-DESC-01", "DescribeGroups", "GROUP_ID_NOT_FOUND",
+        "DescribeGroups v6 answers a group that does not exist with GROUP_ID_NOT_FOUND and the message 'Group <id> not found.'",
+        pins={"DescribeGroups": ("Groups[*].ErrorMessage",)})
 async def describe_unknown_v6(s: Session) -> None:
     g = s.group()
     d = await (await s.client("admin")).describe(g)
@@ -35,8 +35,8 @@ probe("CLS-DESC-02", "DescribeGroups", "NONE",
       want=(0, "Dead"))
 
 
-@rule("CLS-STATE-03", "DescribeGroups", "NONE",
-      "A Stable group is described with its state, protocol type, chosen protocol and every member's id, client id, host, metadata and assignment.")
+@golden("CLS-STATE-03", "DescribeGroups", "NONE",
+        "A Stable group is described with its state, protocol type, chosen protocol and every member's id, client id, host, metadata and assignment.")
 async def describe_stable(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -47,9 +47,9 @@ async def describe_stable(s: Session) -> None:
     s.check(got == {m1: ("w1", b"A1"), m2: ("w2", b"A2")}, f"{x}")
 
 
-@rule("CLS-DESC-03", "DescribeGroups", "NONE",
-      "DescribeGroups v3+ with IncludeAuthorizedOperations reports the operations allowed on the group.",
-      pins={"DescribeGroups": ("Groups[*].AuthorizedOperations",)})
+@golden("CLS-DESC-03", "DescribeGroups", "NONE",
+        "DescribeGroups v3+ with IncludeAuthorizedOperations reports the operations allowed on the group.",
+        pins={"DescribeGroups": ("Groups[*].AuthorizedOperations",)})
 async def describe_operations(s: Session) -> None:
     g = s.group()
     await first_member(s, g, await s.client("w1"))
@@ -57,8 +57,8 @@ async def describe_operations(s: Session) -> None:
     s.check(x.authorized_operations > 0, f"{x}")
 
 
-@rule("CLS-DESC-04", "DescribeGroups", "NONE",
-      "A group awaiting its SyncGroups (CompletingRebalance) is described without member metadata or protocol data.")
+@golden("CLS-DESC-04", "DescribeGroups", "NONE",
+        "A group awaiting its SyncGroups (CompletingRebalance) is described without member metadata or protocol data.")
 async def describe_completing(s: Session) -> None:
     g = s.group()
     await joined_not_synced(s, g, await s.client("w1"))
@@ -66,8 +66,8 @@ async def describe_completing(s: Session) -> None:
     s.check((x.group_state, x.protocol_data, x.members[0].member_metadata) == ("CompletingRebalance", "", b""), f"{x}")
 
 
-@rule("CLS-DESC-05", "DescribeGroups", "NONE",
-      "One DescribeGroups request describes several groups, each on its own (known and unknown alike).")
+@golden("CLS-DESC-05", "DescribeGroups", "NONE",
+        "One DescribeGroups request describes several groups, each on its own (known and unknown alike).")
 async def describe_batch(s: Session) -> None:
     g, absent = s.group("g1"), s.group("g2")
     await first_member(s, g, await s.client("w1"))
@@ -77,8 +77,8 @@ async def describe_batch(s: Session) -> None:
 
 # ============================================================================ ListGroups
 
-@rule("CLS-LIST-01", "ListGroups", "NONE",
-      "ListGroups lists a classic group with its protocol type, state (v4+) and type 'classic' (v5+).")
+@golden("CLS-LIST-01", "ListGroups", "NONE",
+        "ListGroups lists a classic group with its protocol type, state (v4+) and type 'classic' (v5+).")
 async def list_groups(s: Session) -> None:
     g = s.group()
     await first_member(s, g, await s.client("w1"))
@@ -87,8 +87,8 @@ async def list_groups(s: Session) -> None:
     s.check([(x.protocol_type, x.group_state, x.group_type) for x in mine] == [("connect", "Stable", "classic")], f"{r}")
 
 
-@rule("CLS-LIST-02", "ListGroups", "NONE",
-      "ListGroups v4+ with a states filter lists only groups in those states (compared case-insensitively).")
+@golden("CLS-LIST-02", "ListGroups", "NONE",
+        "ListGroups v4+ with a states filter lists only groups in those states (compared case-insensitively).")
 async def list_groups_by_state(s: Session) -> None:
     stable, empty = s.group("g1"), s.group("g2")
     await first_member(s, stable, await s.client("w1"))
@@ -100,8 +100,8 @@ async def list_groups_by_state(s: Session) -> None:
     s.check(empty in [x.group_id for x in r2.groups] and stable not in [x.group_id for x in r2.groups], f"{r2}")
 
 
-@rule("CLS-LIST-03", "ListGroups", "NONE",
-      "ListGroups v5 with a types filter lists only groups of those types.")
+@golden("CLS-LIST-03", "ListGroups", "NONE",
+        "ListGroups v5 with a types filter lists only groups of those types.")
 async def list_groups_by_type(s: Session) -> None:
     g = s.group()
     await first_member(s, g, await s.client("w1"))
@@ -111,7 +111,7 @@ async def list_groups_by_type(s: Session) -> None:
     s.check(g in [x.group_id for x in r1.groups] and g not in [x.group_id for x in r2.groups], f"{r1} {r2}")
 
 
-@rule("CLS-LIST-04", "ListGroups", "NONE", "ListGroups v0-3 lists groups with their protocol type (no state, no type).")
+@golden("CLS-LIST-04", "ListGroups", "NONE", "ListGroups v0-3 lists groups with their protocol type (no state, no type).")
 async def list_groups_v3(s: Session) -> None:
     g = s.group()
     await first_member(s, g, await s.client("w1"))
@@ -131,8 +131,8 @@ probe("CLS-COMMIT-01", "OffsetCommit", "UNKNOWN_TOPIC_OR_PARTITION",
       by="admin", answer=_partition_errors, want=[3, 3])
 
 
-@rule("CLS-COMMIT-02", "OffsetCommit", "UNKNOWN_TOPIC_OR_PARTITION",
-      "An OffsetCommit for a partition beyond the topic's partitions answers it UNKNOWN_TOPIC_OR_PARTITION; the others are committed.")
+@golden("CLS-COMMIT-02", "OffsetCommit", "UNKNOWN_TOPIC_OR_PARTITION",
+        "An OffsetCommit for a partition beyond the topic's partitions answers it UNKNOWN_TOPIC_OR_PARTITION; the others are committed.")
 async def commit_unknown_partition(s: Session) -> None:
     r = await (await s.client("admin")).commit(s.group(), {EVENTS: {2: 5, 3: 5}})
     got = {p.partition_index: p.error_code for t in r.topics for p in t.partitions}
@@ -194,8 +194,8 @@ probe("CLS-COMMIT-11", "OffsetCommit", "FENCED_INSTANCE_ID",
       setup="static", by="w2", answer=_partition_errors, want=[E.FENCED_INSTANCE_ID])
 
 
-@rule("CLS-COMMIT-12", "OffsetCommit", "NONE",
-      "A commit without member or generation to a group that does not exist creates it (Empty) and stores the offsets.")
+@golden("CLS-COMMIT-12", "OffsetCommit", "NONE",
+        "A commit without member or generation to a group that does not exist creates it (Empty) and stores the offsets.")
 async def commit_simple(s: Session) -> None:
     g = s.group()
     admin = await s.client("admin")
@@ -206,8 +206,8 @@ async def commit_simple(s: Session) -> None:
     s.check((await admin.describe(g)).groups[0].group_state == "Empty", "an Empty group")
 
 
-@rule("CLS-COMMIT-13", "OffsetCommit", "NONE",
-      "A member of a Stable group commits with its generation; the offset, leader epoch and metadata are stored.")
+@golden("CLS-COMMIT-13", "OffsetCommit", "NONE",
+        "A member of a Stable group commits with its generation; the offset, leader epoch and metadata are stored.")
 async def commit_member(s: Session) -> None:
     g = s.group()
     w1 = await s.client("w1")
@@ -218,8 +218,8 @@ async def commit_member(s: Session) -> None:
     s.check((p.committed_offset, p.committed_leader_epoch, p.metadata) == (42, 3, "note"), f"{p}")
 
 
-@rule("CLS-COMMIT-14", "OffsetCommit", "NONE",
-      "OffsetCommit v10 and OffsetFetch v10 name topics by id.")
+@golden("CLS-COMMIT-14", "OffsetCommit", "NONE",
+        "OffsetCommit v10 and OffsetFetch v10 name topics by id.")
 async def commit_by_topic_id(s: Session) -> None:
     g = s.group()
     admin = await s.client("admin")
@@ -231,7 +231,7 @@ async def commit_by_topic_id(s: Session) -> None:
 
 # ============================================================================ OffsetFetch
 
-@rule("CLS-FETCH-02", "OffsetFetch", "NONE", "OffsetFetch returns the committed offsets of the partitions asked for.")
+@golden("CLS-FETCH-02", "OffsetFetch", "NONE", "OffsetFetch returns the committed offsets of the partitions asked for.")
 async def fetch_committed(s: Session) -> None:
     g = s.group()
     admin = await s.client("admin")
@@ -240,8 +240,8 @@ async def fetch_committed(s: Session) -> None:
     s.check([p.committed_offset for p in f.topics[0].partitions] == [5, 7] and f.error_code == 0, f"{f}")
 
 
-@rule("CLS-FETCH-03", "OffsetFetch", "NONE",
-      "A partition without a committed offset is answered offset -1, leader epoch -1 and empty metadata.")
+@golden("CLS-FETCH-03", "OffsetFetch", "NONE",
+        "A partition without a committed offset is answered offset -1, leader epoch -1 and empty metadata.")
 async def fetch_uncommitted(s: Session) -> None:
     g = s.group()
     admin = await s.client("admin")
@@ -250,14 +250,14 @@ async def fetch_uncommitted(s: Session) -> None:
     s.check((p.committed_offset, p.committed_leader_epoch, p.metadata, p.error_code) == (-1, -1, "", 0), f"{p}")
 
 
-@rule("CLS-FETCH-04", "OffsetFetch", "NONE",
-      "OffsetFetch for a group that does not exist answers without error, every partition at offset -1.")
+@golden("CLS-FETCH-04", "OffsetFetch", "NONE",
+        "OffsetFetch for a group that does not exist answers without error, every partition at offset -1.")
 async def fetch_unknown_group(s: Session) -> None:
     f = await (await s.client("admin")).fetch_offsets(s.group(), {EVENTS: [0]})
     s.check(f.error_code == 0 and f.topics[0].partitions[0].committed_offset == -1, f"{f}")
 
 
-@rule("CLS-FETCH-05", "OffsetFetch", "NONE", "OffsetFetch with null topics returns every committed offset of the group.")
+@golden("CLS-FETCH-05", "OffsetFetch", "NONE", "OffsetFetch with null topics returns every committed offset of the group.")
 async def fetch_all_topics(s: Session) -> None:
     g = s.group()
     admin = await s.client("admin")
@@ -267,8 +267,8 @@ async def fetch_all_topics(s: Session) -> None:
     s.check(got == [(EVENTS, 0, 5), (EVENTS, 1, 6)], f"{f}")
 
 
-@rule("CLS-FETCH-06", "OffsetFetch", "NONE",
-      "OffsetFetch v8+ fetches the offsets of several groups in one request, each answered on its own.")
+@golden("CLS-FETCH-06", "OffsetFetch", "NONE",
+        "OffsetFetch v8+ fetches the offsets of several groups in one request, each answered on its own.")
 async def fetch_batched(s: Session) -> None:
     g1, g2 = s.group("g1"), s.group("g2")
     admin = await s.client("admin")

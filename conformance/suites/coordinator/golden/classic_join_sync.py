@@ -12,7 +12,7 @@ from fakebroker.testing.client import ScriptedClient
 from .classic_common import (CONNECT, DELAY, EVENTS, EVENTS_ID, MIN_SESSION, connect_metadata,
                              first_member, joined_not_synced, probe, rebalancing,
                              second_member_joined, static_member, two_members)
-from .registry import rule
+from .registry import golden
 from .session import Session
 
 
@@ -37,8 +37,8 @@ probe("CLS-JOIN-18", "JoinGroup", "UNKNOWN_MEMBER_ID",
       send=lambda c, g, m: c.join(g, "w1-not-a-member"))
 
 
-@rule("CLS-JOIN-01", "JoinGroup", "MEMBER_ID_REQUIRED",
-      "A JoinGroup v4+ without a member id is answered MEMBER_ID_REQUIRED with a new member id (the client id, '-', a unique suffix).")
+@golden("CLS-JOIN-01", "JoinGroup", "MEMBER_ID_REQUIRED",
+        "A JoinGroup v4+ without a member id is answered MEMBER_ID_REQUIRED with a new member id (the client id, '-', a unique suffix).")
 async def join_member_id_required(s: Session) -> None:
     w1 = await s.client("w1")
     j = await w1.join(s.group())
@@ -87,8 +87,8 @@ probe("CLS-JOIN-23", "JoinGroup", "UNKNOWN_MEMBER_ID",
       send=lambda c, g, m: c.join(g, m, instance="ghost"), setup="member")
 
 
-@rule("CLS-JOIN-24", "JoinGroup", "UNKNOWN_SERVER_ERROR",
-      "A JoinGroup with a pending member id (from MEMBER_ID_REQUIRED) and a group.instance.id is refused with UNKNOWN_SERVER_ERROR (a pending id is never static).")
+@golden("CLS-JOIN-24", "JoinGroup", "UNKNOWN_SERVER_ERROR",
+        "A JoinGroup with a pending member id (from MEMBER_ID_REQUIRED) and a group.instance.id is refused with UNKNOWN_SERVER_ERROR (a pending id is never static).")
 async def join_pending_with_instance(s: Session) -> None:
     g = s.group()
     w1 = await s.client("w1")
@@ -97,8 +97,8 @@ async def join_pending_with_instance(s: Session) -> None:
     s.check(j.error_code == E.UNKNOWN_SERVER_ERROR, f"{j}")
 
 
-@rule("CLS-JOIN-25", "JoinGroup", "NONE",
-      "The first member of a new group, after MEMBER_ID_REQUIRED, is answered generation 1 as the leader, with the chosen protocol and every member's metadata.")
+@golden("CLS-JOIN-25", "JoinGroup", "NONE",
+        "The first member of a new group, after MEMBER_ID_REQUIRED, is answered generation 1 as the leader, with the chosen protocol and every member's metadata.")
 async def join_first_member(s: Session) -> None:
     g = s.group()
     w1 = await s.client("w1")
@@ -109,15 +109,15 @@ async def join_first_member(s: Session) -> None:
     s.check([m.member_id for m in j.members] == [member], f"{j.members}")
 
 
-@rule("CLS-JOIN-12", "JoinGroup", "NONE",
-      "A JoinGroup v0-3 without a member id is given one directly (no MEMBER_ID_REQUIRED).")
+@golden("CLS-JOIN-12", "JoinGroup", "NONE",
+        "A JoinGroup v0-3 without a member id is given one directly (no MEMBER_ID_REQUIRED).")
 async def join_old_version(s: Session) -> None:
     j = await (await s.client("w1")).join(s.group(), version=3)
     s.check(j.error_code == 0 and j.member_id.startswith("w1-") and j.generation_id == 1, f"{j}")
 
 
-@rule("CLS-VOTE-02", "JoinGroup", "NONE",
-      "The protocol is chosen by vote: each member votes for its first protocol that every member supports; the most votes win.", settings=DELAY)
+@golden("CLS-VOTE-02", "JoinGroup", "NONE",
+        "The protocol is chosen by vote: each member votes for its first protocol that every member supports; the most votes win.", settings=DELAY)
 async def join_protocol_vote(s: Session) -> None:
     g = s.group()
     prefs = {"w1": ("sessioned", "compatible", "default"), "w2": ("sessioned", "compatible", "default"),
@@ -133,8 +133,8 @@ async def join_protocol_vote(s: Session) -> None:
     s.check(len(answers[0].members) == 3, f"{answers[0]}")
 
 
-@rule("CLS-JOIN-26", "JoinGroup", "NONE",
-      "The leader's JoinGroup answer lists every member with its metadata for the chosen protocol; a follower's lists none.")
+@golden("CLS-JOIN-26", "JoinGroup", "NONE",
+        "The leader's JoinGroup answer lists every member with its metadata for the chosen protocol; a follower's lists none.")
 async def join_leader_and_follower(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -143,8 +143,8 @@ async def join_leader_and_follower(s: Session) -> None:
     s.check(sorted(m.member_id for m in j1.members) == sorted([m1, m2]) and j2.members == [], f"{j1} {j2}")  # type: ignore[attr-defined]
 
 
-@rule("CLS-JOIN-15", "JoinGroup", "NONE",
-      "A follower rejoining a Stable group with unchanged metadata gets the current generation; no rebalance starts.")
+@golden("CLS-JOIN-15", "JoinGroup", "NONE",
+        "A follower rejoining a Stable group with unchanged metadata gets the current generation; no rebalance starts.")
 async def join_follower_rejoins_unchanged(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -155,8 +155,8 @@ async def join_follower_rejoins_unchanged(s: Session) -> None:
     s.check(hb.error_code == 0, f"no rebalance: {hb}")
 
 
-@rule("CLS-JOIN-16", "JoinGroup", "NONE",
-      "The leader rejoining a Stable group starts a rebalance: the others must rejoin, and a new generation follows.")
+@golden("CLS-JOIN-16", "JoinGroup", "NONE",
+        "The leader rejoining a Stable group starts a rebalance: the others must rejoin, and a new generation follows.")
 async def join_leader_rejoins(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -170,8 +170,8 @@ async def join_leader_rejoins(s: Session) -> None:
     s.check((j1.generation_id, j2.generation_id) == (3, 3), f"{j1} {j2}")
 
 
-@rule("CLS-JOIN-27", "JoinGroup", "NONE",
-      "A member rejoining a Stable group with changed metadata starts a rebalance; the leader then sees the new metadata.")
+@golden("CLS-JOIN-27", "JoinGroup", "NONE",
+        "A member rejoining a Stable group with changed metadata starts a rebalance; the leader then sees the new metadata.")
 async def join_metadata_changes(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -185,15 +185,15 @@ async def join_metadata_changes(s: Session) -> None:
     s.check(j1.generation_id == 3 and meta[m2] == b"\x00\x02changed", f"{j1}")
 
 
-@rule("CLS-STATIC-01", "JoinGroup", "NONE",
-      "A static member (group.instance.id, v5+) is given a member id at once, prefixed by its instance id.")
+@golden("CLS-STATIC-01", "JoinGroup", "NONE",
+        "A static member (group.instance.id, v5+) is given a member id at once, prefixed by its instance id.")
 async def join_static_member(s: Session) -> None:
     j = await (await s.client("w1")).join(s.group(), instance="inst-1", version=5)
     s.check(j.error_code == 0 and j.member_id.startswith("inst-1-") and j.generation_id == 1, f"{j}")
 
 
-@rule("CLS-JOIN-28", "JoinGroup", "NONE",
-      "A static member that restarts (rejoins without its member id) in a Stable group gets a new member id in the same generation without a rebalance; v9 tells a restarted leader to skip the assignment; the old id is fenced.")
+@golden("CLS-JOIN-28", "JoinGroup", "NONE",
+        "A static member that restarts (rejoins without its member id) in a Stable group gets a new member id in the same generation without a rebalance; v9 tells a restarted leader to skip the assignment; the old id is fenced.")
 async def join_static_restart(s: Session) -> None:
     g = s.group()
     old = await static_member(s, g, await s.client("w1"), "inst-1")
@@ -205,9 +205,9 @@ async def join_static_restart(s: Session) -> None:
     s.check(hb.error_code == E.FENCED_INSTANCE_ID, f"{hb}")
 
 
-@rule("CLS-JOIN-29", "JoinGroup", "NONE",
-      "The first join of an empty group waits group.initial.rebalance.delay.ms before it is answered.",
-      settings=DELAY)
+@golden("CLS-JOIN-29", "JoinGroup", "NONE",
+        "The first join of an empty group waits group.initial.rebalance.delay.ms before it is answered.",
+        settings=DELAY)
 async def join_initial_delay(s: Session) -> None:
     w1 = await s.client("w1")
     _, parked = await w1.new_member(s.group())
@@ -218,8 +218,8 @@ async def join_initial_delay(s: Session) -> None:
     s.check(j.error_code == 0 and j.generation_id == 1, f"{j}")
 
 
-@rule("CLS-JOIN-30", "JoinGroup", "NONE",
-      "A member rejoining with unchanged metadata while the group awaits its SyncGroups (it lost its JoinGroup answer) gets the current generation again.")
+@golden("CLS-JOIN-30", "JoinGroup", "NONE",
+        "A member rejoining with unchanged metadata while the group awaits its SyncGroups (it lost its JoinGroup answer) gets the current generation again.")
 async def join_rejoin_completing(s: Session) -> None:
     g = s.group()
     w1 = await s.client("w1")
@@ -268,8 +268,8 @@ probe("CLS-SYNC-13", "SyncGroup", "FENCED_INSTANCE_ID",
       setup="static", by="w2")
 
 
-@rule("CLS-SYNC-14", "SyncGroup", "REBALANCE_IN_PROGRESS",
-      "A follower's SyncGroup parked for the leader's is answered REBALANCE_IN_PROGRESS when a new member starts a rebalance.")
+@golden("CLS-SYNC-14", "SyncGroup", "REBALANCE_IN_PROGRESS",
+        "A follower's SyncGroup parked for the leader's is answered REBALANCE_IN_PROGRESS when a new member starts a rebalance.")
 async def sync_parked_then_rebalance(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -282,8 +282,8 @@ async def sync_parked_then_rebalance(s: Session) -> None:
     s.check(r.error_code == E.REBALANCE_IN_PROGRESS, f"{r}")
 
 
-@rule("CLS-SYNC-05", "SyncGroup", "NONE",
-      "A follower's SyncGroup waits for the leader's; the leader's assignments then answer every member with its own assignment.")
+@golden("CLS-SYNC-05", "SyncGroup", "NONE",
+        "A follower's SyncGroup waits for the leader's; the leader's assignments then answer every member with its own assignment.")
 async def sync_follower_waits(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -297,8 +297,8 @@ async def sync_follower_waits(s: Session) -> None:
     s.check((r2.protocol_type, r2.protocol_name) == ("connect", "sessioned"), f"{r2}")
 
 
-@rule("CLS-SYNC-07", "SyncGroup", "NONE",
-      "A SyncGroup in a Stable group is answered at once with the member's stored assignment.")
+@golden("CLS-SYNC-07", "SyncGroup", "NONE",
+        "A SyncGroup in a Stable group is answered at once with the member's stored assignment.")
 async def sync_stable(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -307,8 +307,8 @@ async def sync_stable(s: Session) -> None:
     s.check((r.error_code, r.assignment) == (0, b"A2"), f"{r}")
 
 
-@rule("CLS-SYNC-06", "SyncGroup", "NONE",
-      "A member the leader assigned nothing gets an empty assignment.")
+@golden("CLS-SYNC-06", "SyncGroup", "NONE",
+        "A member the leader assigned nothing gets an empty assignment.")
 async def sync_no_assignment(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")

@@ -12,7 +12,7 @@ from fakebroker.testing.client import ScriptedClient
 from .classic_common import (CONNECT, DELAY, EVENTS, EVENTS_ID, MIN_SESSION, connect_metadata,
                              first_member, joined_not_synced, probe, rebalancing,
                              second_member_joined, static_member, two_members)
-from .registry import rule
+from .registry import golden
 from .session import Session
 
 
@@ -57,8 +57,8 @@ probe("CLS-HB-05", "Heartbeat", "NONE",
 
 # ============================================================================ timers
 
-@rule("CLS-SESS-01", "Heartbeat", "UNKNOWN_MEMBER_ID",
-      "A member that does not heartbeat within its session timeout is removed and the group rebalances: the others get REBALANCE_IN_PROGRESS, the removed member UNKNOWN_MEMBER_ID.")
+@golden("CLS-SESS-01", "Heartbeat", "UNKNOWN_MEMBER_ID",
+        "A member that does not heartbeat within its session timeout is removed and the group rebalances: the others get REBALANCE_IN_PROGRESS, the removed member UNKNOWN_MEMBER_ID.")
 async def timer_session_expiry(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -72,8 +72,8 @@ async def timer_session_expiry(s: Session) -> None:
     s.check(j.generation_id == 3 and [m.member_id for m in j.members] == [m1], f"{j}")
 
 
-@rule("CLS-SESS-02", "Heartbeat", "NONE",
-      "Heartbeats within the session timeout keep a member in the group indefinitely.")
+@golden("CLS-SESS-02", "Heartbeat", "NONE",
+        "Heartbeats within the session timeout keep a member in the group indefinitely.")
 async def timer_heartbeats_keep_alive(s: Session) -> None:
     g = s.group()
     w1 = await s.client("w1")
@@ -85,8 +85,8 @@ async def timer_heartbeats_keep_alive(s: Session) -> None:
     s.check(d.groups[0].group_state == "Stable" and len(d.groups[0].members) == 1, f"{d}")
 
 
-@rule("CLS-REB-01", "JoinGroup", "NONE",
-      "A member that does not rejoin within the rebalance timeout is removed when the join phase ends; the generation goes on without it.")
+@golden("CLS-REB-01", "JoinGroup", "NONE",
+        "A member that does not rejoin within the rebalance timeout is removed when the join phase ends; the generation goes on without it.")
 async def timer_rebalance_timeout(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -102,8 +102,8 @@ async def timer_rebalance_timeout(s: Session) -> None:
     s.check((await w2.heartbeat(g, m2, 2)).error_code == E.UNKNOWN_MEMBER_ID, "w2 was removed")
 
 
-@rule("CLS-REB-02", "SyncGroup", "NONE",
-      "Members that do not send SyncGroup within the rebalance timeout after the join phase are removed and the group rebalances.")
+@golden("CLS-REB-02", "SyncGroup", "NONE",
+        "Members that do not send SyncGroup within the rebalance timeout after the join phase are removed and the group rebalances.")
 async def timer_sync_timeout(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -117,9 +117,9 @@ async def timer_sync_timeout(s: Session) -> None:
     s.check((await w2.heartbeat(g, m2, 2)).error_code == E.UNKNOWN_MEMBER_ID, "w2 removed")
 
 
-@rule("CLS-REB-04", "JoinGroup", "UNKNOWN_MEMBER_ID",
-      "A new member whose first JoinGroup is still parked after the new-member join timeout (5 minutes) is removed; its JoinGroup is answered UNKNOWN_MEMBER_ID.",
-      virtual_only="waits Kafka's fixed 5-minute new-member join timeout")
+@golden("CLS-REB-04", "JoinGroup", "UNKNOWN_MEMBER_ID",
+        "A new member whose first JoinGroup is still parked after the new-member join timeout (5 minutes) is removed; its JoinGroup is answered UNKNOWN_MEMBER_ID.",
+        virtual_only="waits Kafka's fixed 5-minute new-member join timeout")
 async def timer_new_member_timeout(s: Session) -> None:
     g = s.group()
     w1 = await s.client("w1")
@@ -133,8 +133,8 @@ async def timer_new_member_timeout(s: Session) -> None:
     s.check((await w1.heartbeat(g, m1, 1)).error_code == E.REBALANCE_IN_PROGRESS, "still rebalancing")
 
 
-@rule("CLS-SESS-03", "JoinGroup", "UNKNOWN_MEMBER_ID",
-      "A member id handed out with MEMBER_ID_REQUIRED expires after the session timeout; a JoinGroup with it afterwards is refused with UNKNOWN_MEMBER_ID.")
+@golden("CLS-SESS-03", "JoinGroup", "UNKNOWN_MEMBER_ID",
+        "A member id handed out with MEMBER_ID_REQUIRED expires after the session timeout; a JoinGroup with it afterwards is refused with UNKNOWN_MEMBER_ID.")
 async def timer_pending_member_expires(s: Session) -> None:
     g = s.group()
     w1 = await s.client("w1")
@@ -144,9 +144,9 @@ async def timer_pending_member_expires(s: Session) -> None:
     s.check(j.error_code == E.UNKNOWN_MEMBER_ID, f"{j}")
 
 
-@rule("CLS-JOIN-34", "JoinGroup", "NONE",
-      "While members keep joining during the initial rebalance delay, the delay is extended (up to the rebalance timeout); all join the same first generation.",
-      settings=DELAY)
+@golden("CLS-JOIN-34", "JoinGroup", "NONE",
+        "While members keep joining during the initial rebalance delay, the delay is extended (up to the rebalance timeout); all join the same first generation.",
+        settings=DELAY)
 async def timer_initial_delay_extends(s: Session) -> None:
     g = s.group()
     _, p1 = await (await s.client("w1")).new_member(g)
@@ -165,8 +165,8 @@ probe("CLS-LEAVE-06", "LeaveGroup", "INVALID_GROUP_ID", "A LeaveGroup with an em
       send=lambda c, g, m: c.leave("", "w1-x"), group=False)
 
 
-@rule("CLS-LEAVE-07", "LeaveGroup", "UNKNOWN_MEMBER_ID",
-      "A LeaveGroup v3+ for a group that does not exist answers NONE with UNKNOWN_MEMBER_ID for each member.")
+@golden("CLS-LEAVE-07", "LeaveGroup", "UNKNOWN_MEMBER_ID",
+        "A LeaveGroup v3+ for a group that does not exist answers NONE with UNKNOWN_MEMBER_ID for each member.")
 async def leave_unknown_group_batch(s: Session) -> None:
     r = await (await s.client("w1")).leave(s.group(), "w1-x", ("", "inst-9"))
     s.check(r.error_code == 0 and [m.error_code for m in r.members] == [25, 25], f"{r}")
@@ -177,8 +177,8 @@ probe("CLS-LEAVE-08", "LeaveGroup", "UNKNOWN_MEMBER_ID",
       send=lambda c, g, m: c.leave(g, "w1-x", version=2))
 
 
-@rule("CLS-LEAVE-04", "LeaveGroup", "UNKNOWN_MEMBER_ID",
-      "In a LeaveGroup batch each member is answered on its own: an unknown one gets UNKNOWN_MEMBER_ID while the others leave.")
+@golden("CLS-LEAVE-04", "LeaveGroup", "UNKNOWN_MEMBER_ID",
+        "In a LeaveGroup batch each member is answered on its own: an unknown one gets UNKNOWN_MEMBER_ID while the others leave.")
 async def leave_batch_partly_unknown(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -188,8 +188,8 @@ async def leave_batch_partly_unknown(s: Session) -> None:
     s.check((await w1.heartbeat(g, m1, 2)).error_code == E.REBALANCE_IN_PROGRESS, "rebalance")
 
 
-@rule("CLS-LEAVE-09", "LeaveGroup", "FENCED_INSTANCE_ID",
-      "A LeaveGroup naming a static member's group.instance.id with another member id answers that member FENCED_INSTANCE_ID.")
+@golden("CLS-LEAVE-09", "LeaveGroup", "FENCED_INSTANCE_ID",
+        "A LeaveGroup naming a static member's group.instance.id with another member id answers that member FENCED_INSTANCE_ID.")
 async def leave_fenced(s: Session) -> None:
     g = s.group()
     await static_member(s, g, await s.client("w1"), "inst-1")
@@ -197,8 +197,8 @@ async def leave_fenced(s: Session) -> None:
     s.check(r.error_code == 0 and r.members[0].error_code == E.FENCED_INSTANCE_ID, f"{r}")
 
 
-@rule("CLS-LEAVE-10", "LeaveGroup", "UNKNOWN_MEMBER_ID",
-      "Removing a member by group.instance.id alone (no member id) when no member has that instance id answers UNKNOWN_MEMBER_ID.")
+@golden("CLS-LEAVE-10", "LeaveGroup", "UNKNOWN_MEMBER_ID",
+        "Removing a member by group.instance.id alone (no member id) when no member has that instance id answers UNKNOWN_MEMBER_ID.")
 async def leave_unknown_instance(s: Session) -> None:
     g = s.group()
     await first_member(s, g, await s.client("w1"))
@@ -206,8 +206,8 @@ async def leave_unknown_instance(s: Session) -> None:
     s.check(r.error_code == 0 and r.members[0].error_code == E.UNKNOWN_MEMBER_ID, f"{r}")
 
 
-@rule("CLS-LEAVE-01", "LeaveGroup", "NONE",
-      "A member leaving a Stable group starts a rebalance: the others get REBALANCE_IN_PROGRESS and form a new generation without it.")
+@golden("CLS-LEAVE-01", "LeaveGroup", "NONE",
+        "A member leaving a Stable group starts a rebalance: the others get REBALANCE_IN_PROGRESS and form a new generation without it.")
 async def leave_rebalances(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -219,8 +219,8 @@ async def leave_rebalances(s: Session) -> None:
     s.check(j.generation_id == 3 and [m.member_id for m in j.members] == [m1], f"{j}")
 
 
-@rule("CLS-LEAVE-11", "LeaveGroup", "NONE",
-      "A static member can be removed by its group.instance.id alone (an administrator's LeaveGroup).")
+@golden("CLS-LEAVE-11", "LeaveGroup", "NONE",
+        "A static member can be removed by its group.instance.id alone (an administrator's LeaveGroup).")
 async def leave_by_instance(s: Session) -> None:
     g = s.group()
     await static_member(s, g, await s.client("w1"), "inst-1")
@@ -231,8 +231,8 @@ async def leave_by_instance(s: Session) -> None:
     s.check((d.groups[0].group_state, d.groups[0].members) == ("Empty", []), f"{d}")
 
 
-@rule("CLS-LEAVE-05", "LeaveGroup", "NONE",
-      "When the last member leaves (v0-2: one member id), the group becomes Empty.")
+@golden("CLS-LEAVE-05", "LeaveGroup", "NONE",
+        "When the last member leaves (v0-2: one member id), the group becomes Empty.")
 async def leave_last_member(s: Session) -> None:
     g = s.group()
     w1 = await s.client("w1")
@@ -243,8 +243,8 @@ async def leave_last_member(s: Session) -> None:
     s.check((d.groups[0].group_state, d.groups[0].members) == ("Empty", []), f"{d}")
 
 
-@rule("CLS-LEAVE-12", "LeaveGroup", "NONE",
-      "A member that leaves while its JoinGroup is parked has that JoinGroup answered UNKNOWN_MEMBER_ID.")
+@golden("CLS-LEAVE-12", "LeaveGroup", "NONE",
+        "A member that leaves while its JoinGroup is parked has that JoinGroup answered UNKNOWN_MEMBER_ID.")
 async def leave_with_parked_join(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")

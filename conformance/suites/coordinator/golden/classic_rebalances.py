@@ -12,14 +12,14 @@ from fakebroker.testing.client import ScriptedClient
 from .classic_common import (CONNECT, DELAY, EVENTS, EVENTS_ID, MIN_SESSION, connect_metadata,
                              first_member, joined_not_synced, probe, rebalancing,
                              second_member_joined, static_member, two_members)
-from .registry import rule
+from .registry import golden
 from .session import Session
 
 
 # ============================================================================ documented scenarios
 
-@rule("CLS-JOIN-31", "JoinGroup", "NONE",
-      "Two Connect workers form a group: both join within the initial delay with Connect's metadata, the first is the leader and gets both workers' metadata, the follower's SyncGroup waits for the leader's, both get their assignments.", settings=DELAY)
+@golden("CLS-JOIN-31", "JoinGroup", "NONE",
+        "Two Connect workers form a group: both join within the initial delay with Connect's metadata, the first is the leader and gets both workers' metadata, the follower's SyncGroup waits for the leader's, both get their assignments.", settings=DELAY)
 async def scenario_two_workers(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("worker-1"), await s.client("worker-2")
@@ -33,8 +33,8 @@ async def scenario_two_workers(s: Session) -> None:
     s.check((await s.result(follower)).assignment == b"conn-a-task-0", "the follower's share")
 
 
-@rule("CLS-JOIN-31.2", "JoinGroup", "NONE",
-      "Two Connect workers form a group on a coordinator with no initial delay: the first forms a generation alone, the second's join starts a rebalance the first learns of from its heartbeat; rejoined, the first is the leader and gets both workers' metadata, the follower's SyncGroup waits for the leader's, both get their assignments.")
+@golden("CLS-JOIN-31.2", "JoinGroup", "NONE",
+        "Two Connect workers form a group on a coordinator with no initial delay: the first forms a generation alone, the second's join starts a rebalance the first learns of from its heartbeat; rejoined, the first is the leader and gets both workers' metadata, the follower's SyncGroup waits for the leader's, both get their assignments.")
 async def scenario_two_workers_no_delay(s: Session) -> None:
     # The same requirement as CLS-JOIN-31 without its initial delay: it is not about the delay.
     g = s.group()
@@ -48,8 +48,8 @@ async def scenario_two_workers_no_delay(s: Session) -> None:
     s.check((await s.result(follower)).assignment == b"conn-a-task-0", "the follower's share")
 
 
-@rule("CLS-JOIN-32", "JoinGroup", "NONE",
-      "A worker joins a Stable group: every member learns of the rebalance from its heartbeat, rejoins, and a generation of three follows.")
+@golden("CLS-JOIN-32", "JoinGroup", "NONE",
+        "A worker joins a Stable group: every member learns of the rebalance from its heartbeat, rejoins, and a generation of three follows.")
 async def scenario_worker_joins(s: Session) -> None:
     g = s.group()
     w1, w2, w3 = await s.client("w1"), await s.client("w2"), await s.client("w3")
@@ -63,8 +63,8 @@ async def scenario_worker_joins(s: Session) -> None:
     s.check({j.generation_id for j in (j1, j2, j3)} == {3} and j1.leader == m1 and len(j1.members) == 3, f"{j1}")
 
 
-@rule("CLS-LEAVE-01.2", "LeaveGroup", "NONE",
-      "A worker leaves a group of three: the remaining two rejoin and form the next generation.")
+@golden("CLS-LEAVE-01.2", "LeaveGroup", "NONE",
+        "A worker leaves a group of three: the remaining two rejoin and form the next generation.")
 async def scenario_worker_leaves(s: Session) -> None:
     g = s.group()
     w1, w2, w3 = await s.client("w1"), await s.client("w2"), await s.client("w3")
@@ -83,8 +83,8 @@ async def scenario_worker_leaves(s: Session) -> None:
     s.check(j1.generation_id == 4 and sorted(m.member_id for m in j1.members) == sorted([m1, m2]), f"{j1}")
 
 
-@rule("CLS-JOIN-33", "JoinGroup", "NONE",
-      "A worker bounces (restarts without leaving): its new incarnation joins with a new id, the old id never rejoins and is dropped when the join phase times out.")
+@golden("CLS-JOIN-33", "JoinGroup", "NONE",
+        "A worker bounces (restarts without leaving): its new incarnation joins with a new id, the old id never rejoins and is dropped when the join phase times out.")
 async def scenario_worker_bounces(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -100,8 +100,8 @@ async def scenario_worker_bounces(s: Session) -> None:
     s.check(j1.generation_id == 3 and sorted(m.member_id for m in j1.members) == sorted([m1, m2b]), f"{j1}")
 
 
-@rule("CLS-LEAD-04", "LeaveGroup", "NONE",
-      "The leader leaves: the remaining worker rejoins and leads the next generation.")
+@golden("CLS-LEAD-04", "LeaveGroup", "NONE",
+        "The leader leaves: the remaining worker rejoins and leads the next generation.")
 async def scenario_leader_leaves(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -112,8 +112,8 @@ async def scenario_leader_leaves(s: Session) -> None:
     s.check((j.generation_id, j.leader, len(j.members)) == (3, m2, 1), f"{j}")
 
 
-@rule("CLS-VOTE-04", "JoinGroup", "NONE",
-      "A rolling upgrade of the protocol: the group keeps the old protocol until every member supports the new one, then switches on the next rebalance.")
+@golden("CLS-VOTE-04", "JoinGroup", "NONE",
+        "A rolling upgrade of the protocol: the group keeps the old protocol until every member supports the new one, then switches on the next rebalance.")
 async def scenario_rolling_upgrade(s: Session) -> None:
     g = s.group()
     old = CONNECT[1:]  # compatible, default
@@ -134,8 +134,8 @@ async def scenario_rolling_upgrade(s: Session) -> None:
     s.check((j1.generation_id, j1.protocol_name, j2.protocol_name) == (4, "sessioned", "sessioned"), f"{j1}")
 
 
-@rule("CLS-VOTE-03", "JoinGroup", "NONE",
-      "A worker that only speaks the eager protocol ('default') makes the whole group use it.", settings=DELAY)
+@golden("CLS-VOTE-03", "JoinGroup", "NONE",
+        "A worker that only speaks the eager protocol ('default') makes the whole group use it.", settings=DELAY)
 async def scenario_eager_worker(s: Session) -> None:
     g = s.group()
     _, p1 = await (await s.client("w1")).new_member(g, protocols=CONNECT)

@@ -39,9 +39,9 @@ def cmd_golden(args: argparse.Namespace) -> int:
     from fakebroker.protocol import default_registry
 
     from .generate import default_dir, drift, render_all, write
-    from .registry import RULES, NotInCatalogue
+    from .registry import GOLDENS, NotInCatalogue
     from .session import ScenarioFailed
-    unknown = [r for r in args.only if r not in RULES]
+    unknown = [r for r in args.only if r not in GOLDENS]
     if unknown:
         return _fail(f"no golden scenario {', '.join(unknown)}", EXIT_USAGE)
     directory = args.dir or default_dir()

@@ -19,7 +19,7 @@ from typing import Any
 from fakebroker.coordinator.errors import DraftErrorCode as D
 from fakebroker.protocol import default_registry
 from fakebroker.protocol.error_codes import ErrorCode as E
-from .registry import rule
+from .registry import golden
 from fakebroker.testing.client import ScriptedClient
 from .session import Session
 
@@ -159,7 +159,7 @@ def _hb_val(id: str, title: str, **fields: Any) -> None:
     async def scenario(s: Session) -> None:
         await _hb_refused(s, E.INVALID_REQUEST, **fields)
     scenario.__name__ = _scenario_name(id)
-    rule(id, HB, "INVALID_REQUEST", title)(scenario)
+    golden(id, HB, "INVALID_REQUEST", title)(scenario)
 
 
 def _scenario_name(id: str) -> str:
@@ -196,16 +196,16 @@ _hb_val("C848-HB-VAL-13", "A ConnectGroupHeartbeat owning a task with a negative
         "(ERRATA 2).", connectors_and_tasks=units(_HB, tasks=[("A", -1)]))
 
 
-@rule("C848-HB-VAL-11", HB, "UNSUPPORTED_ASSIGNOR",
-      "A ConnectGroupHeartbeat naming a ServerAssignor is refused with UNSUPPORTED_ASSIGNOR: a connect "
-      "coordinator offers no server assignors (ERRATA 27).")
+@golden("C848-HB-VAL-11", HB, "UNSUPPORTED_ASSIGNOR",
+        "A ConnectGroupHeartbeat naming a ServerAssignor is refused with UNSUPPORTED_ASSIGNOR: a connect "
+        "coordinator offers no server assignors (ERRATA 27).")
 async def hb_server_assignor(s: Session) -> None:
     await _hb_refused(s, E.UNSUPPORTED_ASSIGNOR, server_assignor="uniform", client_assignors=None)
 
 
-@rule("C848-HB-VAL-12", HB, "UNSUPPORTED_ASSIGNOR",
-      "A join whose assignor version range overlaps no member's is refused with UNSUPPORTED_ASSIGNOR and "
-      "the worker is not admitted (ERRATA 19).")
+@golden("C848-HB-VAL-12", HB, "UNSUPPORTED_ASSIGNOR",
+        "A join whose assignor version range overlaps no member's is refused with UNSUPPORTED_ASSIGNOR and "
+        "the worker is not admitted (ERRATA 19).")
 async def hb_range_overlaps_nobody(s: Session) -> None:
     g = s.group()
     await one_worker(s, g, await s.client("w1"))
@@ -213,9 +213,9 @@ async def hb_range_overlaps_nobody(s: Session) -> None:
     s.check(r.error_code == E.UNSUPPORTED_ASSIGNOR and r.member_epoch == 0, f"{r}")
 
 
-@rule("C848-HB-HND-09", HB, "UNSUPPORTED_ASSIGNOR",
-      "A join whose client assignors have none in common with the group's is refused with "
-      "UNSUPPORTED_ASSIGNOR.")
+@golden("C848-HB-HND-09", HB, "UNSUPPORTED_ASSIGNOR",
+        "A join whose client assignors have none in common with the group's is refused with "
+        "UNSUPPORTED_ASSIGNOR.")
 async def hb_no_assignor_in_common(s: Session) -> None:
     g = s.group()
     await one_worker(s, g, await s.client("w1"))
@@ -223,15 +223,15 @@ async def hb_no_assignor_in_common(s: Session) -> None:
     s.check(r.error_code == E.UNSUPPORTED_ASSIGNOR, f"{r}")
 
 
-@rule("C848-HB-HND-10", HB, "UNSUPPORTED_ASSIGNOR",
-      "A join (epoch 0) without client assignors is refused with UNSUPPORTED_ASSIGNOR.")
+@golden("C848-HB-HND-10", HB, "UNSUPPORTED_ASSIGNOR",
+        "A join (epoch 0) without client assignors is refused with UNSUPPORTED_ASSIGNOR.")
 async def hb_join_without_assignors(s: Session) -> None:
     await _hb_refused(s, E.UNSUPPORTED_ASSIGNOR, client_assignors=None)
 
 
-@rule("C848-ASSIGNOR-03", HB, "UNSUPPORTED_ASSIGNOR",
-      "A member whose changed assignor range would leave no member covering every other's is refused "
-      "with UNSUPPORTED_ASSIGNOR and keeps its old assignors (ERRATA 19).")
+@golden("C848-ASSIGNOR-03", HB, "UNSUPPORTED_ASSIGNOR",
+        "A member whose changed assignor range would leave no member covering every other's is refused "
+        "with UNSUPPORTED_ASSIGNOR and keeps its old assignors (ERRATA 19).")
 async def hb_assignor_change_breaks_overlap(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -244,9 +244,9 @@ async def hb_assignor_change_breaks_overlap(s: Session) -> None:
     s.check(r.error_code == D.COMPUTE_ASSIGNMENT, f"w2 still a member: {r}")
 
 
-@rule("C848-HB-HND-02", HB, "UNKNOWN_MEMBER_ID",
-      "A heartbeat at an epoch above 0 from a member the group does not know is refused with "
-      "UNKNOWN_MEMBER_ID (Request Handling, step 2).")
+@golden("C848-HB-HND-02", HB, "UNKNOWN_MEMBER_ID",
+        "A heartbeat at an epoch above 0 from a member the group does not know is refused with "
+        "UNKNOWN_MEMBER_ID (Request Handling, step 2).")
 async def hb_unknown_member(s: Session) -> None:
     g = s.group()
     await one_worker(s, g, await s.client("w1"))
@@ -254,8 +254,8 @@ async def hb_unknown_member(s: Session) -> None:
     s.check(r.error_code == E.UNKNOWN_MEMBER_ID, f"{r}")
 
 
-@rule("C848-HB-HND-02.2", HB, "UNKNOWN_MEMBER_ID",
-      "A leave (epoch -1) from a member the group does not know is refused with UNKNOWN_MEMBER_ID.")
+@golden("C848-HB-HND-02.2", HB, "UNKNOWN_MEMBER_ID",
+        "A leave (epoch -1) from a member the group does not know is refused with UNKNOWN_MEMBER_ID.")
 async def hb_unknown_member_leaving(s: Session) -> None:
     g = s.group()
     await one_worker(s, g, await s.client("w1"))
@@ -263,34 +263,34 @@ async def hb_unknown_member_leaving(s: Session) -> None:
     s.check(r.error_code == E.UNKNOWN_MEMBER_ID, f"{r}")
 
 
-@rule("C848-HB-HND-11", HB, "UNKNOWN_MEMBER_ID",
-      "A heartbeat other than a join to a group that does not exist is refused with UNKNOWN_MEMBER_ID "
-      "(the draft lists no GROUP_ID_NOT_FOUND for this API) and creates no group.")
+@golden("C848-HB-HND-11", HB, "UNKNOWN_MEMBER_ID",
+        "A heartbeat other than a join to a group that does not exist is refused with UNKNOWN_MEMBER_ID "
+        "(the draft lists no GROUP_ID_NOT_FOUND for this API) and creates no group.")
 async def hb_unknown_group(s: Session) -> None:
     await _hb_refused(s, E.UNKNOWN_MEMBER_ID, member_epoch=1, rebalance_timeout_ms=-1,
                       client_assignors=None, connectors_and_tasks=None)
 
 
-@rule("C848-HB-HND-12", HB, "GROUP_ID_NOT_FOUND",
-      "A ConnectGroupHeartbeat to a non-empty group of another type is refused with GROUP_ID_NOT_FOUND "
-      "(ERRATA 48).")
+@golden("C848-HB-HND-12", HB, "GROUP_ID_NOT_FOUND",
+        "A ConnectGroupHeartbeat to a non-empty group of another type is refused with GROUP_ID_NOT_FOUND "
+        "(ERRATA 48).")
 async def hb_other_group_type(s: Session) -> None:
     g = await classic_group(s, "g1")
     r = await heartbeat(await s.client("w1"), g, W1, 0)
     s.check(r.error_code == E.GROUP_ID_NOT_FOUND, f"{r}")
 
 
-@rule("C848-HB-HND-03", HB, "FENCED_MEMBER_EPOCH",
-      "A heartbeat at an epoch behind the member's (not a lost response: it owns work it was not given) "
-      "is refused with FENCED_MEMBER_EPOCH; the member is removed and rejoins at epoch 0 under the same "
-      "id (ERRATA 26, 49).")
+@golden("C848-HB-HND-03", HB, "FENCED_MEMBER_EPOCH",
+        "A heartbeat at an epoch behind the member's (not a lost response: it owns work it was not given) "
+        "is refused with FENCED_MEMBER_EPOCH; the member is removed and rejoins at epoch 0 under the same "
+        "id (ERRATA 26, 49).")
 async def hb_fenced_stale(s: Session) -> None:
     await _fenced(s, 0)
 
 
-@rule("C848-HB-HND-03.2", HB, "FENCED_MEMBER_EPOCH",
-      "A heartbeat at an epoch ahead of the member's is refused with FENCED_MEMBER_EPOCH; the member is "
-      "removed and rejoins at epoch 0 under the same id (ERRATA 26, 49).")
+@golden("C848-HB-HND-03.2", HB, "FENCED_MEMBER_EPOCH",
+        "A heartbeat at an epoch ahead of the member's is refused with FENCED_MEMBER_EPOCH; the member is "
+        "removed and rejoins at epoch 0 under the same id (ERRATA 26, 49).")
 async def hb_fenced_ahead(s: Session) -> None:
     await _fenced(s, 5)
 
@@ -316,10 +316,10 @@ async def _fenced(s: Session, ahead: int) -> None:
     s.check(r.error_code in (0, D.COMPUTE_ASSIGNMENT) and r.member_epoch >= 0, f"rejoin: {r}")
 
 
-@rule("C848-HB-HND-13", HB, "NONE",
-      "Happy path: two workers join; the selected one gets COMPUTE_ASSIGNMENT (every other field valid, "
-      "ERRATA 17), prepares (the group at its epoch), installs; each worker's heartbeats then carry its "
-      "complete assignment at the new epoch once, and null once it has converged (ERRATA 16).")
+@golden("C848-HB-HND-13", HB, "NONE",
+        "Happy path: two workers join; the selected one gets COMPUTE_ASSIGNMENT (every other field valid, "
+        "ERRATA 17), prepares (the group at its epoch), installs; each worker's heartbeats then carry its "
+        "complete assignment at the new epoch once, and null once it has converged (ERRATA 16).")
 async def hb_happy_path(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -344,9 +344,9 @@ async def hb_happy_path(s: Session) -> None:
         s.check((r.error_code, r.member_epoch, r.assignment) == (0, 2, None), f"{m} converged: {r}")
 
 
-@rule("C848-HB-HND-05", HB, "NONE",
-      "A member leaves with epoch -1: the answer carries MemberEpoch -1 and the remaining member is asked "
-      "to compute a new assignment.")
+@golden("C848-HB-HND-05", HB, "NONE",
+        "A member leaves with epoch -1: the answer carries MemberEpoch -1 and the remaining member is asked "
+        "to compute a new assignment.")
 async def hb_leave(s: Session) -> None:
     g = s.group()
     w1, w2 = await selected(s, g)
@@ -358,10 +358,10 @@ async def hb_leave(s: Session) -> None:
     s.check(r.error_code == D.COMPUTE_ASSIGNMENT, f"w1 asked to compute: {r}")
 
 
-@rule("C848-HB-HND-08", HB, "NONE",
-      "Session timeout: a worker that does not heartbeat for the connect session timeout (10 s, Connect's "
-      "default) is removed; the remaining worker is asked to compute a new assignment and the silent "
-      "worker's next heartbeat is answered UNKNOWN_MEMBER_ID.")
+@golden("C848-HB-HND-08", HB, "NONE",
+        "Session timeout: a worker that does not heartbeat for the connect session timeout (10 s, Connect's "
+        "default) is removed; the remaining worker is asked to compute a new assignment and the silent "
+        "worker's next heartbeat is answered UNKNOWN_MEMBER_ID.")
 async def timer_session_timeout(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
@@ -397,7 +397,7 @@ def _prep(id: str, expect: str, title: str, *, setup: bool,
         s.check(r.error_code == _code(expect) and bool(r.error_message)
                 and (r.group_epoch, r.assignor_name, r.members) == (0, "", []), f"{r}")
     scenario.__name__ = _scenario_name(id)
-    rule(id, PREP, expect, title)(scenario)
+    golden(id, PREP, expect, title)(scenario)
 
 
 def _code(name: str) -> int:
@@ -438,10 +438,10 @@ _prep("C848-PREP-HND-04", "UNKNOWN_MEMBER_ID", "A ConnectGroupPrepareAssignment 
       "compute the assignment is refused with UNKNOWN_MEMBER_ID.", setup=True, member_id=W2, member_epoch=1)
 
 
-@rule("C848-PREP-HND-05", PREP, "NONE",
-      "ConnectGroupPrepareAssignment answers the group epoch to install at, the selected assignor and every "
-      "member with its epoch, its metadata for that assignor and its entry in the current target "
-      "(ERRATA 15); nothing changes in the group.")
+@golden("C848-PREP-HND-05", PREP, "NONE",
+        "ConnectGroupPrepareAssignment answers the group epoch to install at, the selected assignor and every "
+        "member with its epoch, its metadata for that assignor and its entry in the current target "
+        "(ERRATA 15); nothing changes in the group.")
 async def prep_returns_target(s: Session) -> None:
     g = s.group()
     w1, _ = await selected(s, g)
@@ -471,7 +471,7 @@ def _inst(id: str, expect: str, title: str, *, setup: bool = True,
             ok = await install(w1, g, W1, 1, 2, _GOOD)
             s.check(ok.error_code == 0, f"valid install afterwards: {ok}")
     scenario.__name__ = _scenario_name(id)
-    rule(id, INST, expect, title)(scenario)
+    golden(id, INST, expect, title)(scenario)
 
 
 _inst("C848-INST-VAL-01", "INVALID_REQUEST", "A ConnectGroupInstallAssignment with an empty GroupId is refused with "
@@ -510,9 +510,9 @@ _inst("C848-VALID-05", "INVALID_ASSIGNMENT", "An install with a negative TaskId 
       "(ERRATA 2, 20).", assignment=[(W1, units(_IA, tasks=[("A", -1)]))])
 
 
-@rule("C848-ERR-01", INST, "NONE",
-      "An install with a non-zero Error keeps every member's connectors and tasks at the new epoch and "
-      "carries the error to each worker in Assignment.Error (ERRATA 25).")
+@golden("C848-ERR-01", INST, "NONE",
+        "An install with a non-zero Error keeps every member's connectors and tasks at the new epoch and "
+        "carries the error to each worker in Assignment.Error (ERRATA 25).")
 async def inst_assignor_error(s: Session) -> None:
     g = s.group()
     w1, w2 = await selected(s, g)

@@ -27,7 +27,7 @@ class NotInCatalogue(ValueError):
 
 
 @dataclass(frozen=True)
-class Rule:
+class Golden:
     id: str  # the transcript's id: its requirement's, .N for a further one
     api: str
     title: str
@@ -68,17 +68,17 @@ class Rule:
                 "pins": {api: list(paths) for api, paths in self.pins.items()}}
 
 
-RULES: dict[str, Rule] = {}
+GOLDENS: dict[str, Golden] = {}
 
 
-def rule(id: str, api: str, expect: str, title: str, *,
-         settings: dict[str, Any] | None = None, virtual_only: str | None = None,
-         pins: dict[str, tuple[str, ...]] | None = None) -> Callable[[Scenario], Scenario]:
+def golden(id: str, api: str, expect: str, title: str, *,
+           settings: dict[str, Any] | None = None, virtual_only: str | None = None,
+           pins: dict[str, tuple[str, ...]] | None = None) -> Callable[[Scenario], Scenario]:
     """Register the scenario that records transcript ``id``."""
     def register(fn: Scenario) -> Scenario:
-        if id in RULES:
+        if id in GOLDENS:
             raise ValueError(f"golden scenario {id} is defined twice")
-        RULES[id] = Rule(id, api, title, expect, dict(settings or {}), virtual_only, fn,
-                         dict(pins or {}))
+        GOLDENS[id] = Golden(id, api, title, expect, dict(settings or {}), virtual_only, fn,
+                             dict(pins or {}))
         return fn
     return register
