@@ -24,6 +24,7 @@ from typing import Any
 from fakebroker.script.transcript import Event, Transcript
 
 from .catalogue import Requirement
+from .certificate import GOLDEN_IN_REPORT, build_certificate, render_markdown
 from .harness.outcomes import CaseResult
 from .target import Target
 
@@ -37,7 +38,6 @@ PROTOCOL_TITLES = {
 }
 
 
-GOLDEN_IN_REPORT = "golden"  # beside the report's index.html: the golden transcripts (see certificate.render_allure)
 
 
 class _Bare:
@@ -284,7 +284,6 @@ def _write_certificate_result(alluredir: Path, cert: dict[str, Any], doc: dict[s
     """The verdict as a test result of its own (top of the Suites tree, status passed /
     failed / unknown for PARTIAL), the certificate attached: Allure's overview counts
     NOT-APPLICABLE as skipped and would otherwise show a pass rate and no verdict."""
-    from .certificate import render_markdown
     att = f"{uuid.uuid4()}-attachment.md"
     (alluredir / att).write_text(render_markdown(cert), encoding="utf-8")
     prov = doc.get("provenance") or {}
@@ -330,7 +329,6 @@ def mark_non_strict(alluredir: Path) -> int:
 
 
 def write_allure_extras(alluredir: Path, doc: dict[str, Any]) -> None:
-    from .certificate import build_certificate
     alluredir.mkdir(parents=True, exist_ok=True)
     mark_non_strict(alluredir)
     cert = build_certificate(doc)

@@ -29,6 +29,8 @@ from .catalogue import LEVELS, Catalogue, default_catalogue
 from .provenance import implementation_text
 from .scope import SUB_PROTOCOLS
 
+GOLDEN_IN_REPORT = "golden"  # beside the report's index.html: the golden transcripts (render_allure)
+
 OUTCOMES = ("PASS", "NON-STRICT", "NOT-APPLICABLE", "FAIL", "BROKEN")
 CERTIFIED, NOT_CERTIFIED, PARTIAL = "CERTIFIED", "NOT CERTIFIED", "PARTIAL"
 VERDICTS = (CERTIFIED, NOT_CERTIFIED, PARTIAL)
@@ -386,7 +388,6 @@ def _continue_build_order(results_dir: Path) -> None:
 
 def _copy_documents(out_dir: Path) -> None:
     """The golden transcripts the report links to, relatively (sources are public URLs)."""
-    from .allure_support import GOLDEN_IN_REPORT
     from .golden import golden_dir
     for src, name in ((golden_dir(), GOLDEN_IN_REPORT),):
         if src is not None and src.is_dir():

@@ -156,7 +156,7 @@ def render_markdown(cells: list[Cell], meta: dict[str, Any]) -> str:
 def _run_cell(target: Path, out: Path, args: argparse.Namespace, label: str) -> tuple[int, float]:
     """pytest on one cell's target, its output into out/run.log; a progress line whenever
     its share of cases done passes another 10 %."""
-    from .cli import pytest_command
+    from .harness.pytest_run import pytest_command
     from .target import load_target
     cmd = pytest_command(load_target(target), out, args)
     started = time.monotonic()

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main, process_count
+from conformance.cli import main
+from conformance.harness.pytest_run import process_count
 from conformance.harness.shared_kafka import (WORKERINPUT_FAILED, WORKERINPUT_KEY, SharedKafka, prefix_of,
                                               real_kafka_for, shareable)
 from conformance.target import load_target
