@@ -382,11 +382,12 @@ def cmd_verify_attestation(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- list
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from . import suites
     from .harness.cases import load_cases
     from .harness.runner import applicability
     from .invariants.report import is_invariant
     from .scope import case_id, protocols_to_run
-    cases = load_cases()
+    cases = load_cases(suites)
     target = load_target(args.target) if args.target else None
     cat = default_catalogue()
     reqs = cat.for_suite(args.suite)

@@ -50,6 +50,7 @@ from .allure_support import (PROTOCOL_TITLES, attach_evidence, attach_failure, k
                              label_case, write_allure_extras, write_invariant_results)
 from .catalogue import LEVELS, Requirement, default_catalogue
 from .command import CommandError, preflight
+from .harness.cases import load_cases, loaded_cases
 from .harness.outcomes import CaseResult, Outcome
 from .provenance import ArtefactMissing, new_run_id, require_artefact
 from .scope import RequirementRun, left_out, requirement_runs, requirements_of
@@ -116,6 +117,8 @@ def pytest_configure(config: pytest.Config) -> None:
             require_artefact(target, config.getoption("--conformance-no-artefact-digest"))
     except (TargetError, CommandError, ArtefactMissing) as e:
         raise pytest.UsageError(str(e)) from None
+    from . import suites
+    load_cases(suites)  # the suites register their cases: the harness is handed them
     config.stash[RESULTS_KEY] = {}
     config.stash[STARTED_KEY] = time.time()
     config.stash[RUN_ID_KEY] = new_run_id(config.stash[STARTED_KEY])
@@ -164,8 +167,7 @@ def longest_first(runs: list[RequirementRun]) -> list[RequirementRun]:
     """The runs by their case's bound (``timeout_s``), longest first, else in catalogue
     order: on several test processes the long cases start early instead of ending a run
     alone (the real-time ones take up to ~40 s)."""
-    from .harness.cases import load_cases
-    cases = load_cases()
+    cases = loaded_cases()
     return sorted(runs, key=lambda r: -cases[r.requirement.id].timeout_s if r.requirement.id in cases else 0.0)
 
 

@@ -62,8 +62,8 @@ def requirements_of(suite: str) -> list[Requirement]:
     reqs = default_catalogue().for_suite(suite)
     if not _goldens_missing(reqs):
         return reqs
-    from .harness.cases import load_cases
-    live = load_cases()
+    from .harness.cases import loaded_cases
+    live = loaded_cases()
     return [r for r in reqs if not r.transcripts or r.id in live]
 
 

@@ -12,6 +12,8 @@ from pathlib import Path
 
 from .catalogue import Requirement, default_catalogue
 from .harness.outcomes import CaseResult, Outcome
+from . import suites
+from .harness.cases import load_cases
 from .harness.runner import Session, run_case
 from .harness.sessions import CoordinatorSession
 from .target import Target, load_target
@@ -30,6 +32,7 @@ def run_suite(target: Target, *, ids: Iterable[str] | None = None,
 
 def run_cases(reqs: list[Requirement], session: Session, *, stop_at_must_fail: bool = False) -> list[CaseResult]:
     """The cases of ``reqs`` in order on a started session (stopping at the first MUST failure)."""
+    load_cases(suites)
     out: list[CaseResult] = []
     for req in reqs:
         r = run_case(req, session)

@@ -23,7 +23,7 @@ from fakebroker.script.recorder import Recorder
 
 from ..catalogue import Requirement
 from ..target import Target
-from .cases import Case, load_cases
+from .cases import Case, loaded_cases
 from .outcomes import Broken, CaseResult, NotApplicable, Outcome, Violation
 
 LIVE = "live"  # the name of a requirement's live case among its cases (CaseResult.cases)
@@ -80,7 +80,7 @@ def run_case(req: Requirement, session: Session, protocol: str | None = None) ->
     """Run ``req``'s case; ``protocol``: the Connect sub-protocol of a per-protocol run."""
     session = at_protocol(session, protocol)
     target = session.target
-    c = load_cases().get(req.id)
+    c = loaded_cases().get(req.id)
     result = CaseResult(req.id, req.level, Outcome.PASS, protocol=protocol)
     revive = getattr(session, "revive", None)  # a target's own broker that died since the last case
     restarted = revive() if revive is not None and applicability(req, target, c) is None else None

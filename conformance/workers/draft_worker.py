@@ -44,7 +44,7 @@ from typing import Any
 
 from fakebroker.client import ClientError, KafkaConnection
 
-from ..harness.connect848 import Work, work_of
+from .owned_work import Work, work_of
 from fakebroker.connect.embedded import assignment_bytes, metadata_bytes
 from .mutant import WorkerMutant
 

@@ -21,10 +21,14 @@ from fakebroker.script.transcript import parse_lines
 from fakebroker.script.recorded import RecordedConnection
 
 from conformance.catalogue import default_catalogue
+from conformance import suites
+from conformance.harness.cases import load_cases
 from conformance.harness.outcomes import Outcome
 from conformance.harness.runner import run_case
 from conformance.harness.sessions import CoordinatorSession
 from conformance.target import load_target
+
+load_cases(suites)  # run_case finds each live case in the registry the suites fill
 
 
 @pytest.fixture

@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from conformance.catalogue import default_catalogue
+from conformance import suites
+from conformance.harness.cases import load_cases
 from conformance.harness.outcomes import Outcome
 from conformance.harness.runner import run_case
 from conformance.harness.sessions import CoordinatorSession
@@ -22,6 +24,8 @@ from fakebroker.server.broker import FakeBroker
 from fakebroker.server.config import BrokerConfig
 from fakebroker.server.thread import BrokerThread
 from fakebroker.testing.session import ScriptedSession
+
+load_cases(suites)  # run_case finds each live case in the registry the suites fill
 
 REG = default_registry()
 CAPS = {"JoinGroup": 5, "SyncGroup": 3, "LeaveGroup": 2}
