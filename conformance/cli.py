@@ -35,13 +35,13 @@ from typing import Any
 from fakebroker.cli_text import add_version, plain
 from fakebroker.exit_codes import EXIT_BROKEN, EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
 
-from .attestation import AttestationError, Ed25519PrivateKey, load_private_key, verify_file, write_attestation
-from .catalogue import default_catalogue
-from .certificate import CertificateError, check_same_run
-from .command import CommandError, preflight
+from .reports.attestation import AttestationError, Ed25519PrivateKey, load_private_key, verify_file, write_attestation
+from .catalogue.requirements import default_catalogue
+from .reports.certificate import CertificateError, check_same_run
+from .harness.command import CommandError, preflight
 from .harness.pytest_run import pytest_command
-from .provenance import ArtefactMissing, require_artefact
-from .target import Target, TargetError, load_target
+from .reports.provenance import ArtefactMissing, require_artefact
+from .harness.target import Target, TargetError, load_target
 
 # Worst first: with several targets the run exits with the worst code of any.
 SEVERITY = (EXIT_USAGE, EXIT_BROKEN, EXIT_FAILED, EXIT_PARTIAL, EXIT_OK)
@@ -176,7 +176,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             continue
         cert_code, cert = _certify(out, html=not args.no_html, key=key)
         if args.junitxml:
-            from .junit import write_junit
+            from .reports.junit import write_junit
             junit = Path(args.junitxml) if len(targets) == 1 else out / Path(args.junitxml).name
             write_junit(cert, junit)
             print(f"   junit: {junit}")
@@ -286,8 +286,8 @@ def _signing_key(args: argparse.Namespace) -> Ed25519PrivateKey | None:
 
 
 def _certify(out: Path, *, html: bool, key: Ed25519PrivateKey | None = None) -> tuple[int, dict[str, Any]]:
-    from .allure_support import verdict_line
-    from .certificate import exit_code, render_allure, write_certificate
+    from .reports.allure_support import verdict_line
+    from .reports.certificate import exit_code, render_allure, write_certificate
     if html:  # first, so that the certificate links the report
         index, why = render_allure(out / "allure-results", out / "allure-report")
         print(f"   allure report: {index}" if index else f"   allure report not rendered: {why}")
@@ -320,7 +320,7 @@ def _summary_entry(out: Path, cert: dict[str, Any], wall_s: float) -> dict[str, 
 
 def _write_index(root: Path, summary: list[dict[str, Any]]) -> None:
     """reports/certificate.md and .json: every target's verdict, counts and links."""
-    from .provenance import git_commit, utc_iso
+    from .reports.provenance import git_commit, utc_iso
     doc = {"date": utc_iso(time.time()), "suite_commit": git_commit(), "targets": summary,
            "certified": all(s["verdict"] == "CERTIFIED" for s in summary)}
     (root / "certificate.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
@@ -386,7 +386,7 @@ def cmd_list(args: argparse.Namespace) -> int:
     from .harness.cases import load_cases
     from .harness.runner import applicability
     from .invariants.report import is_invariant
-    from .scope import case_id, protocols_to_run
+    from .harness.scope import case_id, protocols_to_run
     cases = load_cases(suites)
     target = load_target(args.target) if args.target else None
     cat = default_catalogue()
@@ -437,8 +437,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- mutants
 
 def cmd_mutants(args: argparse.Namespace) -> int:
-    from .suite_power import judge_mutant, mutant_files
-    from .worker_power import judge_worker_mutant, worker_mutant_files
+    from .tools.suite_power import judge_mutant, mutant_files
+    from .tools.worker_power import judge_worker_mutant, worker_mutant_files
     # suite -> (the suite the mutants are judged by, judge, mutant files)
     judges = {"coordinator": ("coordinator", judge_mutant, mutant_files(Path(args.dir))),
               "worker": ("worker", judge_worker_mutant, worker_mutant_files(Path(args.dir) / "workers"))}

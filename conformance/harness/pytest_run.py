@@ -9,7 +9,7 @@ import shutil
 import sys
 from pathlib import Path
 
-from ..target import Target
+from .target import Target
 
 
 def process_count(target: Target, workers: str) -> int:

@@ -3,7 +3,7 @@
 Applicability comes first (never a pass by default): an untestable entry, a target of the
 other kind, unclaimed protocols or missing capabilities give NOT-APPLICABLE; an applicable
 requirement without a case (a live case or golden transcripts) is BROKEN. Then the live case
-runs under a hard timeout, then its golden transcripts are replayed (``conformance.golden``);
+runs under a hard timeout, then its golden transcripts are replayed (``conformance.harness.golden``);
 the first end that is not a pass decides, and every case that ran is listed with its own
 outcome (``CaseResult.cases``). Each end
 maps to an outcome: return -> PASS; Violation -> FAIL (MUST), NON-STRICT (SHOULD) or
@@ -21,8 +21,8 @@ from typing import Any, Protocol
 
 from fakebroker.script.recorder import Recorder
 
-from ..catalogue import Requirement
-from ..target import Target
+from ..catalogue.requirements import Requirement
+from .target import Target
 from .cases import Case, loaded_cases
 from .outcomes import Broken, CaseResult, NotApplicable, Outcome, Violation
 
@@ -135,7 +135,7 @@ def _replay(req: Requirement, session: Session, result: CaseResult, recording: R
     notes and the target's answers in its notes and transcript); beside a passed live
     case, transcripts that cannot be replayed on this target are listed NOT-APPLICABLE and
     leave the requirement's PASS alone."""
-    from ..golden import replay_transcripts
+    from .golden import replay_transcripts
     cases = result.cases
     try:
         replay_transcripts(req, session.target, getattr(session, "bootstrap", None), cases,

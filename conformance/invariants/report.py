@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from ..catalogue import default_catalogue
+from ..catalogue.requirements import default_catalogue
 from ..harness.outcomes import CaseResult, Outcome
-from ..scope import protocols_to_run
-from ..target import Target
+from ..harness.scope import protocols_to_run
+from ..harness.target import Target
 from . import BY_REQUIREMENT, group, rounds_judged, violations
 
 KEEP = 3  # violations kept per invariant and case: the first is the evidence, a few show the pattern

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.catalogue import (CatalogueError, load_catalogue, validate_catalogue_data)
+from conformance.catalogue.requirements import (CatalogueError, load_catalogue, validate_catalogue_data)
 from conformance import suites
 from conformance.harness.cases import load_cases
 from fakebroker.protocol import default_schema_dir
@@ -130,7 +130,7 @@ def test_retired_ids_name_their_successors() -> None:
 
 
 def test_rule_renames_names_the_field() -> None:
-    from conformance.catalogue import rule_renames_resolve
+    from conformance.catalogue.requirements import rule_renames_resolve
     entries = [{"id": "CLS-JOIN-01"}, {"id": "OLD-JOIN-01"}]
     problems = rule_renames_resolve(entries, {"OLD-JOIN-01": "CLS-JOIN-01", "OLD-JOIN-02": "CLS-JOIN-99"})
     assert problems == ["OLD-JOIN-02: renamed to CLS-JOIN-99, which is not in the catalogue (rule renames)",

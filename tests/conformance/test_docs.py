@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conformance.catalogue import default_catalogue
+from conformance.catalogue.requirements import default_catalogue
 from conformance import suites
 from conformance.harness.cases import load_cases
 

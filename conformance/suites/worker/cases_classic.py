@@ -18,7 +18,7 @@ from ...harness.cases import case
 from fakebroker.connect.embedded import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, assignment_bytes,
                                       connect_protocols, units_of)
 from ...harness.outcomes import Broken, NotApplicable, Violation
-from .framework import Seen, WorkerContext, WorkerProcess
+from ...harness.worker import Seen, WorkerContext, WorkerProcess
 
 EXPECTED_PROTOCOLS = {"eager": ["default"], "compatible": ["compatible", "default"],
                       "sessioned": ["sessioned", "compatible", "default"]}

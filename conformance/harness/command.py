@@ -8,7 +8,7 @@ wherever ``conformance`` is started from (as ``[implementation] artefacts`` glob
 ``launched`` names what a command runs: the interpreter or program, and the file that is
 the implementation (the script, the jar, the module run with ``-m``, or a program of its
 own). ``preflight`` refuses, before any case runs, a command whose program or file is not
-there, naming the path; ``conformance.provenance`` digests the same file, never the
+there, naming the path; ``conformance.reports.provenance`` digests the same file, never the
 interpreter or ``java``.
 """
 
