@@ -382,7 +382,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     results = list(_RESULTS_SEEN.values())
     invariants = []
     if suite_of(config) in ("worker", "all"):
-        from .invariants.report import results as invariant_results
+        from .harness.invariant_results import results as invariant_results
         invariants = invariant_results(results, target)
         results += [r.record() for r in invariants]
     results = sorted(results, key=lambda r: r["id"])

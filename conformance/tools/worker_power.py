@@ -20,7 +20,7 @@ from pathlib import Path
 from ..catalogue.requirements import default_catalogue
 from ..harness.outcomes import CaseResult, Outcome
 from ..invariants.report import is_invariant
-from ..invariants.report import results as invariant_results
+from ..harness.invariant_results import results as invariant_results
 from .suite_power import MutantVerdict, run_cases
 from ..harness.worker import WorkerSession
 from ..harness.target import Target, load_target

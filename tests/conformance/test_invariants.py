@@ -10,7 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from conformance.invariants import group, violations
-from conformance.invariants.report import findings, results
+from conformance.harness.invariant_results import results
+from conformance.invariants.report import findings
 from conformance.pipeline.decode import exchange_fields
 from conformance.harness.target import load_target
 from tests.pipeline.scenario import Script
