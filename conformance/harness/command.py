@@ -29,7 +29,7 @@ from .target import BROKER_PLACEHOLDERS, PLACEHOLDERS, Target
 INTERPRETER = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|java|node|deno|bun|ruby|perl|bash|sh|dash|zsh)$")
 # Where the harness's own packages live when it runs from a checkout (not installed): a
 # ``{python} -m conformance.workers...`` child must import them from any folder.
-PACKAGE_PARENT = Path(__file__).resolve().parent.parent
+PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 
 
 class CommandError(ValueError):

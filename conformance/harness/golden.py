@@ -63,7 +63,7 @@ def golden_dir() -> Path | None:
     if not replay_available():
         return None
     env = os.environ.get("CONFORMANCE_GOLDEN_DIR")
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the conformance package
     candidates = [Path(env)] if env else [here.parent / "fixtures" / "golden", here / "_golden"]
     return next((d for d in candidates if (d / RULES_FILE).is_file()), None)
 

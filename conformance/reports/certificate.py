@@ -276,7 +276,7 @@ def allure_binary() -> str | None:
     env = os.environ.get("ALLURE")
     if env:
         return env
-    here = Path(__file__).resolve().parent.parent / ".venv" / "node" / "node_modules" / ".bin" / "allure"
+    here = Path(__file__).resolve().parents[2] / ".venv" / "node" / "node_modules" / ".bin" / "allure"
     if here.exists():
         return str(here)
     return shutil.which("allure")

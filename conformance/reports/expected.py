@@ -27,7 +27,7 @@ import yaml
 
 from ..catalogue.requirements import LEVELS, default_catalogue
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXPECTED_DIR = ROOT / "fixtures" / "expected"
 DOCS_PAGE = ROOT / "docs" / "brokers.md"
 OUTCOMES = ("PASS", "NON-STRICT", "NOT-APPLICABLE", "FAIL", "BROKEN")

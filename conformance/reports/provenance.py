@@ -25,7 +25,7 @@ from typing import Any
 from ..harness.command import Launched, base_dir, launched
 from ..harness.target import Target
 
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
 
 def utc_iso(epoch_s: float) -> str:
