@@ -5,6 +5,7 @@ anyone to run."""
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 import tomllib
@@ -34,6 +35,15 @@ def test_each_contract_names_every_layer_above_it_in_order() -> None:
             ["conformance"] + [m for m in above if m.startswith("fakebroker")]
         assert _names(contract["layers"][0]) == expected, contract["name"]
         above += _layer(contract)
+
+
+def test_the_architecture_page_lists_the_contracts_layers_in_order() -> None:
+    """docs/architecture.md's layer table is the contracts' order, row by row, top first."""
+    page = (ROOT / "docs" / "architecture.md").read_text()
+    rows = re.findall(r"^\| (\d+) \| `([^`]+)` \|", page, re.MULTILINE)
+    contracts = [" : ".join(TOP)] + [c["layers"][1] for c in LAYERED]
+    assert [int(n) for n, _ in rows] == list(range(1, len(contracts) + 1))
+    assert [layer for _, layer in rows] == contracts
 
 
 def test_every_package_and_module_has_a_layer() -> None:
