@@ -1,5 +1,7 @@
-"""The bundled draft worker's view of its work: the connectors and tasks a heartbeat reports
-and an assignment hands out (the draft's ConnectorsAndTasks), as sets it can add and take away.
+"""The bundled draft worker's view of its work: one set of tagged units, ``("c", connector)``
+for a connector and ``("t", (connector, task))`` for a task, as its heartbeats report them
+and its assignments hand them out (the draft's ConnectorsAndTasks). Set operations are
+the worker's arithmetic: what it was given and not yet running, what it must let go.
 
 The worker is an implementation under test: it keeps its own model of what it runs and
 shares none with the suite that judges it."""
@@ -7,38 +9,38 @@ shares none with the suite that judges it."""
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
 from typing import Any
 
-Task = tuple[str, int]  # (connector, task number)
+Unit = tuple[str, Any]
+Work = frozenset[Unit]
+NOTHING: Work = frozenset()
 
 
-@dataclass(frozen=True)
-class Work:
-    connectors: frozenset[str] = frozenset()
-    tasks: frozenset[Task] = frozenset()
+def new_work(connectors: Iterable[str] = (), tasks: Iterable[tuple[str, int]] = ()) -> Work:
+    return frozenset([("c", c) for c in connectors] + [("t", t) for t in tasks])
 
-    @staticmethod
-    def of(connectors: Iterable[str] = (), tasks: Iterable[Task] = ()) -> Work:
-        return Work(frozenset(connectors), frozenset(tasks))
 
-    def __or__(self, other: Work) -> Work:
-        return Work(self.connectors | other.connectors, self.tasks | other.tasks)
+def units(owned: Work) -> list[Unit]:
+    """Connectors first, then tasks, each sorted: the order the worker lists and deals them."""
+    return sorted(owned)
 
-    def __sub__(self, other: Work) -> Work:
-        return Work(self.connectors - other.connectors, self.tasks - other.tasks)
 
-    def __bool__(self) -> bool:
-        return bool(self.connectors or self.tasks)
+def connectors_of(owned: Work) -> list[str]:
+    return [u for kind, u in units(owned) if kind == "c"]
 
-    def show(self) -> list[str]:
-        """For the worker's log lines: connectors, then tasks as ``connector/n``."""
-        return sorted(self.connectors) + [f"{c}/{n}" for c, n in sorted(self.tasks)]
+
+def tasks_of(owned: Work) -> list[tuple[str, int]]:
+    return [u for kind, u in units(owned) if kind == "t"]
+
+
+def show(owned: Work) -> list[str]:
+    """For the worker's log lines: connectors, then tasks as ``connector/n``."""
+    return connectors_of(owned) + [f"{c}/{n}" for c, n in tasks_of(owned)]
 
 
 def work_of(connectors_and_tasks: Any) -> Work:
     """A decoded ConnectorsAndTasks (None: nothing) as the worker's ``Work``."""
     if connectors_and_tasks is None:
-        return Work()
-    return Work.of(connectors_and_tasks.connectors,
-                   [(t.connector_id, t.task_id) for t in connectors_and_tasks.tasks])
+        return NOTHING
+    return new_work(connectors_and_tasks.connectors,
+                    [(t.connector_id, t.task_id) for t in connectors_and_tasks.tasks])
