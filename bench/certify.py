@@ -33,8 +33,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from conformance.suites.worker.framework import WorkerSession, spawn_worker  # noqa: E402
-from conformance.target import load_target  # noqa: E402
+from conformance.harness.worker import WorkerSession, spawn_worker  # noqa: E402
+from conformance.harness.target import load_target  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 STAGES = ("FindCoordinator", "JoinGroup", "SyncGroup")

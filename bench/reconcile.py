@@ -74,7 +74,7 @@ from fakebroker.coordinator.reconcile.records import (CompactedRecordStore,  # n
                                                       TargetAssignmentMemberRecord,
                                                       TargetAssignmentMetadataRecord,
                                                       TargetMemberValue, UnitSetMetadataRecord)
-from tests.support.reconcile_sim import Driver, SimMember, round_robin_installer  # noqa: E402
+from fakebroker.testing.reconcile_sim import Driver, SimMember, round_robin_installer  # noqa: E402
 from fakebroker.coordinator.reconcile.units import sorted_units  # noqa: E402
 
 GROUP = "bench"

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import re
-import shutil
 import subprocess
 import sys
 import time
@@ -37,12 +35,13 @@ from typing import Any
 from fakebroker.cli_text import add_version, plain
 from fakebroker.exit_codes import EXIT_BROKEN, EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
 
-from .attestation import AttestationError, Ed25519PrivateKey, load_private_key, verify_file, write_attestation
-from .catalogue import default_catalogue
-from .certificate import CertificateError, check_same_run
-from .command import CommandError, preflight
-from .provenance import ArtefactMissing, require_artefact
-from .target import Target, TargetError, load_target
+from .reports.attestation import AttestationError, Ed25519PrivateKey, load_private_key, verify_file, write_attestation
+from .catalogue.requirements import default_catalogue
+from .reports.certificate import CertificateError, check_same_run
+from .harness.command import CommandError, preflight
+from .harness.pytest_run import pytest_command
+from .reports.provenance import ArtefactMissing, require_artefact
+from .harness.target import Target, TargetError, load_target
 
 # Worst first: with several targets the run exits with the worst code of any.
 SEVERITY = (EXIT_USAGE, EXIT_BROKEN, EXIT_FAILED, EXIT_PARTIAL, EXIT_OK)
@@ -179,7 +178,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             continue
         cert_code, cert = _certify(out, html=not args.no_html, key=key)
         if args.junitxml:
-            from .junit import write_junit
+            from .reports.junit import write_junit
             junit = Path(args.junitxml) if len(targets) == 1 else out / Path(args.junitxml).name
             write_junit(cert, junit)
             print(f"   junit: {junit}")
@@ -266,16 +265,6 @@ def _summary_lines(lines: list[str]) -> list[str]:
     return lines[-1:]
 
 
-def process_count(target: Target, workers: str) -> int:
-    """``-n``: a number, or ``auto``: the cores, twice over for a real-clock target (its
-    cases wait on real processes far more than they compute: four processes on two cores
-    certify a real Connect worker in about half the time of two)."""
-    if workers != "auto":
-        return int(workers)
-    cores = os.cpu_count() or 1
-    return cores if target.virtual_clock else 2 * cores
-
-
 def _run_pytest(target: Target, out: Path, args: argparse.Namespace,
                 progress: Callable[[str], None] | None = None) -> int:
     """pytest on ``target``: its exit code. Its output goes to the terminal, or, with
@@ -292,36 +281,6 @@ def _run_pytest(target: Target, out: Path, args: argparse.Namespace,
     return proc.returncode
 
 
-def pytest_command(target: Target, out: Path, args: argparse.Namespace) -> list[str]:
-    """The pytest command running the suite on ``target`` into ``out`` (emptied of a former
-    run's results); ``args``: run's options (workers, strict, suite, keyword, markexpr)."""
-    results_dir = out / "allure-results"
-    if results_dir.exists():
-        shutil.rmtree(results_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").unlink(missing_ok=True)
-    cmd = [sys.executable, "-m", "pytest", "--pyargs", "conformance", "--conformance-target", target.path,
-           "-p", "no:cacheprovider", "-o", "addopts=", "-v", "--tb=line", "-rfE",
-           "--alluredir", str(results_dir), "--conformance-results", str(out / "results.json")]
-    processes = process_count(target, str(args.workers))
-    if processes:
-        # One case at a time to a free process (two queued at most), in the plugin's order
-        # (longest bound first): cases last from a second to forty (a real worker's windows),
-        # and the default chunks of consecutive cases could queue three long ones on one.
-        cmd += ["-n", str(processes), "--dist", "load", "--maxschedchunk", "1"]
-    if getattr(args, "strict", False):
-        cmd.append("--conformance-strict")
-    if getattr(args, "no_artefact_digest", False):
-        cmd.append("--conformance-no-artefact-digest")
-    if getattr(args, "suite", None):
-        cmd += ["--conformance-suite", args.suite]
-    if getattr(args, "keyword", None):
-        cmd += ["-k", args.keyword]
-    if getattr(args, "markexpr", None):
-        cmd += ["-m", args.markexpr]
-    return cmd
-
-
 def _signing_key(args: argparse.Namespace) -> Ed25519PrivateKey | None:
     """The private key of --signing-key, read before the run so that a bad key costs nothing
     (AttestationError: a usage error)."""
@@ -329,8 +288,8 @@ def _signing_key(args: argparse.Namespace) -> Ed25519PrivateKey | None:
 
 
 def _certify(out: Path, *, html: bool, key: Ed25519PrivateKey | None = None) -> tuple[int, dict[str, Any]]:
-    from .allure_support import verdict_line
-    from .certificate import exit_code, render_allure, write_certificate
+    from .reports.allure_support import verdict_line
+    from .reports.certificate import exit_code, render_allure, write_certificate
     if html:  # first, so that the certificate links the report
         index, why = render_allure(out / "allure-results", out / "allure-report")
         print(f"   allure report: {index}" if index else f"   allure report not rendered: {why}")
@@ -363,7 +322,7 @@ def _summary_entry(out: Path, cert: dict[str, Any], wall_s: float) -> dict[str, 
 
 def _write_index(root: Path, summary: list[dict[str, Any]]) -> None:
     """reports/certificate.md and .json: every target's verdict, counts and links."""
-    from .provenance import git_commit, utc_iso
+    from .reports.provenance import git_commit, utc_iso
     doc = {"date": utc_iso(time.time()), "suite_commit": git_commit(), "targets": summary,
            "certified": all(s["verdict"] == "CERTIFIED" for s in summary)}
     (root / "certificate.json").write_text(json.dumps(doc, indent=1), encoding="utf-8")
@@ -425,11 +384,12 @@ def cmd_verify_attestation(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- list
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from . import suites
     from .harness.cases import load_cases
     from .harness.runner import applicability
     from .invariants.report import is_invariant
-    from .scope import case_id, protocols_to_run
-    cases = load_cases()
+    from .harness.scope import case_id, protocols_to_run
+    cases = load_cases(suites)
     target = load_target(args.target) if args.target else None
     cat = default_catalogue()
     reqs = cat.for_suite(args.suite)
@@ -479,8 +439,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- mutants
 
 def cmd_mutants(args: argparse.Namespace) -> int:
-    from .suite_power import judge_mutant, mutant_files
-    from .worker_power import judge_worker_mutant, worker_mutant_files
+    from .tools.suite_power import judge_mutant, mutant_files
+    from .tools.worker_power import judge_worker_mutant, worker_mutant_files
     # suite -> (the suite the mutants are judged by, judge, mutant files)
     judges = {"coordinator": ("coordinator", judge_mutant, mutant_files(Path(args.dir))),
               "worker": ("worker", judge_worker_mutant, worker_mutant_files(Path(args.dir) / "workers"))}

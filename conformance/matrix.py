@@ -156,8 +156,8 @@ def render_markdown(cells: list[Cell], meta: dict[str, Any]) -> str:
 def _run_cell(target: Path, out: Path, args: argparse.Namespace, label: str) -> tuple[int, float]:
     """pytest on one cell's target, its output into out/run.log; a progress line whenever
     its share of cases done passes another 10 %."""
-    from .cli import pytest_command
-    from .target import load_target
+    from .harness.pytest_run import pytest_command
+    from .harness.target import load_target
     cmd = pytest_command(load_target(target), out, args)
     started = time.monotonic()
     shown = -10
@@ -176,8 +176,8 @@ def _run_cell(target: Path, out: Path, args: argparse.Namespace, label: str) -> 
 
 def run_matrix(args: argparse.Namespace) -> int:
     from fakebroker.realconnect.provision import ResolveFailed, connect_build, version_key
-    from .certificate import write_certificate
-    from .provenance import git_commit, utc_iso
+    from .reports.certificate import write_certificate
+    from .reports.provenance import git_commit, utc_iso
     try:
         versions = [v.strip() for v in args.versions.split(",") if v.strip()]
         keys = {v: version_key(v) for v in versions}

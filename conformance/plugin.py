@@ -10,7 +10,7 @@ are unaffected. Its options are all namespaced ``--conformance-*``.
 
 With a target, ``conformance/test_conformance.py`` is parametrised with one test per
 requirement of the selected suite (per Connect sub-protocol on a worker target:
-``CONN-INC-02[compatible]``, see ``conformance.scope``), the case id being the test id.
+``CONN-INC-02[compatible]``, see ``conformance.harness.scope``), the case id being the test id.
 Every test carries markers for its level (``MUST``, ``SHOULD``, ``MAY``) and protocols
 (``classic``, ``eager``, ``compatible``, ``sessioned``, ``connect``, ``sticky``); a
 requirement whose cases include golden transcripts carries ``golden``. Each case runs in the test body (so pytest's and
@@ -31,7 +31,7 @@ the verdict last and exits with the project's code (0 certified, 1 not certified
 4 partial), not pytest's "tests passed". With ``--alluredir`` it also writes Allure's
 ``environment.properties``, ``categories.json`` and ``executor.json``. Every file of a run
 carries its run id. The target's commands and artefact are checked before any case runs
-(``conformance.command.preflight``, ``conformance.provenance.require_artefact``).
+(``conformance.harness.command.preflight``, ``conformance.reports.provenance.require_artefact``).
 """
 
 from __future__ import annotations
@@ -46,14 +46,15 @@ from typing import Any
 
 import pytest
 
-from .allure_support import (PROTOCOL_TITLES, attach_evidence, attach_failure, keep_fixture_teardowns_known,
+from .reports.allure_support import (PROTOCOL_TITLES, attach_evidence, attach_failure, keep_fixture_teardowns_known,
                              label_case, write_allure_extras, write_invariant_results)
-from .catalogue import LEVELS, Requirement, default_catalogue
-from .command import CommandError, preflight
+from .catalogue.requirements import LEVELS, Requirement, default_catalogue
+from .harness.command import CommandError, preflight
+from .harness.cases import load_cases, loaded_cases
 from .harness.outcomes import CaseResult, Outcome
-from .provenance import ArtefactMissing, new_run_id, require_artefact
-from .scope import RequirementRun, left_out, requirement_runs, requirements_of
-from .target import Target, TargetError, load_target
+from .reports.provenance import ArtefactMissing, new_run_id, require_artefact
+from .harness.scope import RequirementRun, left_out, requirement_runs, requirements_of
+from .harness.target import Target, TargetError, load_target
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 TARGET_KEY = pytest.StashKey[Target]()
@@ -116,6 +117,8 @@ def pytest_configure(config: pytest.Config) -> None:
             require_artefact(target, config.getoption("--conformance-no-artefact-digest"))
     except (TargetError, CommandError, ArtefactMissing) as e:
         raise pytest.UsageError(str(e)) from None
+    from . import suites
+    load_cases(suites)  # the suites register their cases: the harness is handed them
     config.stash[RESULTS_KEY] = {}
     config.stash[STARTED_KEY] = time.time()
     config.stash[RUN_ID_KEY] = new_run_id(config.stash[STARTED_KEY])
@@ -164,8 +167,7 @@ def longest_first(runs: list[RequirementRun]) -> list[RequirementRun]:
     """The runs by their case's bound (``timeout_s``), longest first, else in catalogue
     order: on several test processes the long cases start early instead of ending a run
     alone (the real-time ones take up to ~40 s)."""
-    from .harness.cases import load_cases
-    cases = load_cases()
+    cases = loaded_cases()
     return sorted(runs, key=lambda r: -cases[r.requirement.id].timeout_s if r.requirement.id in cases else 0.0)
 
 
@@ -191,7 +193,7 @@ def conformance_session(conformance_target: Target, request: pytest.FixtureReque
     """The started target of this process (for the builtin broker: one per xdist worker; a
     real Kafka: the run's, see harness.shared_kafka)."""
     from .harness.sessions import CoordinatorSession
-    from .suites.worker.framework import WorkerSession
+    from .harness.worker import WorkerSession
     workerinput = getattr(request.config, "workerinput", None)
     try:
         if conformance_target.kind == "coordinator":
@@ -320,7 +322,7 @@ def _broken_record(report: pytest.TestReport) -> dict[str, Any] | None:
         return None
     cid = rest[:-1]
     base = cid.partition("[")[0]
-    from .catalogue import default_catalogue
+    from .catalogue.requirements import default_catalogue
     cat = default_catalogue()
     lines = [ln for ln in report.longreprtext.splitlines() if ln.startswith("E ")] or report.longreprtext.splitlines()
     return {"id": cid, "requirement": base, "protocol": cid[len(base) + 1:-1] or None,
@@ -376,11 +378,11 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if not active(config) or not _is_controller(config) or config.option.collectonly:
         return  # --collect-only ran nothing: no results, no certificate
     target = config.stash[TARGET_KEY]
-    from .provenance import provenance
+    from .reports.provenance import provenance
     results = list(_RESULTS_SEEN.values())
     invariants = []
     if suite_of(config) in ("worker", "all"):
-        from .invariants.report import results as invariant_results
+        from .harness.invariant_results import results as invariant_results
         invariants = invariant_results(results, target)
         results += [r.record() for r in invariants]
     results = sorted(results, key=lambda r: r["id"])
@@ -402,7 +404,7 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         "results": results,
     }
     out = Path(config.getoption("--conformance-results"))
-    from .results_file import check
+    from .reports.results_file import check
     check(doc, str(out))  # the schema its readers (certificate, history) read it by
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(doc, indent=1), encoding="utf-8")
@@ -412,8 +414,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         write_invariant_results(Path(alluredir), invariants, target)
     # The same certificate as `conformance run` writes (it adds the HTML report's link),
     # and an exit code that tells the truth: pytest's own says only whether tests failed.
-    from .attestation import AttestationError, write_attestation
-    from .certificate import exit_code, write_certificate
+    from .reports.attestation import AttestationError, write_attestation
+    from .reports.certificate import exit_code, write_certificate
     cert = config.stash[CERTIFICATE_KEY] = write_certificate(out.parent, results=out)
     try:
         write_attestation(out.parent, cert, None)
@@ -428,7 +430,7 @@ def pytest_terminal_summary(terminalreporter: Any, config: pytest.Config) -> Non
     cert = config.stash.get(CERTIFICATE_KEY, None)
     if cert is None:
         return
-    from .allure_support import verdict_line
+    from .reports.allure_support import verdict_line
     out = Path(config.getoption("--conformance-results")).parent
     terminalreporter.write_sep("=", verdict_line(cert), bold=True,
                                red=cert["verdict"] != "CERTIFIED", green=cert["verdict"] == "CERTIFIED")

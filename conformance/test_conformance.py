@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 
 from conformance.plugin import report_outcome, run_requirement
-from conformance.scope import RequirementRun
-from conformance.target import Target
+from conformance.harness.scope import RequirementRun
+from conformance.harness.target import Target
 
 pytestmark = pytest.mark.conformance
 

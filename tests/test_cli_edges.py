@@ -97,7 +97,7 @@ def test_replays_hint_works_when_followed(plain_broker: str) -> None:
 
 
 def test_pip_users_are_told_how_to_get_allure(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import conformance.certificate as certificate
+    import conformance.reports.certificate as certificate
     monkeypatch.setattr(certificate, "allure_binary", lambda: None)
     index, why = certificate.render_allure(tmp_path / "allure-results", tmp_path / "allure-report")
     assert index is None

@@ -10,7 +10,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from ..target import Target
+from ..harness.target import Target
 from .driver import Driver, Run
 from .judge import Bounds, Finding, evidence, history_to_json, judge
 from .schedule import Schedule, dumps

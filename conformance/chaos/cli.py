@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from fakebroker.cli_text import plain
-from ..target import TargetError, load_target
+from ..harness.target import TargetError, load_target
 from .driver import SIGNALLED, signalled_ops_supported
 from .schedule import KINDS, Knobs, ScenarioError, generate, load
 

@@ -19,9 +19,9 @@ from typing import Any
 
 from fakebroker.intercept.hooks import Call, Delay, ErrorResponse
 
-from ..suites.worker.framework import (GROUP_API_KEYS, WorkerProcess, WorkerSession, exchange_rows, rest_get,
+from ..harness.worker import (GROUP_API_KEYS, WorkerProcess, WorkerSession, exchange_rows, rest_get,
                                        spawn_worker)
-from ..target import Target
+from ..harness.target import Target
 from .judge import History, Snapshot, Unit
 from .schedule import TOPIC_ERRORS, Op, Schedule
 

@@ -30,8 +30,8 @@ from pathlib import Path
 
 from fakebroker.realkafka.jvm import log_tail, spawn_in_group, stop_group
 
-from ..command import base_dir, child_env, find_program
-from ..target import Target
+from .command import base_dir, child_env, find_program
+from .target import Target
 
 HOST = "127.0.0.1"
 STOP_TIMEOUT_S = 15.0
@@ -90,7 +90,7 @@ def start_broker(target: Target) -> BrokerProcess:
         raise BrokerStartError(f"cannot start the coordinator with {command!r}: {argv[0]} is neither in "
                                f"{Path(sys.executable).parent} nor on PATH (.ci/setup.sh builds the bundled ones)")
     try:
-        # In the target file's folder, as a worker's command runs (conformance.command).
+        # In the target file's folder, as a worker's command runs (conformance.harness.command).
         proc = spawn_in_group([program, *argv[1:]], log, cwd=base_dir(target), env=child_env())
     except OSError as e:
         shutil.rmtree(directory, ignore_errors=True)

@@ -1,5 +1,8 @@
 """The case registry: one case per requirement id, registered by the suites' modules.
 
+The harness never imports the suites: whoever runs them (the plugin, the CLI, suite power)
+hands ``load_cases`` the suite package, whose modules register their cases on import.
+
     @case("CLS-JOIN-01")
     async def member_id_required(ctx: CoordinatorContext) -> None: ...
 """
@@ -10,6 +13,7 @@ import importlib
 import pkgutil
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 CaseFn = Callable[[Any], Awaitable[None]]
@@ -41,15 +45,22 @@ def case(requirement_id: str, *, suite: str = "coordinator",
     return register
 
 
-_loaded = False
+_loaded: set[str] = set()  # the suite packages imported
 
 
-def load_cases() -> dict[str, Case]:
-    """Import every module of ``conformance.suites`` (each registers its cases)."""
-    global _loaded
-    if not _loaded:
-        from .. import suites
+def load_cases(suites: ModuleType) -> dict[str, Case]:
+    """Import every module of the suite package ``suites`` (``conformance.suites``); each
+    registers its cases."""
+    if suites.__name__ not in _loaded:
         for info in pkgutil.walk_packages(suites.__path__, suites.__name__ + "."):
             importlib.import_module(info.name)
-        _loaded = True
+        _loaded.add(suites.__name__)
+    return CASES
+
+
+def loaded_cases() -> dict[str, Case]:
+    """The cases registered so far. Before any suite is loaded this is an error, not an
+    empty registry: a requirement would otherwise run as if it had no live case."""
+    if not _loaded:
+        raise RuntimeError("no suite loaded: the runner's caller hands load_cases the suite package")
     return CASES

@@ -1,5 +1,8 @@
-"""What a coordinator case works with: the target, its requirement, a fresh group, the
-clock, scripted members, and checks that turn a difference into a ``Violation``.
+"""What a case works with: the target, its requirement, a fresh group, the clock, scripted
+members, and checks that turn a difference into a ``Violation`` (``CaseContext``). The two
+suites' contexts are its siblings: ``CoordinatorContext`` here (the scripted members are the
+workers, the target the coordinator) and ``WorkerContext`` (``harness.worker``: the fake
+broker is the coordinator, scripted members are the worker's peers).
 
     async def case(ctx: CoordinatorContext) -> None:
         a, b = ctx.member("a"), ctx.member("b")
@@ -26,8 +29,8 @@ from fakebroker.testing.client import Pending
 from fakebroker.testing.member import ScriptedMember
 from fakebroker.testing.session import ScriptedSession
 
-from ..catalogue import Requirement
-from ..target import Target
+from ..catalogue.requirements import Requirement
+from .target import Target
 from .clock import CaseClock
 from .outcomes import Broken, NotApplicable, Violation
 
@@ -46,7 +49,7 @@ class Generation:
     syncs: dict[str, Any] = field(default_factory=dict)  # member name -> SyncGroup response
 
 
-class CoordinatorContext(ScriptedSession):
+class CaseContext(ScriptedSession):
     """The case's scripted session (``fakebroker.testing``): its clients' connections are
     recorded into the case's transcript, and a request refused or never answered is the
     target's violation."""
@@ -304,3 +307,8 @@ class CoordinatorContext(ScriptedSession):
 
     def note(self, text: str) -> None:
         self.notes.append(text)
+
+
+class CoordinatorContext(CaseContext):
+    """A coordinator case's context: its scripted members are the target's only clients, so
+    it needs nothing beyond the shared context."""

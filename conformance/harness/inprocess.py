@@ -11,7 +11,7 @@ from fakebroker.server.clock import RealClock, VirtualClock
 from fakebroker.server.config import BrokerConfig
 from fakebroker.server.thread import BrokerThread
 
-from ..target import Target
+from .target import Target
 
 
 def builtin_version(target: Target) -> str:

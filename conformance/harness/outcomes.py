@@ -61,7 +61,7 @@ class CaseResult:
     transcript: Transcript | None = None  # every exchange of the case, in the one format
     notes: list[str] = field(default_factory=list)
     attachments: dict[str, str] = field(default_factory=dict)  # name -> text (e.g. a worker's log)
-    protocol: str | None = None  # the sub-protocol of a per-protocol run (conformance.scope)
+    protocol: str | None = None  # the sub-protocol of a per-protocol run (conformance.harness.scope)
     # The requirement's cases as they ran: its live case ("live") and its golden transcripts
     # (by file name), each {"case", "outcome", "detail"}; the requirement's outcome is the
     # first that is not a pass (a transcript that cannot be replayed beside a passed live

@@ -3,7 +3,7 @@
 Applicability comes first (never a pass by default): an untestable entry, a target of the
 other kind, unclaimed protocols or missing capabilities give NOT-APPLICABLE; an applicable
 requirement without a case (a live case or golden transcripts) is BROKEN. Then the live case
-runs under a hard timeout, then its golden transcripts are replayed (``conformance.golden``);
+runs under a hard timeout, then its golden transcripts are replayed (``conformance.harness.golden``);
 the first end that is not a pass decides, and every case that ran is listed with its own
 outcome (``CaseResult.cases``). Each end
 maps to an outcome: return -> PASS; Violation -> FAIL (MUST), NON-STRICT (SHOULD) or
@@ -21,9 +21,9 @@ from typing import Any, Protocol
 
 from fakebroker.script.recorder import Recorder
 
-from ..catalogue import Requirement
-from ..target import Target
-from .cases import Case, load_cases
+from ..catalogue.requirements import Requirement
+from .target import Target
+from .cases import Case, loaded_cases
 from .outcomes import Broken, CaseResult, NotApplicable, Outcome, Violation
 
 LIVE = "live"  # the name of a requirement's live case among its cases (CaseResult.cases)
@@ -80,7 +80,7 @@ def run_case(req: Requirement, session: Session, protocol: str | None = None) ->
     """Run ``req``'s case; ``protocol``: the Connect sub-protocol of a per-protocol run."""
     session = at_protocol(session, protocol)
     target = session.target
-    c = load_cases().get(req.id)
+    c = loaded_cases().get(req.id)
     result = CaseResult(req.id, req.level, Outcome.PASS, protocol=protocol)
     revive = getattr(session, "revive", None)  # a target's own broker that died since the last case
     restarted = revive() if revive is not None and applicability(req, target, c) is None else None
@@ -135,7 +135,7 @@ def _replay(req: Requirement, session: Session, result: CaseResult, recording: R
     notes and the target's answers in its notes and transcript); beside a passed live
     case, transcripts that cannot be replayed on this target are listed NOT-APPLICABLE and
     leave the requirement's PASS alone."""
-    from ..golden import replay_transcripts
+    from .golden import replay_transcripts
     cases = result.cases
     try:
         replay_transcripts(req, session.target, getattr(session, "bootstrap", None), cases,

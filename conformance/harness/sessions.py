@@ -12,8 +12,8 @@ from fakebroker.protocol import default_registry
 from fakebroker.script.recorder import Recorder
 from fakebroker.server.thread import BrokerThread
 
-from ..catalogue import Requirement
-from ..target import Target
+from ..catalogue.requirements import Requirement
+from .target import Target
 from .clock import CaseClock, RealCaseClock, VirtualCaseClock
 from .context import CoordinatorContext
 from .broker_process import start_broker

@@ -24,7 +24,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..target import Target
+from .target import Target
 
 WORKERINPUT_KEY = "conformance_real_kafka"  # bootstrap of the shared broker
 WORKERINPUT_FAILED = "conformance_real_kafka_failed"  # a file: why it could not be started

@@ -1,7 +1,7 @@
 """One group's exchanges in wire order, and what the invariants derive from them: the rounds
 of a classic group and who owned which unit after each. Pure Python, no Spark and no pandas:
 the Spark audit (``conformance.pipeline.audit``) and the worker suite's always-on checks
-(``conformance.suites.worker.framework``) read the same rows with the same code."""
+(``conformance.harness.worker``) read the same rows with the same code."""
 
 from __future__ import annotations
 

@@ -10,9 +10,9 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..provenance import sha256_file
-from ..results_file import ResultsError
-from ..results_file import read as read_results
+from ..reports.provenance import sha256_file
+from ..reports.results_file import ResultsError
+from ..reports.results_file import read as read_results
 
 TRANSCRIPT_EXT = (".jsonl",)
 PCAP_EXT = (".pcap", ".pcapng")

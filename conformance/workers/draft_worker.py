@@ -44,7 +44,7 @@ from typing import Any
 
 from fakebroker.client import ClientError, KafkaConnection
 
-from ..harness.connect848 import Work, work_of
+from .owned_work import NOTHING, Work, connectors_of, new_work, show, tasks_of, units, work_of
 from fakebroker.connect.embedded import assignment_bytes, metadata_bytes
 from .mutant import WorkerMutant
 
@@ -98,15 +98,7 @@ def parse_connectors(spec: str) -> Work:
         name, _, n = item.partition(":")
         connectors.append(name)
         tasks += [(name, i) for i in range(int(n or 0))]
-    return Work.of(connectors, tasks)
-
-
-def units(work: Work) -> list[tuple[str, Any]]:
-    return [("c", c) for c in sorted(work.connectors)] + [("t", t) for t in sorted(work.tasks)]
-
-
-def to_work(us: list[tuple[str, Any]]) -> Work:
-    return Work.of([u for k, u in us if k == "c"], [u for k, u in us if k == "t"])
+    return new_work(connectors, tasks)
 
 
 class DraftWorker:
@@ -114,7 +106,7 @@ class DraftWorker:
         self.a = a
         self.member_id = f"{a.worker_id}-{uuid.uuid4()}"
         self.epoch = 0
-        self.owned = Work()
+        self.owned = NOTHING
         self.reason = 0
         self.interval_ms = 3000
         self.interval_set = False              # an answer gave the interval
@@ -140,8 +132,8 @@ class DraftWorker:
     def cat(self, name: str, work: Work) -> Any:
         mt = self.conn.registry[name + "Request"]  # type: ignore[union-attr]
         return mt.classes["ConnectorsAndTasks"](
-            connectors=sorted(work.connectors),
-            tasks=[mt.classes["ConnectorTaskId"](connector_id=c, task_id=t) for c, t in sorted(work.tasks)])
+            connectors=connectors_of(work),
+            tasks=[mt.classes["ConnectorTaskId"](connector_id=c, task_id=t) for c, t in tasks_of(work)])
 
     async def heartbeat(self, epoch: int | None = None) -> Any:
         epoch = self.epoch if epoch is None else epoch
@@ -177,8 +169,8 @@ class DraftWorker:
     async def apply(self, r: Any) -> bool:
         """Take a heartbeat answer; True when the next heartbeat is due at once."""
         if r.error_code in RESTART:
-            log("restart", error=r.error_code, released=self.owned.show())
-            self.owned, self.epoch, self.pending_compute = Work(), 0, False
+            log("restart", error=r.error_code, released=show(self.owned))
+            self.owned, self.epoch, self.pending_compute = NOTHING, 0, False
             return True
         if r.error_code not in (0, self.compute_code):
             log("heartbeat-error", error=r.error_code)
@@ -197,11 +189,11 @@ class DraftWorker:
             revoked = self.owned - new
             if revoked:   # release first, acknowledge at once, start nothing in between
                 self.owned = self.owned - revoked
-                log("revoked", units=revoked.show())
+                log("revoked", units=show(revoked))
                 now = self.mutant != "draft-revocation-acknowledged-late"
             else:
                 if new != self.owned:
-                    log("assigned", units=(new - self.owned).show())
+                    log("assigned", units=show(new - self.owned))
                 self.owned = new
         if r.error_code == self.compute_code:
             self.pending_compute = True
@@ -243,7 +235,7 @@ class DraftWorker:
             log("install-abandoned", error=i.error_code)
             return False
         self.plan = plan
-        log("installed", group_epoch=p.group_epoch, plan={m: w.show() for m, w in plan.items()})
+        log("installed", group_epoch=p.group_epoch, plan={m: show(w) for m, w in plan.items()})
         return True
 
     def install_version(self, p: Any) -> int:
@@ -258,7 +250,7 @@ class DraftWorker:
         should own, v1/v2 what is new to it and what it gives back."""
         if self.mutant == "draft-install-metadata-empty":
             return b""
-        had = set(units(current or Work()))
+        had = set(units(current or NOTHING))
 
         def pairs(us: Any) -> list[tuple[str, int]]:
             return sorted((u, -1) if k == "c" else u for k, u in us)
@@ -277,11 +269,11 @@ class DraftWorker:
         if self.mutant == "draft-install-loses-unit":
             last = units(plan[ids[-1]])
             if last:
-                plan[ids[-1]] = to_work(last[:-1])
+                plan[ids[-1]] = frozenset(last[:-1])
         elif self.mutant == "draft-install-duplicates-unit":
             first = units(plan[ids[0]])
             if first:
-                plan[ids[1]] = plan[ids[1]] | to_work(first[:1])
+                plan[ids[1]] = plan[ids[1]] | frozenset(first[:1])
         return plan
 
     def assign(self, members: list[str], current: dict[str, Work]) -> dict[str, Work]:
@@ -304,7 +296,7 @@ class DraftWorker:
         for u, m in sorted(back.items()):
             kept[m].append(u)
         for m in members:
-            for u in units(current.get(m, Work())):
+            for u in units(current.get(m, NOTHING)):
                 if u in pool and u not in taken and len(kept[m]) < quota:
                     kept[m].append(u)
                     taken.add(u)
@@ -312,7 +304,7 @@ class DraftWorker:
             if u not in taken:
                 m = min(members, key=lambda x: (len(kept[x]), x))
                 kept[m].append(u)
-        return {m: to_work(us) for m, us in kept.items()}
+        return {m: frozenset(us) for m, us in kept.items()}
 
     async def run(self) -> None:
         self.conn = await KafkaConnection.open(self.a.bootstrap, client_id=self.a.worker_id)

@@ -57,7 +57,6 @@ from conformance.workers.rest_status import serve_status
 from fakebroker.connect.assignor import IncrementalCooperativeAssignor, round_robin
 from fakebroker.connect.embedded import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, Unit,
                                          connector_list, units_of)
-from fakebroker.coordinator.reconcile.units import ConnectUnit
 
 # One defect each; ``killed_by``: the case designated to refuse it.
 MUTANTS: dict[str, WorkerMutant] = {
@@ -279,8 +278,7 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
             a.delay_deadline_ms = None  # every round with lost work starts the full delay
         if self.defect("no-revocation-on-join"):
             a.balance = False  # rule 6 (balance by revoking) never runs
-        out = a.assign(now_ms, [ConnectUnit(*u) for u in self.units],
-                       {m: [ConnectUnit(*u) for u in us] for m, us in owned.items()})
+        out = a.assign(now_ms, self.units, owned)
         members = sorted(owned)
         new = {m: set(out[m].added) for m in members}
         revoked = {m: set(out[m].revoked) for m in members}

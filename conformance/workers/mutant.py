@@ -2,7 +2,7 @@
 
 A worker module that implements defects behind ``--mutant NAME`` lists them in a
 module-level ``MUTANTS: dict[str, WorkerMutant]``; ``fixtures/mutants/workers/NAME.toml``
-starts the worker with that flag, and ``conformance mutants`` (``conformance/worker_power.py``)
+starts the worker with that flag, and ``conformance mutants`` (``conformance/tools/worker_power.py``)
 runs the worker suite against it, the designated case first.
 """
 

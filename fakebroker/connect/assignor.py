@@ -85,11 +85,12 @@ class IncrementalCooperativeAssignor:
         """The worker received an assignment with this scheduled delay."""
         self.received_deadline_ms = now_ms + delay_ms if delay_ms > 0 else None
 
-    def assign(self, now_ms: int, configured: Iterable[ConnectUnit],
-               members: Mapping[str, Iterable[ConnectUnit]]) -> dict[str, MemberAssignment]:
-        """One rebalance round led by this worker."""
-        universe = frozenset(configured)
-        reported = {m: frozenset(members[m]) for m in sorted(members)}
+    def assign(self, now_ms: int, configured: Iterable[tuple[str, int]],
+               members: Mapping[str, Iterable[tuple[str, int]]]) -> dict[str, MemberAssignment]:
+        """One rebalance round led by this worker. Units are ``(connector, task)`` pairs as
+        the worker holds them (task -1: the connector instance), ``ConnectUnit``s or not."""
+        universe = frozenset(map(ConnectUnit._make, configured))
+        reported = {m: frozenset(map(ConnectUnit._make, members[m])) for m in sorted(members)}
         holdings: dict[str, set[ConnectUnit]] = {}
         revoked: dict[str, set[ConnectUnit]] = {m: set() for m in reported}
         seen: set[ConnectUnit] = set()

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..protocol import Registry
-from .transcript import Transcript, TranscriptError, load
+from .transcript import Transcript, TranscriptError, load_transcript
 
 EXIT_OK, EXIT_DIVERGED, EXIT_USAGE, EXIT_BROKEN = 0, 1, 2, 3
 
@@ -65,14 +65,6 @@ def add_parsers(sub: argparse._SubParsersAction, common: argparse.ArgumentParser
 def _fail(cmd: str, message: str, status: int) -> int:
     print(f"fakebroker {cmd}: {message}", file=sys.stderr)
     return status
-
-
-def load_transcript(cmd: str, path: Path, registry: Registry) -> Transcript:
-    """``load``, its warnings (a torn last line) printed as ``fakebroker CMD: warning: ...``."""
-    transcript = load(path, registry)
-    for w in transcript.warnings:
-        print(f"fakebroker {cmd}: warning: {w}", file=sys.stderr)
-    return transcript
 
 
 def cmd_pcap(args: argparse.Namespace, registry: Registry) -> int:

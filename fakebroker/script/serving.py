@@ -49,8 +49,7 @@ def run(args: argparse.Namespace, registry: Registry) -> int:
     from .documents import DocumentError
     from .faults import install, load_plan
     from .scripted import ScriptError, prepare
-    from .cli import load_transcript
-    from .transcript import TranscriptError
+    from .transcript import TranscriptError, load_transcript
     script = None
     if args.script is not None:
         if args.faults is not None:

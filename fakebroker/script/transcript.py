@@ -21,6 +21,7 @@ from __future__ import annotations
 import functools
 import json
 import os
+import sys
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -303,6 +304,14 @@ def load(path: str | os.PathLike[str], registry: Registry, *, check_raw: bool = 
         line = data[: e.start].count(b"\n") + 1
         raise TranscriptError(str(p), line, f"not UTF-8: {e.reason}") from None
     return parse_lines(text.splitlines(keepends=True), registry, str(p), check_raw=check_raw)
+
+
+def load_transcript(cmd: str, path: Path, registry: Registry) -> Transcript:
+    """``load``, its warnings (a torn last line) printed as ``fakebroker CMD: warning: ...``."""
+    transcript = load(path, registry)
+    for w in transcript.warnings:
+        print(f"fakebroker {cmd}: warning: {w}", file=sys.stderr)
+    return transcript
 
 
 def _event(obj: dict[str, Any], line: int) -> Event:

@@ -42,16 +42,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..client import KafkaConnection
 from ..protocol import DecodeError, Registry, Struct
 from ..protocol.framing import decode_response, encode_request, peek_request_key
 
 if TYPE_CHECKING:
-    from .broker import Connection, FakeBroker
     from ..protocol.framing import Request
+    from .apis.context import BrokerContext
 
 log = logging.getLogger("fakebroker.proxy")
 
@@ -163,11 +165,42 @@ class UpstreamLink:
             self._writer.close()
 
 
+class ClientConnection(Protocol):
+    """What the proxy uses of the broker's client connection (``server.broker.Connection``):
+    the broker owns the proxy, so the proxy names only this much of it."""
+
+    id: int
+    closed: bool
+    closed_by: str
+    close_reason: str | None
+
+    def waits_until(self, ready: Any) -> AbstractContextManager[Any]: ...
+
+    def end(self, reason: str) -> None: ...
+
+
+class _Coordinator(Protocol):
+    def api_keys(self) -> Iterable[int]: ...
+
+
+class _BrokerConfig(Protocol):
+    api_max_versions: dict[int, int]
+
+
+class OwningBroker(Protocol):
+    """What the proxy uses of the broker that owns it (``server.broker.FakeBroker``)."""
+
+    registry: Registry
+    coordinator: _Coordinator
+    config: _BrokerConfig
+    ctx: BrokerContext | None
+
+
 @dataclass
 class Proxy:
     """The forwarding half of a FakeBroker started with ``upstream=HOST:PORT``."""
 
-    broker: FakeBroker
+    broker: OwningBroker
     upstream: str
     connect_timeout_s: float = 10.0
 
@@ -246,10 +279,10 @@ class Proxy:
         rng = self.broker.ctx.supported.get(key)
         return rng is not None and rng[0] <= version <= rng[1]
 
-    async def _link(self, conn: Connection) -> UpstreamLink:
+    async def _link(self, conn: ClientConnection) -> UpstreamLink:
         link = self._links.get(conn.id)
         if link is None:
-            def upstream_closed(reason: str, conn: Connection = conn) -> None:
+            def upstream_closed(reason: str, conn: ClientConnection = conn) -> None:
                 self._links.pop(conn.id, None)
                 if not conn.closed:
                     log.info("connection %d: %s; closing it", conn.id, reason)
@@ -263,13 +296,13 @@ class Proxy:
                 raise
         return link
 
-    def drop(self, conn: Connection) -> None:
+    def drop(self, conn: ClientConnection) -> None:
         """The client connection ended: end its upstream connection."""
         link = self._links.pop(conn.id, None)
         if link is not None:
             link.close()
 
-    async def forward_raw(self, conn: Connection, frame: bytes) -> bytes | None:
+    async def forward_raw(self, conn: ClientConnection, frame: bytes) -> bytes | None:
         """Forward a frame the codec cannot decode; the response frame (size prefix
         included), or None to close the client connection."""
         try:
@@ -281,7 +314,7 @@ class Proxy:
         assert out is not None
         return _PREFIX.pack(len(out)) + out
 
-    async def forward(self, conn: Connection, req: Request) -> Struct | None:
+    async def forward(self, conn: ClientConnection, req: Request) -> Struct | None:
         """Forward a decoded request; its response body rewritten, NO_REPLY, or None (the
         client connection is closed)."""
         key, version = req.api_key, req.version
@@ -310,7 +343,7 @@ class Proxy:
         self.rewrite(key, resp.body)
         return resp.body
 
-    def _fail(self, conn: Connection, e: UpstreamError) -> None:
+    def _fail(self, conn: ClientConnection, e: UpstreamError) -> None:
         log.error("connection %d: %s; closing it", conn.id, e)
         conn.closed_by = "broker"
         conn.close_reason = conn.close_reason or str(e)

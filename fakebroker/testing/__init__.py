@@ -12,7 +12,10 @@ policy and keeps only what is its own (a transcript, a comparison, a case's evid
   ``Pending``, a request sent and not yet awaited;
 - ``member``: ``ScriptedMember``, a classic member that remembers what the coordinator told
   it (id, generation, leader, protocol);
-- ``requests``: the fields of the group APIs' requests at a version (one builder per API).
+- ``requests``: the fields of the group APIs' requests at a version (one builder per API);
+- ``reconcile_sim``: members of a KIP-848 group driving the sans-IO reconciliation engine
+  directly on a virtual clock (no wire), for the engine's tests and ``bench/reconcile.py``.
 
-It imports only the client and the codec; the server never imports it.
+It imports only the client, the codec and (``reconcile_sim``) the engine; the server never
+imports it.
 """

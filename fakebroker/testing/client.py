@@ -15,16 +15,13 @@ import asyncio
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from ..client import ClientError, Exchange, KafkaConnection
 from ..negotiation import ApiRanges
 from ..protocol import Registry, Struct
 from .requests import (describe_fields, heartbeat_fields, join_fields, leave_fields,
                        list_groups_fields, sync_fields)
-
-if TYPE_CHECKING:
-    from .session import ScriptedSession
 
 DEFAULT: Any = object()  # "the client's default": None is a value a request may carry
 # The newest version of each API whose requests the scripted client builds (requests.py):
@@ -64,8 +61,32 @@ class Pending:
         return await self.client.result(self, timeout_s)
 
 
+class Session(Protocol):
+    """What a client asks of its session (``fakebroker.testing.session.ScriptedSession``,
+    which builds its clients: the client names only this much of it)."""
+
+    registry: Registry
+    defaults: ClientDefaults
+
+    def version(self, ranges: ApiRanges, api: str, wanted: int | None = None) -> int: ...
+
+    def sending(self, label: str, api: str, version: int, body: Struct) -> Any: ...
+
+    def sent(self, pending: Pending) -> None: ...
+
+    def send_failed(self, pending: Pending, error: ClientError) -> None: ...
+
+    async def after_submit(self, pending: Pending) -> None: ...
+
+    async def answer(self, pending: Pending, timeout_s: float | None) -> Any: ...
+
+    async def close_client(self, client: ScriptedClient) -> None: ...
+
+    def unexpected(self, what: str, expected: Any, actual: Any) -> None: ...
+
+
 class ScriptedClient:
-    def __init__(self, session: ScriptedSession, conn: KafkaConnection, client_id: str,
+    def __init__(self, session: Session, conn: KafkaConnection, client_id: str,
                  ranges: ApiRanges) -> None:
         self.session = session
         self.registry: Registry = session.registry

@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from conformance.catalogue import default_catalogue
+from conformance.catalogue.requirements import default_catalogue
 
-from conformance.certificate import allure_binary, render_allure
+from conformance.reports.certificate import allure_binary, render_allure
 
 # One test process (make test: --dist loadgroup): its module-scoped run happens once, not once
 # per process that gets one of its tests.

@@ -16,8 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.catalogue import default_catalogue
-from conformance.target import load_target
+from conformance.catalogue.requirements import default_catalogue
+from conformance.harness.target import load_target
 from tests.support.certification import run_certification
 
 ROOT = Path(__file__).resolve().parents[2]

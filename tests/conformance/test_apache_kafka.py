@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.catalogue import default_catalogue
-from conformance.target import TargetError, load_target
+from conformance.catalogue.requirements import default_catalogue
+from conformance.harness.target import TargetError, load_target
 from fakebroker.realkafka.__main__ import parser, start_settings
 from tests.support.certification import run_certification
 
@@ -130,6 +130,6 @@ def test_apache_kafka_without_an_initial_delay_is_certified(tmp_path: Path) -> N
                                        "min_session_timeout_ms=6000"),
 ])
 def test_golden_applicability_on_an_external_coordinator(recorded: dict[str, int], why: str | None) -> None:
-    from conformance.golden import external_mismatch
+    from conformance.harness.golden import external_mismatch
     got = external_mismatch({"coordinator": recorded}, load_target(TARGET))
     assert got == (None if why is None else f"recorded with coordinator settings {why}")

@@ -17,10 +17,10 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from conformance.attestation import (ENVELOPE_FILE, PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_FILE, AttestationError,
+from conformance.reports.attestation import (ENVELOPE_FILE, PAYLOAD_TYPE, PREDICATE_TYPE, STATEMENT_FILE, AttestationError,
                                      pae, sign, statement, verify)
-from conformance.provenance import artefact_files, digest_files
-from conformance.target import load_target
+from conformance.reports.provenance import artefact_files, digest_files
+from conformance.harness.target import load_target
 from fakebroker.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
 
 # One test process (make test: --dist loadgroup): its module-scoped run happens once, not once

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from conformance.catalogue import default_catalogue
+from conformance.catalogue.requirements import default_catalogue
 from fakebroker.realkafka.scenarios import REQUIREMENTS, SCENARIOS
 
 ROOT = Path(__file__).resolve().parents[2]

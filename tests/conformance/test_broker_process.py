@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from conformance.harness.broker_process import BrokerStartError, accepts, ready_pattern, start_broker
-from conformance.target import Target, load_target
+from conformance.harness.target import Target, load_target
 
 # A broker that listens on 127.0.0.1 at the port it is given (its last argument, 0: any),
 # (no brackets: [...] marks an optional part of a command template), then announces it as told: "print" prints
@@ -95,7 +95,7 @@ def test_a_broker_that_died_is_started_again_before_the_next_case(tmp_path: Path
     """A crash on one case must not decide every later case: the process's own broker (here
     kfake, as .ci/setup.sh builds it) is started again, and the next case is told."""
     from conformance.harness.sessions import CoordinatorSession
-    from conformance.command import find_program
+    from conformance.harness.command import find_program
     assert find_program("kfake-broker"), "kfake-broker not built: run .ci/setup.sh"
     session = CoordinatorSession.start(target(tmp_path, "kfake-broker -port {port}"))
     try:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.expected import (DOCS_PAGE, EXPECTED_DIR, Expected, bundled, differences, load_expected, main,
+from conformance.reports.expected import (DOCS_PAGE, EXPECTED_DIR, Expected, bundled, differences, load_expected, main,
                                   problems, render_docs, render_expected, updated)
-from conformance.command import find_program
-from conformance.target import load_target
+from conformance.harness.command import find_program
+from conformance.harness.target import load_target
 from tests.support.certification import run_certification
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,12 +32,12 @@ def test_the_expected_outcomes_are_sound(name: str) -> None:
     e = load_expected(EXPECTED_DIR / f"{name}.yaml")
     assert problems(e) == []
     assert (EXPECTED_DIR / f"{name}.yaml").read_text() == render_expected(e), \
-        "written by `python -m conformance.expected update` (its own layout), not by hand"
+        "written by `python -m conformance.reports.expected update` (its own layout), not by hand"
 
 
 def test_the_docs_page_is_generated_from_the_expected_outcomes() -> None:
     assert DOCS_PAGE.read_text(encoding="utf-8") == render_docs(bundled()), \
-        "run `python -m conformance.expected docs` and commit docs/brokers.md"
+        "run `python -m conformance.reports.expected docs` and commit docs/brokers.md"
 
 
 def test_a_changed_outcome_is_named_and_a_new_deviation_needs_evidence() -> None:

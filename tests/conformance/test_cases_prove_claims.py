@@ -12,11 +12,15 @@ import pytest
 
 from fakebroker.intercept.hooks import Delay, ErrorResponse
 
-from conformance.catalogue import default_catalogue
+from conformance.catalogue.requirements import default_catalogue
+from conformance import suites
+from conformance.harness.cases import load_cases
 from conformance.harness.outcomes import CaseResult, Outcome
 from conformance.harness.runner import run_case
 from conformance.harness.sessions import CoordinatorSession
-from conformance.target import load_target
+from conformance.harness.target import load_target
+
+load_cases(suites)  # run_case finds each live case in the registry the suites fill
 
 TARGET = Path(__file__).resolve().parents[2] / "fixtures" / "targets" / "fakebroker.toml"
 

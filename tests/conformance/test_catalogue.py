@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from conformance.catalogue import (CatalogueError, load_catalogue, validate_catalogue_data)
+from conformance.catalogue.requirements import (CatalogueError, load_catalogue, validate_catalogue_data)
+from conformance import suites
 from conformance.harness.cases import load_cases
 from fakebroker.protocol import default_schema_dir
 
@@ -79,7 +80,7 @@ def test_every_testable_requirement_has_a_case() -> None:
     why it cannot be checked from outside (``untestable``), or be one of the PENDING
     worker-side ids above."""
     from conformance.invariants.report import is_invariant
-    cases = load_cases()  # an invariant's case is every worker case (conformance.invariants)
+    cases = load_cases(suites)  # an invariant's case is every worker case (conformance.invariants)
     missing = {r.id for r in load_catalogue()
                if r.untestable is None and r.id not in cases and not r.transcripts and not is_invariant(r.id)}
     assert missing - PENDING == set(), f"requirement(s) without a case: {sorted(missing - PENDING)}"
@@ -122,14 +123,14 @@ def test_retired_ids_name_their_successors() -> None:
         assert (folder / renames["transcripts"][f"{old}.jsonl"]).is_file(), old
     assert set(renames["merged"]) <= set(renames["requirements"])
     merged_into = {renames["requirements"][m] for m in renames["merged"]}
-    assert all(r in load_cases() for r in merged_into)  # merged only into requirements with a live case
+    assert all(r in load_cases(suites) for r in merged_into)  # merged only into requirements with a live case
     assert cat.resolve("CLASSIC-SYNC-ERR-05") == "CLS-SYNC-01" and cat.resolve("CLS-SYNC-01") == "CLS-SYNC-01"
     assert cat.resolve_ids_in("CLASSIC-HB-ERR-01 or not CONNECT-TIMER-01") == "CLS-HB-06 or not C848-HB-HND-08"
     assert cat.aliases("C848-HB-VAL-05") == ["CONNECT-HB-VAL-06", "CONNECT-HB-VAL-07"]
 
 
 def test_rule_renames_names_the_field() -> None:
-    from conformance.catalogue import rule_renames_resolve
+    from conformance.catalogue.requirements import rule_renames_resolve
     entries = [{"id": "CLS-JOIN-01"}, {"id": "OLD-JOIN-01"}]
     problems = rule_renames_resolve(entries, {"OLD-JOIN-01": "CLS-JOIN-01", "OLD-JOIN-02": "CLS-JOIN-99"})
     assert problems == ["OLD-JOIN-02: renamed to CLS-JOIN-99, which is not in the catalogue (rule renames)",
@@ -138,7 +139,7 @@ def test_rule_renames_names_the_field() -> None:
 
 def test_no_case_for_an_unknown_or_untestable_id() -> None:
     cat = load_catalogue()
-    for rid in load_cases():
+    for rid in load_cases(suites):
         assert rid in cat, f"case for {rid}, which is not in the catalogue"
         assert cat[rid].untestable is None, f"{rid} is marked untestable but has a case"
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from conformance.catalogue import default_catalogue
-from conformance.catalogue_audit import load_audit, render
+from conformance.catalogue.requirements import default_catalogue
+from conformance.catalogue.audit import load_audit, render
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_the_page_is_current() -> None:
     page = (ROOT / "docs" / "catalogue-audit.md").read_text(encoding="utf-8")
-    assert page == render(), "docs/catalogue-audit.md is stale: python -m conformance.catalogue_audit > docs/catalogue-audit.md"
+    assert page == render(), "docs/catalogue-audit.md is stale: python -m conformance.catalogue.audit > docs/catalogue-audit.md"
 
 
 def test_every_requirement_citing_apache_behaviour_was_audited_and_none_is_a_must() -> None:

@@ -15,13 +15,13 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from conformance.catalogue import default_catalogue
-from conformance.certificate import CertificateError, build_certificate, exit_code, render_markdown
-from conformance.junit import junit_tree
-from conformance.provenance import (artefact, artefact_files, ci_run, digest_files, implementation_text, spec_documents,
+from conformance.catalogue.requirements import default_catalogue
+from conformance.reports.certificate import CertificateError, build_certificate, exit_code, render_markdown
+from conformance.reports.junit import junit_tree
+from conformance.reports.provenance import (artefact, artefact_files, ci_run, digest_files, implementation_text, spec_documents,
                                     provenance, utc_iso)
-from conformance.scope import case_id, left_out, protocols_to_run, requirement_runs, requirements_of, scope_ids
-from conformance.target import load_target
+from conformance.harness.scope import case_id, left_out, protocols_to_run, requirement_runs, requirements_of, scope_ids
+from conformance.harness.target import load_target
 from fakebroker.exit_codes import EXIT_BROKEN, EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -196,7 +196,7 @@ def test_the_worker_context_runs_at_the_protocol_under_test() -> None:
     """run_case hands the case a context whose connect_protocol (and so start_worker's
     default) is the per-protocol run's."""
     from conformance.harness.runner import at_protocol
-    from conformance.suites.worker.framework import WorkerContext, WorkerSession
+    from conformance.harness.worker import WorkerContext, WorkerSession
     worker = load_target(WORKER)
     session = WorkerSession(worker)
     view = at_protocol(session, "eager")

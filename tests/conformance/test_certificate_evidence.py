@@ -20,11 +20,15 @@ from fakebroker.script.recorder import Recorder
 from fakebroker.script.transcript import parse_lines
 from fakebroker.script.recorded import RecordedConnection
 
-from conformance.catalogue import default_catalogue
+from conformance.catalogue.requirements import default_catalogue
+from conformance import suites
+from conformance.harness.cases import load_cases
 from conformance.harness.outcomes import Outcome
 from conformance.harness.runner import run_case
 from conformance.harness.sessions import CoordinatorSession
-from conformance.target import load_target
+from conformance.harness.target import load_target
+
+load_cases(suites)  # run_case finds each live case in the registry the suites fill
 
 
 @pytest.fixture
@@ -134,7 +138,7 @@ def test_a_replayed_golden_leaves_the_targets_answers_in_the_transcript_and_pcap
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A requirement judged by its golden alone, on an external coordinator: what the
     coordinator answered is the case's transcript (header with its port) and pcap."""
-    import conformance.golden
+    import conformance.harness.golden
     from fakebroker.coordinator.config import CoordinatorConfig
     from fakebroker.server.broker import FakeBroker
     from fakebroker.server.config import BrokerConfig, Topic
@@ -143,7 +147,7 @@ def test_a_replayed_golden_leaves_the_targets_answers_in_the_transcript_and_pcap
     bt = BrokerThread(FakeBroker(BrokerConfig(topics=[topic]), CoordinatorConfig(initial_rebalance_delay_ms=0),
                                  strict_topics=True)).start()
     # The broker has the golden's topic (it serves no CreateTopics): known, as if created.
-    monkeypatch.setitem(conformance.golden._TOPICS, bt.bootstrap, {"events": topic.topic_id})
+    monkeypatch.setitem(conformance.harness.golden._TOPICS, bt.bootstrap, {"events": topic.topic_id})
     try:
         path = tmp_path / "external.toml"
         path.write_text(f'name = "external"\nkind = "coordinator"\nprotocols = ["classic"]\n'

@@ -119,7 +119,7 @@ def test_shrinking_returns_the_schedule_when_no_sub_schedule_violates() -> None:
 def _campaign(target: str, tmp_path: Path, seed: int = 3, ops: int = 5, duration_ms: int = 12_000,
               confirm: bool = True):
     from conformance.chaos.campaign import bounds_of, campaign
-    from conformance.target import load_target
+    from conformance.harness.target import load_target
     t = load_target(str(ROOT / target))
     s = generate(seed, 3, duration_ms, t.timing.session_timeout_ms, 2, Knobs(ops=ops))
     return campaign(t, s, bounds_of(t), shrink_examples=0, out=tmp_path, confirm=confirm, log=lambda _: None)

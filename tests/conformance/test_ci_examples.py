@@ -16,8 +16,8 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from conformance.attestation import ENVELOPE_FILE, STATEMENT_FILE
-from conformance.certificate import ALLURE_REPORT
+from conformance.reports.attestation import ENVELOPE_FILE, STATEMENT_FILE
+from conformance.reports.certificate import ALLURE_REPORT
 from fakebroker.exit_codes import EXIT_PARTIAL
 
 ROOT = Path(__file__).resolve().parents[2]

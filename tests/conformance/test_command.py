@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.command import CommandError, launched, preflight
-from conformance.provenance import ArtefactMissing, artefact, artefact_files, digest_files, require_artefact
-from conformance.target import load_target
+from conformance.harness.command import CommandError, launched, preflight
+from conformance.reports.provenance import ArtefactMissing, artefact, artefact_files, digest_files, require_artefact
+from conformance.harness.target import load_target
 from fakebroker.exit_codes import EXIT_USAGE
 
 ROOT = Path(__file__).resolve().parents[2]

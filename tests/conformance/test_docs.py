@@ -12,7 +12,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conformance.catalogue import default_catalogue
+from conformance.catalogue.requirements import default_catalogue
+from conformance import suites
 from conformance.harness.cases import load_cases
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,7 +49,7 @@ def _count_files(pattern: str) -> int:
 
 
 def counts() -> dict[str, int]:
-    cat, cases = default_catalogue(), load_cases()
+    cat, cases = default_catalogue(), load_cases(suites)
     golden = [r for r in cat if r.transcripts]
     workers = [p.read_text() for p in (ROOT / "fixtures" / "mutants" / "workers").glob("*.toml")]
     return {

@@ -10,8 +10,8 @@ import pytest
 
 from conformance.harness.outcomes import Outcome
 from conformance.mutants import DRAFT_MUTANTS
-from conformance.suite_power import run_suite
-from conformance.target import load_target
+from conformance.tools.suite_power import run_suite
+from conformance.harness.target import load_target
 
 ROOT = Path(__file__).resolve().parents[2]
 

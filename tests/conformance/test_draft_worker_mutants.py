@@ -9,12 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from conformance.catalogue import default_catalogue
+from conformance.catalogue.requirements import default_catalogue
+from conformance import suites
+from conformance.harness.cases import load_cases
 from conformance.harness.outcomes import CaseResult, Outcome
 from conformance.harness.runner import run_case
-from conformance.suites.worker.framework import WorkerSession
-from conformance.target import load_target
+from conformance.harness.worker import WorkerSession
+from conformance.harness.target import load_target
 from conformance.workers.draft_worker import MUTANTS
+
+load_cases(suites)  # run_case finds each live case in the registry the suites fill
 
 ROOT = Path(__file__).resolve().parents[2]
 MUTANT_DIR = ROOT / "fixtures" / "mutants" / "workers"

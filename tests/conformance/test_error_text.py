@@ -9,11 +9,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from conformance.catalogue import default_catalogue
+from conformance.catalogue.requirements import default_catalogue
 from conformance.harness.context import CoordinatorContext
 from conformance.harness.outcomes import Outcome, Violation
-from conformance.suite_power import run_suite
-from conformance.target import DEFAULT_ERROR_CODES, load_target
+from conformance.tools.suite_power import run_suite
+from conformance.harness.target import DEFAULT_ERROR_CODES, load_target
 from fakebroker.protocol.error_codes import error_text
 from fakebroker.intercept.matchers import compare
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.golden import RULES_FILE
+from conformance.harness.golden import RULES_FILE
 from conformance.suites.coordinator.golden.generate import default_dir, drift, render_all, rules_document
 from conformance.suites.coordinator.golden.registry import GOLDENS
 from fakebroker.protocol import default_registry

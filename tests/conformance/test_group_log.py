@@ -12,9 +12,9 @@ import pytest
 
 from conformance.harness.outcomes import Outcome, Violation
 from conformance.mutants import GROUP_LOG_MUTANTS
-from conformance.suite_power import run_suite
+from conformance.tools.suite_power import run_suite
 from conformance.suites.coordinator.persistence import GROUP, MEMBER, decode
-from conformance.target import TargetError, load_target, parse_target
+from conformance.harness.target import TargetError, load_target, parse_target
 from fakebroker.coordinator.reconcile.records import GroupMetadataRecord, MemberMetadataRecord
 from fakebroker.coordinator.reconcile.wire_records import encode_record
 from fakebroker.realkafka.records import Record

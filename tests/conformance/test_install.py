@@ -27,8 +27,8 @@ import yaml
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
-from conformance.attestation import ENVELOPE_FILE, STATEMENT_FILE
-from conformance.certificate import ALLURE_VERSION, allure_binary
+from conformance.reports.attestation import ENVELOPE_FILE, STATEMENT_FILE
+from conformance.reports.certificate import ALLURE_VERSION, allure_binary
 
 ROOT = Path(__file__).resolve().parents[2]
 DRAFT_WORKER = ROOT / "fixtures" / "targets" / "draft-worker.toml"
@@ -108,7 +108,7 @@ def test_the_commands_run_and_every_module_imports(installed: Path, tmp_path: Pa
     assert r.returncode == 0, r.stderr[-3000:]
     assert r.stdout.strip().startswith(str(installed.parent)), r.stdout  # not the checkout
     # The golden transcripts ship in the wheel: a coordinator run replays them all.
-    r = run(installed / "python", "-c", "from conformance.golden import golden_dir; print(golden_dir())", cwd=tmp_path)
+    r = run(installed / "python", "-c", "from conformance.harness.golden import golden_dir; print(golden_dir())", cwd=tmp_path)
     shipped = Path(r.stdout.strip())
     assert shipped.is_relative_to(installed.parent) and (shipped / "rules.json").is_file(), r
     assert sorted(p.name for p in shipped.glob("*.jsonl")) == sorted(

@@ -10,9 +10,10 @@ from pathlib import Path
 from typing import Any
 
 from conformance.invariants import group, violations
-from conformance.invariants.report import findings, results
+from conformance.harness.invariant_results import results
+from conformance.invariants.report import findings
 from conformance.pipeline.decode import exchange_fields
-from conformance.target import load_target
+from conformance.harness.target import load_target
 from tests.pipeline.scenario import Script
 
 
@@ -146,7 +147,7 @@ def test_draft_member_heartbeats_with_its_current_epoch() -> None:
 def test_results_are_written_as_allure_results(tmp_path: Path) -> None:
     """The invariants have no test of their own: each result is written into the Allure
     results as a case's would be, under its own id, its status the outcome's."""
-    from conformance.allure_support import write_invariant_results
+    from conformance.reports.allure_support import write_invariant_results
     target = load_target("fixtures/targets/kafka-python-worker.toml")
     bad = findings(rows(two_members((), ())), ["w1"])
     out = results([{"id": "CONN-INC-13[compatible]", "protocol": "compatible", "invariants": bad}], target)

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conformance.matrix import Bug, Cell, cell_target, explain, load_bugs, render_markdown, supported
-from conformance.target import load_target
+from conformance.harness.target import load_target
 
 ROOT = Path(__file__).resolve().parents[2]
 

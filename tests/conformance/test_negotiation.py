@@ -10,11 +10,13 @@ from pathlib import Path
 
 import pytest
 
-from conformance.catalogue import default_catalogue
+from conformance.catalogue.requirements import default_catalogue
+from conformance import suites
+from conformance.harness.cases import load_cases
 from conformance.harness.outcomes import Outcome
 from conformance.harness.runner import run_case
 from conformance.harness.sessions import CoordinatorSession
-from conformance.target import load_target
+from conformance.harness.target import load_target
 from fakebroker.coordinator.config import CoordinatorConfig
 from fakebroker.negotiation import ApiRanges, VersionUnavailable, gap, probe, refusal
 from fakebroker.protocol import default_registry
@@ -22,6 +24,8 @@ from fakebroker.server.broker import FakeBroker
 from fakebroker.server.config import BrokerConfig
 from fakebroker.server.thread import BrokerThread
 from fakebroker.testing.session import ScriptedSession
+
+load_cases(suites)  # run_case finds each live case in the registry the suites fill
 
 REG = default_registry()
 CAPS = {"JoinGroup": 5, "SyncGroup": 3, "LeaveGroup": 2}
@@ -140,7 +144,7 @@ def test_case_runs_at_the_negotiated_versions(capped: BrokerThread, tmp_path: Pa
 def test_golden_is_re_encoded_at_the_broker_versions(capped: BrokerThread) -> None:
     """A golden recorded at JoinGroup v9 replays at v5 on a broker advertising 0-5; one that
     needs v7+ (its requirement's versions) is refused with the reason."""
-    from conformance.golden import golden_dir
+    from conformance.harness.golden import golden_dir
     from fakebroker.script.recorder import Recorder
     from fakebroker.script.replay import RealPacer, at_versions, replay, run_token
     from fakebroker.script.transcript import load
@@ -212,7 +216,7 @@ def test_a_refused_advertised_version_is_broken_not_a_failure(tmp_path: Path, re
 def test_a_golden_step_that_needs_a_field_the_lower_version_lacks_is_not_applicable() -> None:
     """A static member's JoinGroup (GroupInstanceId, v5+) cannot be re-encoded at v4; a
     reason (logged only, KIP-800) may be lost."""
-    from conformance.golden import golden_dir
+    from conformance.harness.golden import golden_dir
     from fakebroker.script.replay import at_versions
     from fakebroker.script.transcript import load
     d = golden_dir()

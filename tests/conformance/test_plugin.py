@@ -13,13 +13,13 @@ from typing import Any
 
 import pytest
 
-from conformance.catalogue import default_catalogue, load_catalogue
-from conformance.certificate import build_certificate, render_markdown
-from conformance.golden import golden_dir
+from conformance.catalogue.requirements import default_catalogue, load_catalogue
+from conformance.reports.certificate import build_certificate, render_markdown
+from conformance.harness.golden import golden_dir
 from conformance.harness.outcomes import CaseResult, Outcome
 from conformance.harness.runner import applicability
-from conformance.provenance import provenance
-from conformance.target import load_target
+from conformance.reports.provenance import provenance
+from conformance.harness.target import load_target
 from fakebroker.exit_codes import EXIT_BROKEN, EXIT_PARTIAL
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -188,8 +188,9 @@ def test_cli_run_jobs_shows_progress_as_it_goes_and_names_the_summary(tmp_path: 
 
 def golden_requirements() -> list[Any]:
     """Requirements whose only cases are golden transcripts (no live case)."""
+    from conformance import suites
     from conformance.harness.cases import load_cases
-    return [r for r in default_catalogue() if r.transcripts and r.id not in load_cases()]
+    return [r for r in default_catalogue() if r.transcripts and r.id not in load_cases(suites)]
 
 
 def test_golden_transcripts_are_cases_of_their_requirement(tmp_path: Path) -> None:
@@ -227,7 +228,7 @@ def test_a_retired_id_in_k_selects_its_successor(tmp_path: Path) -> None:
 
 
 def test_golden_replay_catches_a_mutant() -> None:
-    from conformance.golden import ReplayDiverged, replay_transcripts
+    from conformance.harness.golden import ReplayDiverged, replay_transcripts
     mutant = load_target(ROOT / "fixtures" / "mutants" / "illegal-generation-ignored.toml")
     hb = [r for r in default_catalogue() if r.transcripts and r.id.startswith("CLS-HB-")]
     assert hb
@@ -245,7 +246,7 @@ def test_the_pytest_route_certifies_and_report_refuses_two_runs_mixed(tmp_path: 
     the pytest route into the same folder without Allure. The second run's certificate is its
     own (verdict, run id) and does not link the first run's report; `conformance report`
     then refuses the folder, naming both runs."""
-    from conformance.certificate import ALLURE_REPORT, allure_binary, render_allure, write_certificate
+    from conformance.reports.certificate import ALLURE_REPORT, allure_binary, render_allure, write_certificate
     if allure_binary() is None:
         pytest.fail("allure-commandline not found: run .ci/setup.sh")
     reports = tmp_path / "reports"

@@ -13,7 +13,7 @@ from fakebroker.server.clock import RealClock
 from fakebroker.server.config import BrokerConfig
 from fakebroker.server.thread import BrokerThread
 
-from conformance.suites.worker.framework import RecordingBroker
+from conformance.harness.worker import RecordingBroker
 
 REFUSED = ErrorCode.GROUP_AUTHORIZATION_FAILED.value
 

@@ -14,7 +14,7 @@ import urllib.request
 import pytest
 
 from conformance.harness.outcomes import Broken
-from conformance.suites.worker.framework import WorkerContext, free_port
+from conformance.harness.worker import WorkerContext, free_port
 from conformance.workers.rest_status import serve_status
 
 

@@ -11,7 +11,7 @@ from collections import defaultdict
 
 import pytest
 
-from conformance.catalogue import default_catalogue
+from conformance.catalogue.requirements import default_catalogue
 from conformance.suites.coordinator.golden.generate import run
 from conformance.suites.coordinator.golden.registry import GOLDENS
 from fakebroker.coordinator import errors

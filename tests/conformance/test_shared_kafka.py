@@ -8,10 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance.cli import main, process_count
+from conformance.cli import main
+from conformance.harness.pytest_run import process_count
 from conformance.harness.shared_kafka import (WORKERINPUT_FAILED, WORKERINPUT_KEY, SharedKafka, prefix_of,
                                               real_kafka_for, shareable)
-from conformance.target import load_target
+from conformance.harness.target import load_target
 from fakebroker.realkafka import BrokerFailed, ExternalKafka, KafkaSettings, RealKafkaError
 from fakebroker.realkafka.launcher import free_port
 
@@ -89,7 +90,7 @@ def test_the_controllers_kafka_is_addressed_before_it_starts_and_shared(monkeypa
 
 
 def test_seeding_waits_for_every_connector_its_command_names() -> None:
-    from conformance.suites.worker.framework import expected_work, work_listed
+    from conformance.harness.worker import expected_work, work_listed
     command = load_target(TARGETS / "apache-connect-eager.toml").render_command(bootstrap="h:1")
     expected = expected_work(command)
     assert expected == {"conn-a": 2, "conn-b": 1}

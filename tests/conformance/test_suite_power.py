@@ -10,8 +10,8 @@ import pytest
 
 from conformance.harness.outcomes import Outcome
 from conformance.mutants import MUTANTS
-from conformance.suite_power import judge_mutant, mutant_files, run_suite
-from conformance.target import load_target
+from conformance.tools.suite_power import judge_mutant, mutant_files, run_suite
+from conformance.harness.target import load_target
 
 ROOT = Path(__file__).resolve().parents[2]
 MUTANT_FILES = mutant_files(ROOT / "fixtures" / "mutants")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from conformance.target import Target, TargetError, load_target
+from conformance.harness.target import Target, TargetError, load_target
 
 ROOT = Path(__file__).resolve().parents[2]
 GOOD = """
@@ -199,7 +199,7 @@ def seed_target(tmp_path: Path, seed: str) -> Target:
 
 
 def test_the_seed_command_is_rendered_and_run_to_its_exit(tmp_path: Path) -> None:
-    from conformance.suites.worker.framework import run_seed_command
+    from conformance.harness.worker import run_seed_command
     out = tmp_path / "seeded"
     # (No brackets in the script: [...] marks an optional part of a command template.)
     t = seed_target(tmp_path, "{python} -c 'import sys; a = sys.argv; a.pop(0); f = a.pop(0); "
@@ -212,7 +212,7 @@ def test_the_seed_command_is_rendered_and_run_to_its_exit(tmp_path: Path) -> Non
 
 
 def test_a_failing_seed_command_names_itself_and_its_output(tmp_path: Path) -> None:
-    from conformance.suites.worker.framework import run_seed_command
+    from conformance.harness.worker import run_seed_command
     t = seed_target(tmp_path, "{python} -c 'import sys; print(\"no such topic\"); sys.exit(3)' {bootstrap}")
     with pytest.raises(RuntimeError, match=r"(?s)the seed command .* exited 3:.*no such topic"):
         run_seed_command(t, "h:1", "pre")
@@ -230,7 +230,7 @@ LISTENING_HOST = ("{python} -c 'import socket, sys, time; s = socket.socket(sock
 
 
 def test_the_host_command_runs_until_stopped_and_its_socket_fills_worker_host(tmp_path: Path) -> None:
-    from conformance.suites.worker.host import start_worker_host
+    from conformance.harness.worker_host import start_worker_host
     from fakebroker.realconnect.host import listening
     t = host_target(tmp_path, LISTENING_HOST)
     host = start_worker_host(t)
@@ -245,14 +245,14 @@ def test_the_host_command_runs_until_stopped_and_its_socket_fills_worker_host(tm
 
 
 def test_a_host_that_exits_first_names_its_command_and_output(tmp_path: Path) -> None:
-    from conformance.suites.worker.host import start_worker_host
+    from conformance.harness.worker_host import start_worker_host
     t = host_target(tmp_path, "{python} -c 'import sys; print(\"no JVM here\"); sys.exit(4)' {worker_host}")
     with pytest.raises(RuntimeError, match=r"(?s)the worker host .* exited \(4\) before listening .*no JVM here"):
         start_worker_host(t)
 
 
 def test_a_host_that_never_listens_is_given_up_within_its_bound(tmp_path: Path) -> None:
-    from conformance.suites.worker.host import start_worker_host
+    from conformance.harness.worker_host import start_worker_host
     t = host_target(tmp_path, "{python} -c 'import time; time.sleep(300)' {worker_host}")
     t = replace(t, timing=replace(t.timing, startup_timeout_s=1.0, wait_scale=1.0))
     started = time.monotonic()

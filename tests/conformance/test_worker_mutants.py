@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from conformance.catalogue import default_catalogue
+from conformance.catalogue.requirements import default_catalogue
 from conformance.harness.outcomes import CaseResult, Outcome
-from conformance.target import load_target
-from conformance.worker_power import declared, judge_worker_mutant, refusing, run_worker_suite, worker_mutant_files
+from conformance.harness.target import load_target
+from conformance.tools.worker_power import declared, judge_worker_mutant, refusing, run_worker_suite, worker_mutant_files
 from conformance.workers.kafka_python_worker import MUTANTS
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -8,9 +8,9 @@ import asyncio
 import time
 from pathlib import Path
 
-from conformance.catalogue import default_catalogue
-from conformance.suites.worker.framework import WorkerSession
-from conformance.target import load_target
+from conformance.catalogue.requirements import default_catalogue
+from conformance.harness.worker import WorkerSession
+from conformance.harness.target import load_target
 from fakebroker.script.recorder import Recorder
 
 # A "worker" that sends one ApiVersions (v0, its client id the worker id) after argv[3]

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from conformance.catalogue import default_catalogue
-from conformance.suites.worker.framework import WorkerSession
-from conformance.target import TargetError, load_target
+from conformance.catalogue.requirements import default_catalogue
+from conformance.harness.worker import WorkerSession
+from conformance.harness.target import TargetError, load_target
 from fakebroker.script.recorder import Recorder
 
 # A "worker" that takes 1.5 s to exit after SIGTERM, as a JVM's shutdown takes a while.

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from conformance.cli import main
-from conformance.results_file import read
+from conformance.reports.results_file import read
 from tests.support.certification import ROOT, run_certification
 
 # Every test here reads the same runs: one xdist process (the Spark one) makes them once.

@@ -19,7 +19,7 @@ import pytest
 from fakebroker.coordinator.reconcile import ConnectUnit, EngineConfig, GroupEngine, Heartbeat
 from fakebroker.coordinator.reconcile.connect import connect_policy
 from fakebroker.coordinator.reconcile.member import ClientAssignor
-from tests.support.reconcile_sim import Driver, SimMember, round_robin_installer
+from fakebroker.testing.reconcile_sim import Driver, SimMember, round_robin_installer
 from fakebroker.coordinator.reconcile.wire_records import decode_record, record_type_of
 from fakebroker.realkafka import RealKafka
 from fakebroker.realkafka.group_log import (DEFAULT_TOPIC, KafkaGroupLog, encode_batch,

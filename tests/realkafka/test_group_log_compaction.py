@@ -43,7 +43,7 @@ import pytest
 
 from fakebroker.coordinator.reconcile import ConnectUnit, EngineConfig, GroupEngine, Heartbeat
 from fakebroker.coordinator.reconcile.connect import connect_policy
-from tests.support.reconcile_sim import Driver, SimMember, round_robin_installer
+from fakebroker.testing.reconcile_sim import Driver, SimMember, round_robin_installer
 from fakebroker.coordinator.reconcile.wire_records import (decode_record, encode_record,
                                                            record_type_of)
 from fakebroker.realkafka import RealKafka

@@ -16,7 +16,7 @@ from fakebroker.coordinator.reconcile.records import (CompactedRecordStore, Curr
                                                       TargetAssignmentMetadataRecord,
                                                       UnitSetMetadataRecord)
 from fakebroker.coordinator.reconcile.units import EMPTY, frozen
-from tests.support.reconcile_sim import Driver, SimMember
+from fakebroker.testing.reconcile_sim import Driver, SimMember
 from fakebroker.protocol.error_codes import ErrorCode
 
 from .helpers import consumer_engine, tp

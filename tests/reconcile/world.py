@@ -13,7 +13,7 @@ from fakebroker.coordinator.reconcile import (ConnectUnit, EngineConfig, GroupEn
                                               HeartbeatResult, MemberState, MemberTarget,
                                               TopicPartition, compact, topic_catalog)
 from fakebroker.coordinator.reconcile.connect import connect_policy
-from tests.support.reconcile_sim import RESTART_ERRORS, round_robin_installer
+from fakebroker.testing.reconcile_sim import RESTART_ERRORS, round_robin_installer
 from fakebroker.coordinator.reconcile.target import ServerAssigned
 
 from .helpers import assignors

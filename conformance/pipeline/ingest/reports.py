@@ -1,7 +1,7 @@
 """Report folders (``results.json`` beside ``certificate.json``) into runs and outcomes:
 one outcome row per (run, target, implementation version, requirement, level, outcome,
 duration). Each results.json is one small document per run: it is read and checked on the
-driver through the schema the writer uses (``conformance.results_file``), so every format
+driver through the schema the writer uses (``conformance.reports.results_file``), so every format
 version reads alike and a bad one is named with its field before Spark plans anything."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import os
 
 from pyspark.sql import DataFrame, SparkSession
 
-from ...results_file import ResultsError, read
+from ...reports.results_file import ResultsError, read
 from ..tables import OUTCOME, REJECT, RUN
 
 

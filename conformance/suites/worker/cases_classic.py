@@ -18,7 +18,7 @@ from ...harness.cases import case
 from fakebroker.connect.embedded import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, assignment_bytes,
                                       connect_protocols, units_of)
 from ...harness.outcomes import Broken, NotApplicable, Violation
-from .framework import Seen, WorkerContext, WorkerProcess
+from ...harness.worker import Seen, WorkerContext, WorkerProcess, expected_work
 
 EXPECTED_PROTOCOLS = {"eager": ["default"], "compatible": ["compatible", "default"],
                       "sessioned": ["sessioned", "compatible", "default"]}
@@ -1025,10 +1025,7 @@ async def new_leader_keeps_running_delay(ctx: WorkerContext) -> None:
 
 
 def _all_units(ctx: WorkerContext) -> list[tuple[str, int]]:
-    """The units the bundled worker's command configures (``--connectors``), if visible."""
-    from ...workers.kafka_python_worker import all_units
-    cmd = ctx.target.command or ""
-    if "--connectors" not in cmd:
-        return []
-    spec = cmd.split("--connectors", 1)[1].split()[0]
-    return all_units(spec)
+    """The units the worker's command configures (``--connectors``), if visible: each
+    connector instance (task -1) and its tasks."""
+    work = expected_work(ctx.target.command or "")
+    return sorted((name, task) for name, tasks in work.items() for task in range(-1, tasks))

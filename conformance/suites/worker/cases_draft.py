@@ -15,7 +15,7 @@ from ...harness.cases import case
 from ...harness.connect848 import DraftWorker, Work, registry_for, work_of
 from fakebroker.connect.embedded import ASSIGNMENT, METADATA
 from ...harness.outcomes import Broken, NotApplicable, Violation
-from .framework import Seen, WorkerContext, WorkerProcess
+from ...harness.worker import Seen, WorkerContext, WorkerProcess
 
 W = "worker"
 HB, PREP, INST = "ConnectGroupHeartbeat", "ConnectGroupPrepareAssignment", "ConnectGroupInstallAssignment"

@@ -9,7 +9,7 @@ import time
 from ...harness.cases import case
 from fakebroker.connect.embedded import METADATA, PROTOCOL_VERSIONS, units_of
 from ...harness.outcomes import Broken, NotApplicable, Violation
-from .framework import WorkerContext, WorkerProcess
+from ...harness.worker import WorkerContext, WorkerProcess
 from ...invariants.balanced import spreads
 from .peers import (Lead, Peer, Round, decode_assignment, lead_alone, play_round, second_owners, settle, unit_names,
                     until_settled)

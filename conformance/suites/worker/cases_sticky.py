@@ -20,7 +20,7 @@ from fakebroker.protocol import DecodeError, default_registry
 
 from ...harness.cases import case
 from ...harness.outcomes import Broken, Violation
-from .framework import Seen, WorkerContext, WorkerProcess
+from ...harness.worker import Seen, WorkerContext, WorkerProcess
 
 W = "worker"
 REG = default_registry()

@@ -19,7 +19,7 @@ from fakebroker.connect.embedded import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS
 from fakebroker.testing.client import Pending
 from fakebroker.testing.member import ScriptedMember
 from ...harness.outcomes import Broken, Violation
-from .framework import Seen, WorkerContext, WorkerProcess
+from ...harness.worker import Seen, WorkerContext, WorkerProcess
 
 PEER_SESSION_MS = 30_000  # scripted peers outlive any scenario without heartbeating
 

@@ -9,13 +9,36 @@ catalogue requirement a rule enforces, per API, is ``coordinator.requirements.EN
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from ...protocol.error_codes import ErrorCode
 from ..config import CoordinatorConfig
 from ..errors import RuleViolation
-from .group import ClassicGroup
+from .member import ClassicMember
 from .state import ClassicGroupState
 
 S = ClassicGroupState
+
+
+class GroupView(Protocol):
+    """What the rules read of a classic group (``classic.group.ClassicGroup``, which calls
+    ``require_offset_commit_allowed``: the rules name only this much of it)."""
+
+    state: ClassicGroupState
+    generation_id: int
+    protocol_type: str | None
+    protocol_name: str | None
+    members: dict[str, ClassicMember]
+
+    def supports_protocols(self, protocol_type: str, protocol_names: frozenset[str]) -> bool: ...
+
+    def validate_member(self, member_id: str, group_instance_id: str | None) -> None: ...
+
+    def has_member(self, member_id: str) -> bool: ...
+
+    def member(self, member_id: str) -> ClassicMember: ...
+
+    def num_awaiting_join(self) -> int: ...
 
 
 def require_group_id_not_empty(group_id: str | None) -> None:
@@ -40,13 +63,13 @@ def require_sync_protocol_fields_present(api_version: int, protocol_type: str | 
         raise RuleViolation(ErrorCode.INCONSISTENT_GROUP_PROTOCOL, "sync-protocol-fields-present")
 
 
-def require_group_not_dead(group: ClassicGroup) -> None:
+def require_group_not_dead(group: GroupView) -> None:
     """A Dead group is being unloaded: the member must find the coordinator again."""
     if group.state is S.DEAD:
         raise RuleViolation(ErrorCode.COORDINATOR_NOT_AVAILABLE, "group-not-dead")
 
 
-def require_protocols_supported(group: ClassicGroup, protocol_type: str,
+def require_protocols_supported(group: GroupView, protocol_type: str,
                                 protocol_names: frozenset[str]) -> None:
     """JoinGroup: same protocol type as the group, and one protocol every member supports
     (an Empty group only needs a non-empty type and at least one protocol)."""
@@ -55,21 +78,21 @@ def require_protocols_supported(group: ClassicGroup, protocol_type: str,
                             f"type {protocol_type!r}, protocols {sorted(protocol_names)}")
 
 
-def require_member_identity(group: ClassicGroup, member_id: str,
+def require_member_identity(group: GroupView, member_id: str,
                             group_instance_id: str | None) -> None:
     """The member id is known, and a static member's instance id maps to it
     (UNKNOWN_MEMBER_ID / FENCED_INSTANCE_ID)."""
     group.validate_member(member_id, group_instance_id)
 
 
-def require_generation_matches(group: ClassicGroup, generation_id: int) -> None:
+def require_generation_matches(group: GroupView, generation_id: int) -> None:
     """SyncGroup, Heartbeat: the request's generation is the group's."""
     if generation_id != group.generation_id:
         raise RuleViolation(ErrorCode.ILLEGAL_GENERATION, "generation-matches",
                             f"request has {generation_id}, group has {group.generation_id}")
 
 
-def require_protocol_consistent(group: ClassicGroup, protocol_type: str | None,
+def require_protocol_consistent(group: GroupView, protocol_type: str | None,
                                 protocol_name: str | None) -> None:
     """SyncGroup v5+: a given ProtocolType / ProtocolName must equal the group's."""
     if _inconsistent(protocol_type, group.protocol_type) or \
@@ -83,13 +106,13 @@ def _inconsistent(requested: str | None, actual: str | None) -> bool:
     return requested is not None and actual is not None and requested != actual
 
 
-def require_not_rebalancing(group: ClassicGroup) -> None:
+def require_not_rebalancing(group: GroupView) -> None:
     """SyncGroup: during PreparingRebalance the member must rejoin."""
     if group.state is S.PREPARING_REBALANCE:
         raise RuleViolation(ErrorCode.REBALANCE_IN_PROGRESS, "not-preparing-rebalance")
 
 
-def group_accepts_joining_member(group: ClassicGroup, member_id: str, max_size: int) -> bool:
+def group_accepts_joining_member(group: GroupView, member_id: str, max_size: int) -> bool:
     """group.max.size: new members are refused once the group is full. While preparing a
     rebalance the count is of members already rejoined, so the last to rejoin are refused."""
     if group.state in (S.EMPTY, S.DEAD):
@@ -101,7 +124,7 @@ def group_accepts_joining_member(group: ClassicGroup, member_id: str, max_size: 
     return group.has_member(member_id) or len(group.members) < max_size
 
 
-def require_offset_commit_allowed(group: ClassicGroup, member_id: str,
+def require_offset_commit_allowed(group: GroupView, member_id: str,
                                   group_instance_id: str | None, generation_id: int) -> None:
     """OffsetCommit to a classic group (Kafka's ClassicGroup.validateOffsetCommit):
     - Dead: COORDINATOR_NOT_AVAILABLE;

@@ -21,7 +21,7 @@ from fakebroker.script.golden_broker import TOPIC_ID_PREFIX, TOPICS, golden_brok
 from fakebroker.script.recorder import COORDINATOR_SETTINGS, Recorder, fixed_wall
 from fakebroker.script.transcript import Transcript, new_header
 
-from ....catalogue import default_catalogue
+from ....catalogue.requirements import default_catalogue
 from . import (classic_groups_offsets, classic_join_sync, classic_liveness,  # noqa: F401
                classic_rebalances, draft)  # (each registers its scenarios)
 from .annotate import annotate
@@ -30,7 +30,7 @@ from .session import ScenarioFailed, Session, golden_suffixes
 
 EPOCH_S = 1_700_000_000.0
 BASE_SETTINGS: dict[str, Any] = {"initial_rebalance_delay_ms": 0}
-from ....golden import RULES_FILE
+from ....harness.golden import RULES_FILE
 
 
 def default_dir() -> Path:

@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from ....catalogue import Requirement, default_catalogue
+from ....catalogue.requirements import Requirement, default_catalogue
 
 Scenario = Callable[[Any], Awaitable[None]]
 

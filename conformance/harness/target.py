@@ -105,7 +105,7 @@ class Target:
     description: str = ""
     implementation_name: str = ""
     implementation_version: str = "unknown"
-    artefacts: tuple[str, ...] = ()  # glob patterns of the tested files (conformance.provenance)
+    artefacts: tuple[str, ...] = ()  # glob patterns of the tested files (conformance.reports.provenance)
     connect_protocol: str = "sessioned"
     mutant: str | None = None
     api_keys: dict[str, int] = field(default_factory=lambda: dict(DEFAULT_API_KEYS))

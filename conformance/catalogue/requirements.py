@@ -90,7 +90,7 @@ class Requirement:
     needs: tuple[str, ...] = ()
     untestable: str | None = None
     errata: tuple[int, ...] = ()
-    transcripts: tuple[str, ...] = ()  # golden transcripts replayed as cases (conformance.golden)
+    transcripts: tuple[str, ...] = ()  # golden transcripts replayed as cases (conformance.harness.golden)
     # The API versions the statement applies to: (api, lowest, highest or None: open).
     versions: tuple[tuple[str, int, int | None], ...] = ()
 

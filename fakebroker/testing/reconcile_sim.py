@@ -1,7 +1,8 @@
 """Scripted members for the engine, on the virtual clock: an honest client model (it
 applies each response at once: revokes what left its set, takes what joined it, and
 acknowledges in its next heartbeat), a trivial installer for connect groups, and a loop
-that heartbeats a group until it is stable. Used by the tests and by bench/reconcile.py.
+that heartbeats a group until it is stable. Used by the engine's tests and by
+bench/reconcile.py.
 """
 
 from __future__ import annotations

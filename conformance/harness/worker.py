@@ -1,5 +1,6 @@
-"""The worker suite's machinery: the fake broker as coordinator (recording every exchange),
-the worker under test started from the target's command template, and scripted peers.
+"""The worker harness: the worker suite's context (``WorkerContext``, a sibling of the
+coordinator suite's), the fake broker as coordinator (recording every exchange), the worker
+under test started from the target's command template, and scripted peers.
 
     async def case(ctx: WorkerContext) -> None:
         w = await ctx.start_worker()
@@ -43,17 +44,17 @@ from fakebroker.server.clock import RealClock
 from fakebroker.server.config import BrokerConfig
 from fakebroker.server.thread import BrokerThread
 
-from ...catalogue import Requirement
-from ...command import base_dir, child_env
-from ...harness.clock import RealCaseClock
+from ..catalogue.requirements import Requirement
+from .command import base_dir, child_env
+from .clock import RealCaseClock
 from fakebroker.connect.embedded import connect_protocols
-from ...harness.context import CoordinatorContext
-from ...harness.outcomes import Broken, NotApplicable, Violation
-from ...invariants.report import findings
-from ...pipeline.decode import exchange_fields
-from ...harness.shared_kafka import TOPIC_PREFIX, prefix_of, real_kafka_for
-from ...target import Target
-from .host import WorkerHostProcess, start_worker_host
+from .context import CaseContext
+from .outcomes import Broken, NotApplicable, Violation
+from ..invariants.report import findings
+from ..pipeline.decode import exchange_fields
+from .shared_kafka import TOPIC_PREFIX, prefix_of, real_kafka_for
+from .target import Target
+from .worker_host import WorkerHostProcess, start_worker_host
 
 
 @dataclass
@@ -482,7 +483,7 @@ class WorkerSession:
                              self.topic_prefix, self.stop_later, self.worker_host)
 
 
-class WorkerContext(CoordinatorContext):
+class WorkerContext(CaseContext):
     def __init__(self, target: Target, requirement: Requirement, bootstrap: str, clock: RealCaseClock,
                  recording: Recorder, broker: BrokerThread, topic_prefix: str = TOPIC_PREFIX,
                  stop_later: Callable[[WorkerProcess], None] | None = None, worker_host: str = "") -> None:
@@ -519,7 +520,7 @@ class WorkerContext(CoordinatorContext):
 
     @property
     def connect_protocol(self) -> str:
-        """The Connect sub-protocol under test: a per-protocol run's (conformance.scope)."""
+        """The Connect sub-protocol under test: a per-protocol run's (conformance.harness.scope)."""
         return self.target.connect_protocol
 
     async def start_worker(self, worker_id: str | None = None, *, connect_protocol: str | None = None,

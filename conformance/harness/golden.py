@@ -27,8 +27,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .catalogue import Requirement
-from .harness.outcomes import Broken, NotApplicable, Violation
+from ..catalogue.requirements import Requirement
+from .outcomes import Broken, NotApplicable, Violation
 from .target import Target
 
 # What ensure_topics sends: CreateTopics (fakebroker.realkafka.group_log.create_topic) and
@@ -63,7 +63,7 @@ def golden_dir() -> Path | None:
     if not replay_available():
         return None
     env = os.environ.get("CONFORMANCE_GOLDEN_DIR")
-    here = Path(__file__).resolve().parent
+    here = Path(__file__).resolve().parents[1]  # the conformance package
     candidates = [Path(env)] if env else [here.parent / "fixtures" / "golden", here / "_golden"]
     return next((d for d in candidates if (d / RULES_FILE).is_file()), None)
 
@@ -289,7 +289,7 @@ async def _replay_builtin(t: Any, head: dict[str, Any], target: Target, reg: Any
     from fakebroker.script.replay import VirtualPacer, replay, run_token
     broker = golden_broker(head.get("coordinator", {}), reg)
     if target.mutant is not None:
-        from .mutants import apply_mutant
+        from ..mutants import apply_mutant
         apply_mutant(broker, target.mutant)
     await broker.start()
     try:

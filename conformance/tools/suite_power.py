@@ -10,11 +10,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .catalogue import Requirement, default_catalogue
-from .harness.outcomes import CaseResult, Outcome
-from .harness.runner import Session, run_case
-from .harness.sessions import CoordinatorSession
-from .target import Target, load_target
+from ..catalogue.requirements import Requirement, default_catalogue
+from ..harness.outcomes import CaseResult, Outcome
+from .. import suites
+from ..harness.cases import load_cases
+from ..harness.runner import Session, run_case
+from ..harness.sessions import CoordinatorSession
+from ..harness.target import Target, load_target
 
 
 def run_suite(target: Target, *, ids: Iterable[str] | None = None,
@@ -30,6 +32,7 @@ def run_suite(target: Target, *, ids: Iterable[str] | None = None,
 
 def run_cases(reqs: list[Requirement], session: Session, *, stop_at_must_fail: bool = False) -> list[CaseResult]:
     """The cases of ``reqs`` in order on a started session (stopping at the first MUST failure)."""
+    load_cases(suites)
     out: list[CaseResult] = []
     for req in reqs:
         r = run_case(req, session)
@@ -54,7 +57,7 @@ class MutantVerdict:
 
 
 def judge_mutant(path: Path, *, first_only: bool = False) -> MutantVerdict:
-    from .mutants import describe_mutants  # the in-process and the group-log mutants
+    from ..mutants import describe_mutants  # the in-process and the group-log mutants
     target = load_target(path)
     assert target.mutant is not None, f"{path} names no mutant"
     results = run_suite(target, stop_at_must_fail=first_only)

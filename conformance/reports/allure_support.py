@@ -23,9 +23,10 @@ from typing import Any
 
 from fakebroker.script.transcript import Event, Transcript
 
-from .catalogue import Requirement
-from .harness.outcomes import CaseResult
-from .target import Target
+from ..catalogue.requirements import Requirement
+from .certificate import GOLDEN_IN_REPORT, build_certificate, render_markdown
+from ..harness.outcomes import CaseResult
+from ..harness.target import Target
 
 PROTOCOL_TITLES = {
     "classic": "Classic group protocol (JoinGroup/SyncGroup)",
@@ -37,7 +38,6 @@ PROTOCOL_TITLES = {
 }
 
 
-GOLDEN_IN_REPORT = "golden"  # beside the report's index.html: the golden transcripts (see certificate.render_allure)
 
 
 class _Bare:
@@ -102,7 +102,7 @@ def label_case(req: Requirement, target: Target, result: CaseResult) -> None:
         allure.dynamic.parameter(name, _Bare(text))
     allure.dynamic.description(view["description"])
     if req.transcripts and result.outcome.value in ("FAIL", "BROKEN", "NON-STRICT"):
-        from .golden import transcript_paths
+        from ..harness.golden import transcript_paths
         for path in transcript_paths(req):
             allure.attach.file(str(path), path.name, extension="jsonl")
 
@@ -129,7 +129,7 @@ def write_invariant_results(alluredir: Path, results: list[CaseResult], target: 
     them, the session's end judges them over every case, so each is written as an Allure
     result here, labelled as a case is, its cases (and the exchange that broke the rule) in
     its description, what was expected and seen attached when it fails."""
-    from .catalogue import default_catalogue
+    from ..catalogue.requirements import default_catalogue
     alluredir.mkdir(parents=True, exist_ok=True)
     now = int(time.time() * 1000)
     for result in results:
@@ -284,7 +284,6 @@ def _write_certificate_result(alluredir: Path, cert: dict[str, Any], doc: dict[s
     """The verdict as a test result of its own (top of the Suites tree, status passed /
     failed / unknown for PARTIAL), the certificate attached: Allure's overview counts
     NOT-APPLICABLE as skipped and would otherwise show a pass rate and no verdict."""
-    from .certificate import render_markdown
     att = f"{uuid.uuid4()}-attachment.md"
     (alluredir / att).write_text(render_markdown(cert), encoding="utf-8")
     prov = doc.get("provenance") or {}
@@ -293,7 +292,7 @@ def _write_certificate_result(alluredir: Path, cert: dict[str, Any], doc: dict[s
     line = verdict_line(cert)
     result = {
         "uuid": str(uuid.uuid4()), "historyId": f"certificate:{doc['target']['name']}",
-        "testCaseId": f"certificate:{doc['target']['name']}", "fullName": "conformance.certificate",
+        "testCaseId": f"certificate:{doc['target']['name']}", "fullName": "conformance.reports.certificate",
         "name": f"Verdict: {line}", "status": CERTIFICATE_RESULT[cert["verdict"]],
         "statusDetails": {"message": line + "".join(f"\nFAIL {i}" for i in cert["failed"])
                           + "".join(f"\nBROKEN {i}" for i in cert["broken"])},
@@ -330,7 +329,6 @@ def mark_non_strict(alluredir: Path) -> int:
 
 
 def write_allure_extras(alluredir: Path, doc: dict[str, Any]) -> None:
-    from .certificate import build_certificate
     alluredir.mkdir(parents=True, exist_ok=True)
     mark_non_strict(alluredir)
     cert = build_certificate(doc)

@@ -22,10 +22,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .command import Launched, base_dir, launched
-from .target import Target
+from ..harness.command import Launched, base_dir, launched
+from ..harness.target import Target
 
-PACKAGE_ROOT = Path(__file__).resolve().parent.parent
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
 
 
 def utc_iso(epoch_s: float) -> str:
@@ -183,14 +183,14 @@ def git_commit() -> str | None:
 def catalogue_info() -> dict[str, Any]:
     from fakebroker.protocol import default_schema_dir
 
-    from .catalogue import CATALOGUE_FILE, default_catalogue
+    from ..catalogue.requirements import CATALOGUE_FILE, default_catalogue
     path = default_schema_dir() / CATALOGUE_FILE
     return {"file": CATALOGUE_FILE, "sha256": sha256_file(path), "requirements": len(default_catalogue())}
 
 
 def spec_documents() -> list[dict[str, Any]]:
     """Every public document the catalogue cites: id, title and where to read it."""
-    from .catalogue import default_catalogue
+    from ..catalogue.requirements import default_catalogue
     return [{"id": d.id, "title": d.title, "url": d.url, "kind": d.kind} for d in default_catalogue().cited()]
 
 

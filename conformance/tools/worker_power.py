@@ -17,14 +17,14 @@ import importlib
 import shlex
 from pathlib import Path
 
-from .catalogue import default_catalogue
-from .harness.outcomes import CaseResult, Outcome
-from .invariants.report import is_invariant
-from .invariants.report import results as invariant_results
+from ..catalogue.requirements import default_catalogue
+from ..harness.outcomes import CaseResult, Outcome
+from ..invariants.report import is_invariant
+from ..harness.invariant_results import results as invariant_results
 from .suite_power import MutantVerdict, run_cases
-from .suites.worker.framework import WorkerSession
-from .target import Target, load_target
-from .workers.mutant import WorkerMutant
+from ..harness.worker import WorkerSession
+from ..harness.target import Target, load_target
+from ..workers.mutant import WorkerMutant
 
 
 def declared(target: Target) -> tuple[str, WorkerMutant | None]:

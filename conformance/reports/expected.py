@@ -2,9 +2,9 @@
 here wrote (``fixtures/expected/<target>.yaml``), checked in, so any change in its outcomes
 shows, and the results page made from them (``docs/brokers.md``).
 
-    python -m conformance.expected update fixtures/expected/kfake.yaml --results reports/results.json
-    python -m conformance.expected check fixtures/expected/kfake.yaml --results reports/results.json
-    python -m conformance.expected docs [--out docs/brokers.md]
+    python -m conformance.reports.expected update fixtures/expected/kfake.yaml --results reports/results.json
+    python -m conformance.reports.expected check fixtures/expected/kfake.yaml --results reports/results.json
+    python -m conformance.reports.expected docs [--out docs/brokers.md]
 
 ``update`` writes the outcomes of a real run (``results.json``) and keeps the evidence
 already written; every FAIL (and NON-STRICT) needs a deviation entry by hand: one line of
@@ -25,9 +25,9 @@ from typing import Any
 
 import yaml
 
-from .catalogue import LEVELS, default_catalogue
+from ..catalogue.requirements import LEVELS, default_catalogue
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 EXPECTED_DIR = ROOT / "fixtures" / "expected"
 DOCS_PAGE = ROOT / "docs" / "brokers.md"
 OUTCOMES = ("PASS", "NON-STRICT", "NOT-APPLICABLE", "FAIL", "BROKEN")
@@ -138,7 +138,7 @@ def render_expected(e: Expected) -> str:
     """The file's text: header, outcomes sorted by id, deviations with their evidence."""
     lines = [f"# Expected outcomes of {e.target} (the coordinator suite), checked by",
              "# tests/conformance/test_calibration_brokers.py: any change fails it. The outcomes are",
-             "# written from a real run by `python -m conformance.expected update`; the evidence of each",
+             "# written from a real run by `python -m conformance.reports.expected update`; the evidence of each",
              "# deviation by hand (upstream: true marks one worth reporting to the broker's authors).",
              f"target: {e.target}", f"implementation: {json.dumps(e.implementation)}",
              f"version: {json.dumps(e.version)}", f"command: {json.dumps(e.command)}",
@@ -185,7 +185,7 @@ def reproduce(target_path: str, expected_path: Path) -> str:
     """The commands that certify the target and compare the run with the file."""
     reports = f"reports/{Path(target_path).stem}"
     return (f"conformance run --target {target_path} -n 2 --reports {reports}\n"
-            f"python -m conformance.expected check {expected_path.relative_to(ROOT) if expected_path.is_absolute() else expected_path} "
+            f"python -m conformance.reports.expected check {expected_path.relative_to(ROOT) if expected_path.is_absolute() else expected_path} "
             f"--results {reports}/results.json")
 
 
@@ -195,7 +195,7 @@ def render_docs(files: list[Expected]) -> str:
     out = ["# Results per broker", "",
            "The coordinator suite run on Kafka-compatible brokers nobody here wrote, as h2spec and",
            "Autobahn publish theirs for many servers. Generated from the checked-in expected outcomes",
-           "(`fixtures/expected/*.yaml`) by `python -m conformance.expected docs`; the tests check this",
+           "(`fixtures/expected/*.yaml`) by `python -m conformance.reports.expected docs`; the tests check this",
            "page against them and re-run every broker against its file. Apache Kafka 4.2.0 (the",
            "reference) and the fake broker are CERTIFIED (`fixtures/targets/apache-kafka.md`).",
            "A deviation marked **upstream** is worth reporting to the broker's authors.", ""]
@@ -249,7 +249,7 @@ def bundled() -> list[Expected]:
 
 def main(argv: list[str] | None = None) -> int:
     from fakebroker.exit_codes import EXIT_FAILED, EXIT_OK, EXIT_USAGE
-    p = argparse.ArgumentParser(prog="python -m conformance.expected", description=__doc__.split("\n\n")[0])
+    p = argparse.ArgumentParser(prog="python -m conformance.reports.expected", description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="command", required=True)
     for name in ("update", "check"):
         s = sub.add_parser(name)

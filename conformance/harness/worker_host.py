@@ -17,8 +17,8 @@ from pathlib import Path
 from fakebroker.realconnect.host import HostFailed, wait_listening
 from fakebroker.realkafka.jvm import log_tail, spawn_in_group, stop_group
 
-from ...command import base_dir, child_env
-from ...target import Target
+from .command import base_dir, child_env
+from .target import Target
 
 # Generous: a host whose JVM writes its class archive as it stops takes a while under load.
 HOST_STOP_TIMEOUT_S = 120.0

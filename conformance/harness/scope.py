@@ -3,7 +3,7 @@
 The scope of a target is every requirement binding the target's kind, each once per
 Connect sub-protocol it is run at (the golden transcripts are cases of requirements).
 A run's results are compared with it: whatever has no result is *left out*, with the reason,
-and a run that left anything out is PARTIAL, never CERTIFIED (``conformance.certificate``).
+and a run that left anything out is PARTIAL, never CERTIFIED (``conformance.reports.certificate``).
 
 Per-protocol runs: on a **worker** target, a requirement bound to Connect's sub-protocols
 (``eager`` / ``compatible`` / ``sessioned``) runs once per sub-protocol it names that the
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .catalogue import Requirement, default_catalogue
+from ..catalogue.requirements import Requirement, default_catalogue
 from .target import Target
 
 SUB_PROTOCOLS = ("eager", "compatible", "sessioned")
@@ -62,8 +62,8 @@ def requirements_of(suite: str) -> list[Requirement]:
     reqs = default_catalogue().for_suite(suite)
     if not _goldens_missing(reqs):
         return reqs
-    from .harness.cases import load_cases
-    live = load_cases()
+    from .cases import loaded_cases
+    live = loaded_cases()
     return [r for r in reqs if not r.transcripts or r.id in live]
 
 

@@ -2,7 +2,7 @@
 the verdict.
 
 Verdict (``VERDICTS``): **CERTIFIED** when the run covered the target's whole scope
-(``conformance.scope``: every requirement of its kind, per claimed Connect sub-protocol),
+(``conformance.harness.scope``: every requirement of its kind, per claimed Connect sub-protocol),
 no requirement FAILed (under strict mode a NON-STRICT counts too) and nothing is BROKEN;
 **NOT CERTIFIED** when something FAILed or is BROKEN; **PARTIAL** when nothing failed but
 part of the scope has no result (narrowed with -k / -m, a narrower suite, goldens not
@@ -25,9 +25,11 @@ from typing import Any
 
 from fakebroker.exit_codes import EXIT_BROKEN, EXIT_FAILED, EXIT_OK, EXIT_PARTIAL
 
-from .catalogue import LEVELS, Catalogue, default_catalogue
+from ..catalogue.requirements import LEVELS, Catalogue, default_catalogue
 from .provenance import implementation_text
-from .scope import SUB_PROTOCOLS
+from ..harness.scope import SUB_PROTOCOLS
+
+GOLDEN_IN_REPORT = "golden"  # beside the report's index.html: the golden transcripts (render_allure)
 
 OUTCOMES = ("PASS", "NON-STRICT", "NOT-APPLICABLE", "FAIL", "BROKEN")
 CERTIFIED, NOT_CERTIFIED, PARTIAL = "CERTIFIED", "NOT CERTIFIED", "PARTIAL"
@@ -274,7 +276,7 @@ def allure_binary() -> str | None:
     env = os.environ.get("ALLURE")
     if env:
         return env
-    here = Path(__file__).resolve().parent.parent / ".venv" / "node" / "node_modules" / ".bin" / "allure"
+    here = Path(__file__).resolve().parents[2] / ".venv" / "node" / "node_modules" / ".bin" / "allure"
     if here.exists():
         return str(here)
     return shutil.which("allure")
@@ -386,8 +388,7 @@ def _continue_build_order(results_dir: Path) -> None:
 
 def _copy_documents(out_dir: Path) -> None:
     """The golden transcripts the report links to, relatively (sources are public URLs)."""
-    from .allure_support import GOLDEN_IN_REPORT
-    from .golden import golden_dir
+    from ..harness.golden import golden_dir
     for src, name in ((golden_dir(), GOLDEN_IN_REPORT),):
         if src is not None and src.is_dir():
             shutil.copytree(src, out_dir / name, dirs_exist_ok=True,

@@ -8,7 +8,7 @@ wherever ``conformance`` is started from (as ``[implementation] artefacts`` glob
 ``launched`` names what a command runs: the interpreter or program, and the file that is
 the implementation (the script, the jar, the module run with ``-m``, or a program of its
 own). ``preflight`` refuses, before any case runs, a command whose program or file is not
-there, naming the path; ``conformance.provenance`` digests the same file, never the
+there, naming the path; ``conformance.reports.provenance`` digests the same file, never the
 interpreter or ``java``.
 """
 
@@ -29,7 +29,7 @@ from .target import BROKER_PLACEHOLDERS, PLACEHOLDERS, Target
 INTERPRETER = re.compile(r"^(python[0-9.]*|pypy[0-9.]*|java|node|deno|bun|ruby|perl|bash|sh|dash|zsh)$")
 # Where the harness's own packages live when it runs from a checkout (not installed): a
 # ``{python} -m conformance.workers...`` child must import them from any folder.
-PACKAGE_PARENT = Path(__file__).resolve().parent.parent
+PACKAGE_PARENT = Path(__file__).resolve().parents[2]
 
 
 class CommandError(ValueError):
