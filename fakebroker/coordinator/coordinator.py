@@ -14,20 +14,32 @@ It never touches a socket or a clock. Time only moves forward; every input first
 the timers due by its ``now_ms`` (each at its own deadline), so a request and an expiry
 at the same instant see the expiry first. Timers a request sets for its own instant fire
 before ``handle`` returns.
+
+Extension points, for variants of the coordinator (the suite's mutant coordinators, which
+must change one decision without patching methods); set them before the first request:
+
+- ``apis``: API key -> ``dispatch.Api``, this coordinator's copy of the dispatch table;
+  ``wrap(name, around)`` puts a handler inside another;
+- ``classic_group_class``: the class of the classic groups it creates;
+- ``connect_group_class``: the class of the connect groups it creates or loads (a classic
+  group converted to a connect group is built by ``migration``);
+- ``use_rebalancer(cls)``: the classic groups' ``Rebalancer``, as a subclass;
+- ``config`` and ``connect_store``: the settings and where connect groups write records.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import dataclasses
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..protocol import Registry, Struct, default_registry
-from .apis import HANDLERS, PREPARERS, PROTOCOL_OF_API
 from .apis import heartbeat as heartbeat_api
 from .classic.group import ClassicGroup
 from .classic.rebalance import Rebalancer
 from .config import CoordinatorConfig
 from .context import Reply, RequestContext
+from .dispatch import Api, Handler, dispatch_table
 from .env import Env
 from .events import GroupCreated, GroupDeleted, GroupEvent
 from .group import Group
@@ -59,9 +71,34 @@ class GroupCoordinator:
                                       else topics if topics is not None else FixedTopics({}))
         self.rebalancer = Rebalancer(self.env, self.classic_group)
         self.connect_store = connect_store
+        self.apis: dict[int, Api] = dispatch_table(self.registry)
+        self.classic_group_class: type[ClassicGroup] = ClassicGroup
+        self.connect_group_class: type[ConnectGroup] = ConnectGroup
+        self._heartbeat_key = self.registry.by_api_name("Heartbeat")
         # ``handle``'s checks passed once per (API key, version) under ``config``: the
         # handler and the body class it takes (every request would repeat them).
         self._routes: dict[tuple[int, int], tuple[Any, type[Struct]]] = {}
+
+    def wrap(self, api_name: str, around: Callable[[Handler, RequestContext, Struct, object | None], None]) -> None:
+        """The handler of ``api_name`` becomes ``around(inner, ctx, body, prepared)``, where
+        ``inner`` is the handler it had (an extension point: see the module's docstring)."""
+        key = self.registry.by_api_name(api_name)
+        api = self.apis[key]
+        inner = api.handle
+
+        def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+                   prepared: object | None = None) -> None:
+            around(inner, ctx, body, prepared)
+        self.apis[key] = dataclasses.replace(api, handle=handle)
+        self._routes.clear()
+
+    def use_rebalancer(self, cls: type[Rebalancer]) -> Rebalancer:
+        """Drive classic groups with ``cls`` (a ``Rebalancer`` subclass), before the first
+        request; returns it."""
+        if self.groups:
+            raise RuntimeError("the rebalancer is chosen before any group exists")
+        self.rebalancer = cls(self.env, self.classic_group)
+        return self.rebalancer
 
     @property
     def config(self) -> CoordinatorConfig:
@@ -79,15 +116,14 @@ class GroupCoordinator:
     def api_keys(self) -> list[int]:
         """The APIs this coordinator answers: those of the enabled rebalance protocols."""
         enabled = set(self.config.rebalance_protocols)
-        return sorted(k for k in HANDLERS if PROTOCOL_OF_API.get(k, "classic") in enabled)
+        return sorted(k for k, api in self.apis.items() if api.protocol in enabled)
 
-    @staticmethod
-    def prepare(api_key: int, api_version: int, body: Struct) -> object | None:
+    def prepare(self, api_key: int, api_version: int, body: Struct) -> object | None:
         """The handler's view of a request (None if its API has none), built from the
         request alone: safe on any thread, so a broker builds it off its event loop for
         a big frame and hands it to ``handle``."""
-        preparer = PREPARERS.get(api_key)
-        return preparer(body, api_version) if preparer is not None else None
+        api = self.apis.get(api_key)
+        return api.prepare(body, api_version) if api is not None and api.prepare is not None else None
 
     def handle(self, ctx: RequestContext, body: Struct, now_ms: int,
                prepared: object | None = None) -> list[Reply]:
@@ -98,12 +134,8 @@ class GroupCoordinator:
         route = self._routes.get((ctx.api_key, ctx.api_version))
         if route is None or type(body) is not route[1]:
             route = self._route(ctx, body)
-        handler = route[0]
         self._advance(now_ms)
-        if prepared is None:
-            handler(self, ctx, body)
-        else:
-            handler(self, ctx, body, prepared)
+        route[0](self, ctx, body, prepared)
         self._advance(now_ms)  # a timer the request set for "now" (e.g. a zero delay) fires too
         return self.env.take_replies()
 
@@ -114,7 +146,7 @@ class GroupCoordinator:
         error code and the other replies ready now (a timer's). None, with nothing done,
         until ``handle`` has served a Heartbeat of this version under this config (its
         checks passed), or while a timer is due: then go through ``handle``."""
-        if (heartbeat_api.API_KEY, api_version) not in self._routes:
+        if (self._heartbeat_key, api_version) not in self._routes:
             return None
         if not self.env.timers.idle_until(now_ms):
             return None
@@ -129,17 +161,16 @@ class GroupCoordinator:
 
     def _route(self, ctx: RequestContext, body: Struct) -> tuple[Any, type[Struct]]:
         """``handle``'s checks of a request: its API, body type and version (remembered)."""
-        handler = HANDLERS.get(ctx.api_key)
-        if handler is None or \
-                PROTOCOL_OF_API.get(ctx.api_key, "classic") not in self.config.rebalance_protocols:
+        api = self.apis.get(ctx.api_key)
+        if api is None or api.protocol not in self.config.rebalance_protocols:
             raise ValueError(f"API key {ctx.api_key} is not a group coordinator API"
-                             + ("" if handler is None else " of an enabled protocol"))
+                             + ("" if api is None else " of an enabled protocol"))
         mt = self.registry.request(ctx.api_key)
         if type(body) is not mt.cls:
             raise TypeError(f"expected a {mt.name}, got {type(body).__name__}")
         if not mt.supports(ctx.api_version):
             raise ValueError(f"{mt.name} has no version {ctx.api_version}")
-        route = self._routes[(ctx.api_key, ctx.api_version)] = (handler, mt.cls)
+        route = self._routes[(ctx.api_key, ctx.api_version)] = (api.handle, mt.cls)
         return route
 
     def tick(self, now_ms: int) -> list[Reply]:
@@ -173,7 +204,7 @@ class GroupCoordinator:
     def create_classic_group(self, group_id: str) -> ClassicGroup:
         if group_id in self.groups:
             raise ValueError(f"group {group_id!r} already exists")
-        group = ClassicGroup(group_id, self.env)
+        group = self.classic_group_class(group_id, self.env)
         self.groups[group_id] = group
         self.env.emit(GroupCreated(group_id, self.env.now_ms, group.type))
         return group
@@ -193,7 +224,7 @@ class GroupCoordinator:
 
     def new_connect_group(self, group_id: str) -> ConnectGroup:
         """A connect group not yet in ``groups`` (see ``new_consumer_group``)."""
-        return ConnectGroup(group_id, self.env, store=self.connect_store)
+        return self.connect_group_class(group_id, self.env, store=self.connect_store)
 
     def restore_connect_groups(self, records: Iterable[Record], now_ms: int) -> list[str]:
         """Load every connect group ``records`` (a log of engine records, in order, or its
@@ -209,7 +240,7 @@ class GroupCoordinator:
             raise ValueError(f"groups already loaded: {', '.join(taken)}")
         self._advance(now_ms)
         for gid, recs in by_group.items():
-            self.adopt(ConnectGroup(gid, self.env, recs, store=self.connect_store))
+            self.adopt(self.connect_group_class(gid, self.env, recs, store=self.connect_store))
         return list(by_group)
 
     def adopt(self, group: ModernGroup, *, converting: bool = False) -> None:  # type: ignore[type-arg]
