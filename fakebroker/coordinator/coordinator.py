@@ -74,7 +74,7 @@ class GroupCoordinator:
         self.apis: dict[int, Api] = dispatch_table(self.registry)
         self.classic_group_class: type[ClassicGroup] = ClassicGroup
         self.connect_group_class: type[ConnectGroup] = ConnectGroup
-        self._heartbeat_key = self.registry.by_api_name("Heartbeat")
+        self._heartbeat_key = next((k for k, a in self.apis.items() if a.name == "Heartbeat"), None)
         # ``handle``'s checks passed once per (API key, version) under ``config``: the
         # handler and the body class it takes (every request would repeat them).
         self._routes: dict[tuple[int, int], tuple[Any, type[Struct]]] = {}

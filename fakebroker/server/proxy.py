@@ -43,14 +43,18 @@ import asyncio
 import logging
 import struct
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ..client import KafkaConnection
 from ..protocol import DecodeError, Registry, Struct
 from ..protocol.framing import decode_response, encode_request, peek_request_key
 
+from ..coordinator import GroupCoordinator
+from .apis.context import BrokerContext
+from .config import BrokerConfig
+from .connection import Connection
+
 if TYPE_CHECKING:
-    from .broker import Connection, FakeBroker
     from ..protocol.framing import Request
 
 log = logging.getLogger("fakebroker.proxy")
@@ -163,11 +167,20 @@ class UpstreamLink:
             self._writer.close()
 
 
+class Served(Protocol):
+    """What the proxy reads of the broker it forwards for (a ``FakeBroker``)."""
+
+    registry: Registry
+    coordinator: GroupCoordinator
+    config: BrokerConfig
+    ctx: BrokerContext | None
+
+
 @dataclass
 class Proxy:
     """The forwarding half of a FakeBroker started with ``upstream=HOST:PORT``."""
 
-    broker: FakeBroker
+    broker: Served
     upstream: str
     connect_timeout_s: float = 10.0
 

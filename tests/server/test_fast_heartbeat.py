@@ -23,7 +23,8 @@ from fakebroker.intercept.hooks import Continue
 from fakebroker.protocol import default_registry
 from fakebroker.protocol.framing import decode_response, encode_request
 from fakebroker.protocol.heartbeat_frame import heartbeat_answer, read_heartbeat
-from fakebroker.server.broker import FakeBroker, _Link
+from fakebroker.server.broker import FakeBroker
+from fakebroker.server.connection import Link
 from fakebroker.server.clock import VirtualClock
 from fakebroker.server.config import BrokerConfig
 
@@ -67,11 +68,11 @@ class World:
                 initial_rebalance_delay_ms=0, min_session_timeout_ms=0,
                 member_id_suffix=lambda: f"{next(ids):04d}"),
             clock=self.clock, fast_heartbeats=fast)
-        self.links: list[tuple[_Link, _Transport]] = []
+        self.links: list[tuple[Link, _Transport]] = []
         self.fast_taken = 0
 
     def connect(self) -> int:
-        link, t = _Link(self.broker), _Transport()
+        link, t = Link(self.broker), _Transport()
         link.connection_made(t)  # type: ignore[arg-type]
         self.links.append((link, t))
         return len(self.links) - 1
