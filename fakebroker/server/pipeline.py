@@ -63,32 +63,29 @@ class Pipeline:
                 conn.close_after_reply = verdict.close
                 return self._encode(conn, req, verdict.answer, [])
         notes: list[str] = []
-        if not len(self.hooks):  # the common case: no Call to build, no action to carry out
-            if self.recorders:
-                self._record_request(conn, frame, req, None, notes)
-            body = await self.route(conn, req, prepared)
-            if body is None or body is NO_REPLY:
-                return None if body is None else b""  # (None: the route closed the connection)
-            if not len(self.hooks):
-                return self._encode(conn, req, body, notes)
-            call = self._call(conn, req)  # a hook came while the request waited
-        else:
-            call = self._call(conn, req)
+        call = self._call(conn, req) if len(self.hooks) else None  # (most: no hook, no Call)
+        outcome, body = "continue", None
+        if call is not None:
             received = req.body.to_json() if self.recorders else None  # before a hook edits it
             action = self._decide(call, notes)
             self._record_request(conn, frame, req, received, notes)
             outcome, body = await self._perform(call, action, conn)
-            if outcome == "continue":
-                req.body = call.request
-                routed = await self.route(conn, req, None)  # (a hook may have edited it)
-                if routed is None:
-                    return None  # the route closed the connection and said why
-                if routed is NO_REPLY:
-                    return b""
-                body = routed
-            elif outcome != "respond":
-                return self._no_reply(conn, outcome, notes)
+        else:
+            self._record_request(conn, frame, req, None, notes)
+        if outcome == "continue":
+            if call is not None:
+                req.body, prepared = call.request, None  # a hook may have edited it
+            routed = await self.route(conn, req, prepared)
+            if routed is None or routed is NO_REPLY:
+                return None if routed is None else b""  # (None: the route closed the connection)
+            body = routed
+        elif outcome != "respond":
+            return self._no_reply(conn, outcome, notes)
         assert body is not None
+        if not len(self.hooks):
+            return self._encode(conn, req, body, notes)
+        if call is None:
+            call = self._call(conn, req)  # a hook came while the request waited
         call.side, call.response, call.now_ms = "response", body, self.clock.now_ms()
         action = self._decide(call, notes)
         if action is not None:

@@ -43,34 +43,40 @@ class Serving:
             conn.buffered -= len(frame)
             if conn.reading_paused:
                 self._split(conn)  # (a refused size queues the end: served in turn)
-            if (frame.startswith(_HEARTBEAT_KEY) and len(frame) < OFFLOAD_DECODE_BYTES
-                    and self._fast_heartbeats and conn.sasl is None
-                    and not self.recorders and not len(self.hooks) and self.proxy is None
-                    and self.authorizer is None and self._writes is None):
-                try:
-                    out = self._heartbeat(conn, frame)
-                except Exception:  # noqa: BLE001 - a bug must cost one connection, never the server
-                    self._busy += 1
-                    self._answered(conn, error=True)
-                    continue
-                if out is not None:
-                    conn.in_flight -= 1
-                    conn.transport.write(out)
-                    continue
-            self._busy += 1
-            coro = self._exchange(conn, frame)
-            if len(self.hooks) or self.proxy is not None:
-                # Hooks' and the proxy's code runs in a task, as any asyncio code expects.
-                self._wait_for(conn, asyncio.ensure_future(coro))
-                return
+            self._serve(conn, frame)
+
+    def _serve(self, conn: Connection, frame: bytes) -> None:
+        """Serve one request, the one way: its exchange (``_exchange``: decode, hooks, route,
+        encode) runs at once, outside any task, until it answers or waits (then ``Parked``
+        goes on with it); while hooks or the proxy run, in a task, as asyncio code expects.
+        One optimisation inside: a plain Heartbeat that nothing else has to see is answered
+        from its bytes by the same rules (``_heartbeat``), with the bytes and state changes
+        the exchange would give (tests/server/test_fast_heartbeat.py checks both ways)."""
+        self._busy += 1
+        if (frame.startswith(_HEARTBEAT_KEY) and len(frame) < OFFLOAD_DECODE_BYTES
+                and self._fast_heartbeats and conn.sasl is None
+                and not self.recorders and not len(self.hooks) and self.proxy is None
+                and self.authorizer is None and self._writes is None):
             try:
-                awaited = coro.send(None)
-            except StopIteration as done:
-                self._answered(conn, done.value)
+                out = self._heartbeat(conn, frame)
             except Exception:  # noqa: BLE001 - a bug must cost one connection, never the server
                 self._answered(conn, error=True)
-            else:
-                Parked(self, conn, coro).wait(awaited)
+                return
+            if out is not None:
+                self._answered(conn, out)
+                return
+        coro = self._exchange(conn, frame)
+        if len(self.hooks) or self.proxy is not None:
+            self._wait_for(conn, asyncio.ensure_future(coro))
+            return
+        try:
+            awaited = coro.send(None)
+        except StopIteration as done:
+            self._answered(conn, done.value)
+        except Exception:  # noqa: BLE001 - a bug must cost one connection, never the server
+            self._answered(conn, error=True)
+        else:
+            Parked(self, conn, coro).wait(awaited)
 
     def _heartbeat(self, conn: Connection, frame: bytes) -> bytes | None:
         """The fast path of a plain Heartbeat (``protocol.heartbeat_frame``), taken only when
