@@ -148,7 +148,7 @@ def _sessions_never_expire(coord: GroupCoordinator) -> None:
 def _follower_sync_not_held(coord: GroupCoordinator) -> None:
     def around(inner: Handler, ctx: RequestContext, body: Any, prepared: object | None) -> None:
         inner(coord, ctx, body, prepared)
-        if any(r.request_id == ctx.request_id for r in coord.env.replies):
+        if coord.env.answer is not None:  # answered at once
             return
         group = coord.classic_group(getattr(body, "group_id", ""))
         member_id = getattr(body, "member_id", "")

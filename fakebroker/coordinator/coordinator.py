@@ -1,10 +1,14 @@
 """The group coordinator: requests and virtual time in, replies and events out.
 
     coord = GroupCoordinator(registry, CoordinatorConfig())
-    replies = coord.handle(ctx, join_request, now_ms=0)  # [] while the join is parked
-    replies = coord.tick(3000)                          # the initial delay ends: join replies
-    coord.next_deadline()                               # when to call tick() next
-    coord.drain_events()                                # MemberJoined, StateChanged, ...
+    result = coord.handle(ctx, join_request, now_ms=0)  # result.reply: None, the join is parked
+    result = coord.tick(3000)       # the initial delay ends: result.replies answers the join
+    result.next_deadline            # when to call tick() next
+    result.events                   # MemberJoined, StateChanged, ...
+
+Every input (``handle``, ``tick``, ``mark_dead``) returns one ``CoordinatorResult``: the
+answer to the request handled (handed back directly, never through an outbox), the answers
+to requests parked earlier, the records written, the events and the next deadline.
 
 Group types share one namespace of group ids (``groups``): classic groups, KIP-848
 consumer groups and the draft's connect groups (``modern/``). ``api_keys`` lists the APIs of
@@ -38,14 +42,17 @@ from .apis import heartbeat as heartbeat_api
 from .classic.group import ClassicGroup
 from .classic.rebalance import Rebalancer
 from .config import CoordinatorConfig
-from .context import Reply, RequestContext
+from .context import RequestContext
 from .dispatch import Api, Handler, dispatch_table
 from .env import Env
-from .events import GroupCreated, GroupDeleted, GroupEvent
+from .events import GroupCreated, GroupDeleted
 from .group import Group
+
+_NONE: tuple[()] = ()  # a result's empty parts (most inputs: no other reply, record or event)
 from .modern import ConnectGroup, ConsumerGroup, ModernGroup
 from .offsets import OffsetStore
 from .reconcile.records import Record, RecordStore
+from .result import CoordinatorResult
 from .topics import FixedTopics, OpenTopics, TopicCatalog
 
 
@@ -126,26 +133,34 @@ class GroupCoordinator:
         return api.prepare(body, api_version) if api is not None and api.prepare is not None else None
 
     def handle(self, ctx: RequestContext, body: Struct, now_ms: int,
-               prepared: object | None = None) -> list[Reply]:
-        """Handle one request. Returns the replies ready now: possibly none (a parked
-        JoinGroup or SyncGroup), possibly several (a join that completes a phase answers
-        every parked join). Replies to requests parked earlier may come first.
-        ``prepared``: what ``prepare`` returned for this very body, if anything."""
+               prepared: object | None = None) -> CoordinatorResult:
+        """Handle one request. Its answer is ``reply`` if ready now, else (a parked JoinGroup
+        or SyncGroup) it comes later in the ``replies`` of the input that completes it;
+        ``replies`` holds the answers to requests parked earlier that are ready now (a join
+        completing a phase answers every parked join). ``prepared``: what ``prepare``
+        returned for this very body, if anything."""
         route = self._routes.get((ctx.api_key, ctx.api_version))
         if route is None or type(body) is not route[1]:
             route = self._route(ctx, body)
+        env = self.env
         self._advance(now_ms)
-        route[0](self, ctx, body, prepared)
-        self._advance(now_ms)  # a timer the request set for "now" (e.g. a zero delay) fires too
-        return self.env.take_replies()
+        env.handling = ctx.request_id
+        try:
+            route[0](self, ctx, body, prepared)
+            self._advance(now_ms)  # a timer the request set for "now" (e.g. a zero delay) fires too
+        finally:
+            env.handling = None
+            answer, env.answer = env.answer, None  # (also when the handler raised)
+        return self._result(answer)
 
     def heartbeat(self, api_version: int, group_id: str, generation_id: int, member_id: str,
-                  group_instance_id: str | None, now_ms: int) -> tuple[int, list[Reply]] | None:
+                  group_instance_id: str | None, now_ms: int) -> tuple[int, CoordinatorResult] | None:
         """A Heartbeat given by its fields, for a server's fast path: what ``handle`` does
         for a Heartbeat body (the same rules: ``apis.heartbeat.decide``), answered with its
-        error code and the other replies ready now (a timer's). None, with nothing done,
-        until ``handle`` has served a Heartbeat of this version under this config (its
-        checks passed), or while a timer is due: then go through ``handle``."""
+        error code and the result of the input (its ``reply`` is None: the caller builds
+        the answer from the error code). None, with nothing done, until ``handle`` has
+        served a Heartbeat of this version under this config (its checks passed), or while
+        a timer is due: then go through ``handle``."""
         if (self._heartbeat_key, api_version) not in self._routes:
             return None
         if not self.env.timers.idle_until(now_ms):
@@ -153,11 +168,20 @@ class GroupCoordinator:
         self.env.now_ms = now_ms
         error = heartbeat_api.decide(self, group_id, generation_id, member_id, group_instance_id)
         self._advance(now_ms)  # as ``handle``: a timer the heartbeat set for "now" fires too
-        return int(error), (self.env.take_replies() if self.env.replies else [])
+        return int(error), self._result(None)
 
-    def has_events(self) -> bool:
-        """Events wait for ``drain_events``."""
-        return bool(self.env.events)
+    def _result(self, reply: Struct | None) -> CoordinatorResult:
+        """The input's result; the outboxes start empty for the next one."""
+        env = self.env
+        replies, records, events = env.replies, env.records, env.events
+        if replies:
+            env.replies = []
+        if records:
+            env.records = []
+        if events:
+            env.events = []
+        return CoordinatorResult(reply, replies or _NONE, records or _NONE, events or _NONE,
+                                 env.timers.next_deadline())
 
     def _route(self, ctx: RequestContext, body: Struct) -> tuple[Any, type[Struct]]:
         """``handle``'s checks of a request: its API, body type and version (remembered)."""
@@ -173,19 +197,15 @@ class GroupCoordinator:
         route = self._routes[(ctx.api_key, ctx.api_version)] = (api.handle, mt.cls)
         return route
 
-    def tick(self, now_ms: int) -> list[Reply]:
-        """Fire every timer due by ``now_ms``; returns the replies they produce."""
+    def tick(self, now_ms: int) -> CoordinatorResult:
+        """Fire every timer due by ``now_ms``; its result holds the replies they produce."""
         self._advance(now_ms)
-        return self.env.take_replies()
+        return self._result(None)
 
     def next_deadline(self) -> int | None:
         return self.env.timers.next_deadline()
 
-    def drain_events(self) -> list[GroupEvent]:
-        out, self.env.events = self.env.events, []
-        return out
-
-    def mark_dead(self, group_id: str, now_ms: int) -> list[Reply]:
+    def mark_dead(self, group_id: str, now_ms: int) -> CoordinatorResult:
         """Unload a classic group as Kafka does when its coordinator moves: it becomes Dead,
         its parked requests get NOT_COORDINATOR and its timers stop."""
         self._advance(now_ms)
@@ -193,7 +213,7 @@ class GroupCoordinator:
         if group is None:
             raise KeyError(f"no classic group {group_id!r}")
         self.rebalancer.unload(group)
-        return self.env.take_replies()
+        return self._result(None)
 
     # ------------------------------------------------------------------ groups
 

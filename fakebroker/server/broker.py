@@ -177,10 +177,9 @@ class FakeBroker(Reading, Serving, Pipeline, CoordinatorGlue):
         for rec in self.recorders:
             self._begin(rec)
         if self.connect_records:
+            # (Their events are logged with the next input's result.)
             loaded = self.coordinator.restore_connect_groups(self.connect_records,
                                                              self.clock.now_ms())
-            for event in self.coordinator.drain_events():
-                log.info("%s", event)
             log.info("loaded %d connect group(s): %s", len(loaded), ", ".join(loaded))
         self._timer_task = asyncio.create_task(self._timers())
         await self._server.start_serving()

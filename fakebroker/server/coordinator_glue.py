@@ -8,9 +8,10 @@ import asyncio
 import concurrent.futures
 import contextlib
 import logging
+from collections.abc import Sequence
 from typing import Any
 
-from ..coordinator import Reply
+from ..coordinator import CoordinatorResult, Reply
 from ..protocol import Struct
 
 log = logging.getLogger("fakebroker")
@@ -22,49 +23,50 @@ TICK_RETRY_MS = 1000
 class CoordinatorGlue:
     """``FakeBroker``'s coordinator glue (a mixin: the broker holds the state)."""
 
-    def _deliver(self, replies: list[Reply], own: int | None = None) -> Struct | None:
-        """Answer ``replies`` now or, while writes to the connect store are unacknowledged,
-        once the last of them is (answers keep their order: they queue on that write).
-        Returns the reply to request ``own`` (the one being handled) if it is answered
-        now, for its caller to use directly; None if it waits."""
+    def _deliver(self, result: CoordinatorResult, own: int | None = None) -> Struct | None:
+        """Hand a coordinator input's result on: its events to the log, the replies to
+        requests waiting for them now or, while writes to the connect store are
+        unacknowledged, once the last of them is (answers keep their order: they queue on
+        that write). Returns the answer to request ``own`` (the one just handled) when it
+        may go now, for its caller to send; None if it waits: it then comes to the
+        request's future, as the answer to a parked request does."""
         unacked = self._writes.unacknowledged() if self._writes is not None else None
         body = None
         if unacked is None:
-            body = self._answer(replies, own=own)
-        elif replies:
-            loop = asyncio.get_running_loop()
+            body = result.reply
+            if result.replies:
+                self._answer(result.replies)
+        else:
+            replies = list(result.replies)
+            if result.reply is not None and own is not None:
+                replies.append(Reply(own, result.reply))
+            if replies:
+                loop = asyncio.get_running_loop()
 
-            def acknowledged(done: concurrent.futures.Future[Any]) -> None:
-                with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
-                    loop.call_soon_threadsafe(self._answer, replies, done.exception())
+                def acknowledged(done: concurrent.futures.Future[Any]) -> None:
+                    with contextlib.suppress(RuntimeError):  # the loop has closed: nobody waits
+                        loop.call_soon_threadsafe(self._answer, replies, done.exception())
 
-            unacked.add_done_callback(acknowledged)
-        for event in self.coordinator.drain_events():
+                unacked.add_done_callback(acknowledged)
+        for event in result.events:
             log.info("%s", event)
         self._wake.set()  # deadlines may have moved
         return body
 
-    def _answer(self, replies: list[Reply], error: BaseException | None = None,
-                own: int | None = None) -> Struct | None:
+    def _answer(self, replies: Sequence[Reply], error: BaseException | None = None) -> None:
         """Resolve the waiting requests; a failed store write fails them (their connections
-        close: the state they would report is not durable). The reply to request ``own``,
-        which has no future (its handler is still running), is returned instead."""
+        close: the state they would report is not durable)."""
         if error is not None:
             log.error("connect store write failed: %s; closing %d waiting connection(s)",
                       error, len(replies))
-        body = None
         pending = self._pending
         for reply in replies:
-            if reply.request_id == own:
-                body = reply.body
-                continue
             fut = pending.get(reply.request_id)
             if fut is not None and not fut.done():
                 if error is None:
                     fut.set_result(reply.body)
                 else:
                     fut.set_exception(error)
-        return body
 
     async def _timers(self) -> None:
         """Fire the coordinator's deadlines on the broker's clock. This task never ends
@@ -87,9 +89,9 @@ class CoordinatorGlue:
                         w.cancel()
                 now = self.clock.now_ms()
                 if deadline is not None and now >= deadline:
-                    replies = self.coordinator.tick(now)
+                    result = self.coordinator.tick(now)
                     retry_at = None
-                    self._deliver(replies)
+                    self._deliver(result)
             except Exception as e:  # noqa: BLE001 - the timers must outlive a coordinator bug
                 retry_at = self.clock.now_ms() + TICK_RETRY_MS
                 self.tick_failures(f"{type(e).__name__}: {e}",

@@ -96,9 +96,9 @@ class Serving:
         if outcome is None:
             return None
         conn.requests += 1
-        error, replies = outcome
-        if replies or self.coordinator.has_events():
-            self._deliver(replies)
+        error, result = outcome
+        if result.replies or result.events:
+            self._deliver(result)
         else:
             self._wake.set()  # (as ``_deliver``: the session deadline moved)
         return heartbeat_answer(self.registry, version, correlation_id, error)
