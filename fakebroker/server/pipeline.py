@@ -70,7 +70,7 @@ class Pipeline:
             action = self._decide(call, notes)
             self._record_request(conn, frame, req, received, notes)
             outcome, body = await self._perform(call, action, conn)
-        else:
+        elif self.recorders:
             self._record_request(conn, frame, req, None, notes)
         if outcome == "continue":
             if call is not None:

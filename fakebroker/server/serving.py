@@ -52,7 +52,6 @@ class Serving:
         One optimisation inside: a plain Heartbeat that nothing else has to see is answered
         from its bytes by the same rules (``_heartbeat``), with the bytes and state changes
         the exchange would give (tests/server/test_fast_heartbeat.py checks both ways)."""
-        self._busy += 1
         if (frame.startswith(_HEARTBEAT_KEY) and len(frame) < OFFLOAD_DECODE_BYTES
                 and self._fast_heartbeats and conn.sasl is None
                 and not self.recorders and not len(self.hooks) and self.proxy is None
@@ -60,11 +59,14 @@ class Serving:
             try:
                 out = self._heartbeat(conn, frame)
             except Exception:  # noqa: BLE001 - a bug must cost one connection, never the server
+                self._busy += 1
                 self._answered(conn, error=True)
                 return
-            if out is not None:
-                self._answered(conn, out)
+            if out is not None:  # (as ``_answered`` sends it: nothing to record, no SASL close)
+                conn.in_flight -= 1
+                conn.transport.write(out)
                 return
+        self._busy += 1
         coro = self._exchange(conn, frame)
         if len(self.hooks) or self.proxy is not None:
             self._wait_for(conn, asyncio.ensure_future(coro))

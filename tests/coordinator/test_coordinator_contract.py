@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError
 
 import pytest
 
@@ -98,7 +97,7 @@ def test_replies_name_their_requests() -> None:
     result = coord.handle(RequestContext(42, 12, 4, "c", "h"), body, 0)
     assert result.reply == REG["HeartbeatResponse"].new(error_code=E.UNKNOWN_MEMBER_ID)
     assert result.replies == ()  # the request's own answer is ``reply``, no outbox entry
-    with pytest.raises(FrozenInstanceError):
+    with pytest.raises(AttributeError):
         result.reply = None  # type: ignore[misc]
 
 
