@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from ..protocol import Registry, Struct
 from .apis import (connect_group_heartbeat, connect_group_install_assignment,
@@ -17,11 +17,9 @@ from .apis import (connect_group_heartbeat, connect_group_install_assignment,
 from .classic.join_request import JoinRequest
 from .context import RequestContext
 
-if TYPE_CHECKING:
-    from .coordinator import GroupCoordinator
-
-#: ``handle(coordinator, ctx, body, prepared)``: every API's one signature.
-Handler = Callable[["GroupCoordinator", RequestContext, Struct, "object | None"], None]
+#: ``handle(coordinator, ctx, body, prepared)``: every API's one signature (the first
+#: argument is the ``GroupCoordinator``; this table does not import it back).
+Handler = Callable[[Any, RequestContext, Struct, "object | None"], None]
 #: ``prepare(body, api_version)``: a handler's view of a request, built from it alone.
 Preparer = Callable[[Struct, int], object]
 
