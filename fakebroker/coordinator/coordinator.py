@@ -154,13 +154,14 @@ class GroupCoordinator:
         return self._result(answer)
 
     def heartbeat(self, api_version: int, group_id: str, generation_id: int, member_id: str,
-                  group_instance_id: str | None, now_ms: int) -> tuple[int, CoordinatorResult] | None:
+                  group_instance_id: str | None, now_ms: int) -> tuple[int, CoordinatorResult | None] | None:
         """A Heartbeat given by its fields, for a server's fast path: what ``handle`` does
         for a Heartbeat body (the same rules: ``apis.heartbeat.decide``), answered with its
         error code and the result of the input (its ``reply`` is None: the caller builds
-        the answer from the error code). None, with nothing done, until ``handle`` has
-        served a Heartbeat of this version under this config (its checks passed), or while
-        a timer is due: then go through ``handle``."""
+        the answer from the error code), or None for a result that would hold nothing but
+        the next deadline (most heartbeats: no result to make). None, with nothing done,
+        until ``handle`` has served a Heartbeat of this version under this config (its
+        checks passed), or while a timer is due: then go through ``handle``."""
         if (self._heartbeat_key, api_version) not in self._routes:
             return None
         if not self.env.timers.idle_until(now_ms):
@@ -168,7 +169,8 @@ class GroupCoordinator:
         self.env.now_ms = now_ms
         error = heartbeat_api.decide(self, group_id, generation_id, member_id, group_instance_id)
         self._advance(now_ms)  # as ``handle``: a timer the heartbeat set for "now" fires too
-        return int(error), self._result(None)
+        env = self.env
+        return int(error), (self._result(None) if env.replies or env.events or env.records else None)
 
     def _result(self, reply: Struct | None) -> CoordinatorResult:
         """The input's result; the outboxes start empty for the next one."""

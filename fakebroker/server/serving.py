@@ -99,7 +99,7 @@ class Serving:
             return None
         conn.requests += 1
         error, result = outcome
-        if result.replies or result.events:
+        if result is not None:
             self._deliver(result)
         else:
             self._wake.set()  # (as ``_deliver``: the session deadline moved)
