@@ -2,7 +2,7 @@
 per member of a rebalance (the broker's share only: this script's own encoding and decoding
 is not counted), function calls per heartbeat, and the collector's share (all of it).
 
-Each member is a `_Link` (the server's asyncio Protocol) on a stub transport; requests are
+Each member is a `Link` (the server's asyncio Protocol) on a stub transport; requests are
 fed to `data_received` and answers read back from the stub. What this leaves out is the
 loop's and the kernel's share of a socket round trip (see `coordinator.py --broker floor`
 for that), so it measures the broker's own code: on a machine shared with other work its
@@ -25,7 +25,8 @@ from fakebroker.coordinator.config import CoordinatorConfig
 from fakebroker.protocol import Struct, default_registry
 from fakebroker.protocol.framing import decode_response, encode_request
 from fakebroker.server import event_loop
-from fakebroker.server.broker import FakeBroker, _Link
+from fakebroker.server.broker import FakeBroker
+from fakebroker.server.connection import Link
 from fakebroker.server.config import BrokerConfig
 from fakebroker.server.serve_cli import FULL_GC_EVERY
 
@@ -63,7 +64,7 @@ class _Members:
     def __init__(self, broker: FakeBroker, n: int) -> None:
         self.links = []
         for _ in range(n):
-            link, t = _Link(broker), _Transport()
+            link, t = Link(broker), _Transport()
             link.connection_made(t)  # type: ignore[arg-type]
             self.links.append((link, t))
         self.ids: list[str] = []

@@ -6,7 +6,9 @@ A mutant is a named set of hooks on a normal broker (``install``), so it runs wi
 broker's topics and connect store: most rewrite one kind of request or response on its way
 (``on_request`` / ``on_response``). A defect that is a decision inside the coordinator, which
 no request or response carries (a generation not bumped, a session never expiring), is a
-``patch`` of that broker's own coordinator instead. Every mutant is named for its defect.
+``patch`` of that broker's own coordinator instead, through its extension points (a
+wrapped handler, a group or rebalancer subclass, its config or record store: see
+``fakebroker.coordinator.coordinator``), never a patched method. Every mutant is named for its defect.
 The draft's connect coordinator has its own mutants (``DRAFT_MUTANTS``, the section at the
 end): they rewrite ConnectGroup* requests or replies, or swap a policy of the group engine.
 """
@@ -18,17 +20,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fakebroker.coordinator import GroupCoordinator, Reply, RequestContext
+from fakebroker.coordinator import GroupCoordinator, RequestContext
 from fakebroker.coordinator.classic.group import ClassicGroup
+from fakebroker.coordinator.classic.rebalance import Rebalancer
+from fakebroker.coordinator.dispatch import Handler
 from fakebroker.coordinator.reconcile import Installed
 from fakebroker.coordinator.reconcile.records import GroupMetadataRecord, is_tombstone
 from fakebroker.coordinator.reconcile.units import split_connect_units
 from fakebroker.intercept.hooks import Call, Continue
+from fakebroker.protocol import default_registry
 from fakebroker.protocol.error_codes import ErrorCode
 from fakebroker.server.broker import FakeBroker
 
 JOIN, HEARTBEAT, LEAVE, SYNC = 11, 12, 13, 14
-CONNECT_HB, CONNECT_INSTALL = 1000, 1002  # the draft's APIs (ERRATA 1)
+CONNECT_HB, CONNECT_INSTALL = (default_registry().by_api_name(n)  # the draft's APIs (ERRATA 1)
+                               for n in ("ConnectGroupHeartbeat", "ConnectGroupInstallAssignment"))
 
 #: Edits ``call.request`` or ``call.response`` in place; sees the broker's coordinator.
 Edit = Callable[[GroupCoordinator, Call], None]
@@ -58,19 +64,6 @@ def _editing(coord: GroupCoordinator, edit: Edit) -> Callable[[Call], Any]:
         edit(coord, call)
         # Observe only: the call goes on (edited), later hooks still see it.
     return hook
-
-
-def _wrap_handle(coord: GroupCoordinator, around: Callable[..., list[Reply]]) -> None:
-    """``coord.handle`` becomes ``around(original, ctx, body, now_ms)``, with ``handle``'s
-    whole signature: the broker's ``prepared`` view of the body goes on to the original
-    as it came (a wrapper that drops an argument crashes every request, and a mutant
-    "killed" by its broker crashing says nothing about the suite)."""
-    original = coord.handle
-
-    def handle(ctx: RequestContext, body: Any, now_ms: int, prepared: object | None = None) -> list[Reply]:
-        # ``prepared`` (the broker's view for this very body) goes through untouched.
-        return around(lambda c, b, n: original(c, b, n, prepared), ctx, body, now_ms)
-    coord.handle = handle  # type: ignore[method-assign]
 
 
 # ---------------------------------------------------------------- reply rewriters
@@ -112,63 +105,65 @@ def _static_not_fenced(coord: GroupCoordinator, call: Call) -> None:
 # ---------------------------------------------------------------- decisions inside the coordinator
 
 def _no_member_id_required(coord: GroupCoordinator) -> None:
-    def around(handle: Any, ctx: RequestContext, body: Any, now_ms: int) -> list[Reply]:
-        if ctx.api_key == JOIN and ctx.api_version >= 4 and body.member_id == "" and body.group_instance_id is None:
+    def around(inner: Handler, ctx: RequestContext, body: Any, prepared: object | None) -> None:
+        if ctx.api_version >= 4 and body.member_id == "" and body.group_instance_id is None:
             # Take the pre-KIP-394 path; the response is still built for a v4+ request.
             ctx = dataclasses.replace(ctx, api_version=3)
-        return handle(ctx, body, now_ms)  # type: ignore[no-any-return]
-    _wrap_handle(coord, around)
+        inner(coord, ctx, body, prepared)
+    coord.wrap("JoinGroup", around)
+
+
+class _LeaveWithoutRebalance(Rebalancer):
+    leaving = False  # a LeaveGroup is being handled
+
+    def maybe_prepare_rebalance_or_complete_join(self, group: ClassicGroup, reason: str) -> None:
+        if not self.leaving:
+            super().maybe_prepare_rebalance_or_complete_join(group, reason)
 
 
 def _leave_without_rebalance(coord: GroupCoordinator) -> None:
-    def around(handle: Any, ctx: RequestContext, body: Any, now_ms: int) -> list[Reply]:
-        if ctx.api_key != LEAVE:
-            return handle(ctx, body, now_ms)  # type: ignore[no-any-return]
-        rb = coord.rebalancer
-        rb.maybe_prepare_rebalance_or_complete_join = lambda *a, **k: None  # type: ignore[method-assign]
+    rebalancer = coord.use_rebalancer(_LeaveWithoutRebalance)
+    assert isinstance(rebalancer, _LeaveWithoutRebalance)
+
+    def around(inner: Handler, ctx: RequestContext, body: Any, prepared: object | None) -> None:
+        rebalancer.leaving = True
         try:
-            return handle(ctx, body, now_ms)  # type: ignore[no-any-return]
+            inner(coord, ctx, body, prepared)
         finally:
-            del rb.maybe_prepare_rebalance_or_complete_join  # back to the class's method
-    _wrap_handle(coord, around)
+            rebalancer.leaving = False
+    coord.wrap("LeaveGroup", around)
+
+
+class _SessionsNeverExpire(Rebalancer):
+    def expire_heartbeat(self, group_id: str, member_id: str) -> None:
+        group = self._find(group_id)
+        if group is not None and group.is_pending(member_id):
+            super().expire_heartbeat(group_id, member_id)  # only pending ids still expire
 
 
 def _sessions_never_expire(coord: GroupCoordinator) -> None:
-    rb = coord.rebalancer
-    original = rb.expire_heartbeat
-
-    def expire(group_id: str, member_id: str) -> None:
-        group = coord.classic_group(group_id)
-        if group is not None and group.is_pending(member_id):
-            original(group_id, member_id)  # only pending ids still expire
-    rb.expire_heartbeat = expire  # type: ignore[method-assign]
+    coord.use_rebalancer(_SessionsNeverExpire)
 
 
 def _follower_sync_not_held(coord: GroupCoordinator) -> None:
-    def around(handle: Any, ctx: RequestContext, body: Any, now_ms: int) -> list[Reply]:
-        replies: list[Reply] = handle(ctx, body, now_ms)
-        if ctx.api_key == SYNC and not any(r.request_id == ctx.request_id for r in replies):
-            group = coord.classic_group(getattr(body, "group_id", ""))
-            member_id = getattr(body, "member_id", "")
-            if group is not None and group.has_member(member_id) and not group.is_leader(member_id):
-                group.member(member_id).awaiting_sync = None
-                replies.append(Reply(ctx.request_id, coord.registry["SyncGroupResponse"].new(
-                    error_code=0, protocol_type=group.protocol_type, protocol_name=group.protocol_name,
-                    assignment=b"")))
-        return replies
-    _wrap_handle(coord, around)
+    def around(inner: Handler, ctx: RequestContext, body: Any, prepared: object | None) -> None:
+        inner(coord, ctx, body, prepared)
+        if coord.env.answer is not None:  # answered at once
+            return
+        group = coord.classic_group(getattr(body, "group_id", ""))
+        member_id = getattr(body, "member_id", "")
+        if group is not None and group.has_member(member_id) and not group.is_leader(member_id):
+            group.member(member_id).awaiting_sync = None
+            coord.env.reply(ctx, coord.registry["SyncGroupResponse"].new(
+                error_code=0, protocol_type=group.protocol_type, protocol_name=group.protocol_name,
+                assignment=b""))
+    coord.wrap("SyncGroup", around)
 
 
 def _groups_of(group_class: type[ClassicGroup]) -> Callable[[GroupCoordinator], None]:
     """Classic groups created from now on are ``group_class`` (a subclass adding no state)."""
     def patch(coord: GroupCoordinator) -> None:
-        original = coord.create_classic_group
-
-        def create(group_id: str) -> ClassicGroup:
-            group = original(group_id)
-            group.__class__ = group_class
-            return group
-        coord.create_classic_group = create  # type: ignore[method-assign]
+        coord.classic_group_class = group_class
     return patch
 
 
@@ -302,13 +297,13 @@ def _ranges_not_checked(coord: GroupCoordinator, call: Call) -> None:
 def _connect_groups(change: Callable[[Any], None]) -> Callable[[GroupCoordinator], None]:
     """Connect groups created from now on get ``change(group)``."""
     def patch(coord: GroupCoordinator) -> None:
-        original = coord.new_connect_group
+        base = coord.connect_group_class
 
-        def new(group_id: str) -> Any:
-            group = original(group_id)
-            change(group)
-            return group
-        coord.new_connect_group = new  # type: ignore[method-assign]
+        class Changed(base):  # type: ignore[valid-type,misc]
+            def __init__(self, *args: Any, **kwargs: Any) -> None:
+                super().__init__(*args, **kwargs)
+                change(self)
+        coord.connect_group_class = Changed
     return patch
 
 

@@ -2,7 +2,7 @@
 
     from fakebroker.coordinator import GroupCoordinator, RequestContext
     coord = GroupCoordinator()                      # default registry and Kafka's defaults
-    replies = coord.handle(RequestContext(1, 11, 9, "client", "127.0.0.1"), join, now_ms=0)
+    result = coord.handle(RequestContext(1, 11, 9, "client", "127.0.0.1"), join, now_ms=0)
 
 See ``coordinator.py`` for the contract, ``classic/`` (and its README) for the classic
 protocol, ``modern/`` (and its README) for the heartbeat-driven consumer and connect group
@@ -15,6 +15,7 @@ from .classic import ClassicGroup, ClassicGroupState, ClassicMember, ProtocolMet
 from .config import CoordinatorConfig, counting_suffixes, random_suffix
 from .context import Reply, RequestContext
 from .coordinator import GroupCoordinator
+from .result import CoordinatorResult
 from .errors import RuleViolation
 from .events import (AssignmentComputeRequested, GenerationChanged, GroupCreated, GroupDeleted,
                      GroupEpochChanged, GroupEvent, LeaderChanged, MemberEpochChanged,
@@ -29,6 +30,7 @@ __all__ = [
     "AssignmentComputeRequested", "ConnectGroup", "ConsumerGroup", "GroupDeleted",
     "GroupEpochChanged", "MemberEpochChanged", "TargetAssignmentChanged",
     "ClassicGroup", "ClassicGroupState", "ClassicMember", "CommittedOffset", "CoordinatorConfig",
+    "CoordinatorResult",
     "FixedTopics", "GenerationChanged", "Group", "GroupCoordinator", "GroupCreated", "GroupEvent",
     "LeaderChanged", "MemberIdIssued", "MemberJoined", "MemberRemoved", "OffsetStore",
     "OpenTopics", "ProtocolMetadata", "RebalanceStarted", "RemovalReason", "Reply",

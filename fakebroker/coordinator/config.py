@@ -54,7 +54,7 @@ _LIST_PROPERTIES = frozenset({"rebalance_protocols", "consumer_assignors"})
 _STRING_PROPERTIES = frozenset({"consumer_migration_policy"})
 
 #: The group protocols this coordinator can run: Kafka's ``classic`` and ``consumer``, and
-#: the draft's ``connect`` (API keys 1000-1002).
+#: the draft's ``connect`` (its ConnectGroup* APIs).
 REBALANCE_PROTOCOLS = ("classic", "consumer", "connect")
 #: Server-side assignors a consumer group can use (``group.consumer.assignors``).
 CONSUMER_ASSIGNORS = ("uniform", "range")

@@ -1,4 +1,4 @@
-"""Explicit events a coordinator emits while it works (``GroupCoordinator.drain_events``):
+"""Explicit events a coordinator emits while it works (``CoordinatorResult.events``):
 one vocabulary for the classic groups and the reconciliation engine (whose outcomes carry
 these same types, naming the engine's group).
 

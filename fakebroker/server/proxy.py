@@ -166,7 +166,7 @@ class UpstreamLink:
 
 
 class ClientConnection(Protocol):
-    """What the proxy uses of the broker's client connection (``server.broker.Connection``):
+    """What the proxy uses of the broker's client connection (``server.connection.Connection``):
     the broker owns the proxy, so the proxy names only this much of it."""
 
     id: int

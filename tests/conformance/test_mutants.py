@@ -54,8 +54,31 @@ def test_a_mutant_coordinator_answers_the_way_the_broker_calls_it(name: str) -> 
                                 reason=None))
     ctx = RequestContext(1, mt.api_key, 9, "c", "127.0.0.1")
     prepared = b.coordinator.prepare(mt.api_key, 9, body)
-    replies = b.coordinator.handle(ctx, body, 0, prepared)
+    result = b.coordinator.handle(ctx, body, 0, prepared)
+    assert result.replies == ()
     if name == "no-member-id-required":
-        assert replies == []
+        assert result.reply is None
     else:
-        assert [(r.request_id, r.body.error_code) for r in replies] == [(1, ErrorCode.MEMBER_ID_REQUIRED)]
+        assert result.reply is not None and result.reply.error_code == ErrorCode.MEMBER_ID_REQUIRED  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("name", sorted({**MUTANTS, **GROUP_LOG_MUTANTS}))
+def test_a_mutant_changes_the_coordinator_through_its_extension_points_only(name: str) -> None:
+    """No mutant patches a method: after it is installed, no attribute of the coordinator or
+    its rebalancer shadows a method of its class, and the classes it chose are subclasses
+    of the ones the coordinator offers (a group's class is never swapped afterwards)."""
+    from fakebroker.coordinator import ConnectGroup
+    from fakebroker.coordinator.classic.group import ClassicGroup
+    from fakebroker.coordinator.classic.rebalance import Rebalancer
+
+    b = broker()
+    apply_mutant(b, name)
+    coord = b.coordinator
+    for obj in (coord, coord.rebalancer):
+        shadowed = sorted(n for n in vars(obj) if callable(getattr(type(obj), n, None)))
+        assert shadowed == [], f"{name} replaced method(s) {shadowed} of {type(obj).__name__}"
+    assert issubclass(type(coord.rebalancer), Rebalancer)
+    assert issubclass(coord.classic_group_class, ClassicGroup)
+    assert issubclass(coord.connect_group_class, ConnectGroup)
+    group = coord.create_classic_group("g")
+    assert type(group) is coord.classic_group_class

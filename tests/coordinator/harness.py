@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar, overload
 
-from fakebroker.coordinator import (CoordinatorConfig, GroupCoordinator, GroupEvent, RequestContext,
-                                    counting_suffixes)
+from fakebroker.coordinator import (CoordinatorConfig, CoordinatorResult, GroupCoordinator, GroupEvent, Reply,
+                                    RequestContext, counting_suffixes)
 from fakebroker.coordinator.classic.group import ClassicGroup
 from fakebroker.coordinator.topics import TopicCatalog
 from fakebroker.protocol import Struct, default_registry
@@ -57,6 +57,7 @@ class Harness:
         self._sent: dict[int, Sent] = {}
         self.inbox: dict[int, Struct] = {}
         self.events: list[GroupEvent] = []
+        self.records: list[Any] | None = None  # a list: every result's records, in order
 
     # ------------------------------------------------------------------ plumbing
 
@@ -68,18 +69,24 @@ class Harness:
         rid = next(self._ids)
         self._sent[rid] = Sent(rid, api, version)
         ctx = RequestContext(rid, mt.api_key, version, client_id, host)  # type: ignore[arg-type]
-        self._collect(self.coord.handle(ctx, body, self.now))
+        self._collect(self.coord.handle(ctx, body, self.now), rid)
         return rid
 
-    def _collect(self, replies: list[Any]) -> None:
-        for r in replies:
+    def _collect(self, result: CoordinatorResult, rid: int | None = None) -> None:
+        """Take in an input's result: ``rid`` is the request it handled, if any."""
+        assert (result.reply is None) or rid is not None, "a tick answered as if for a request"
+        own = [Reply(rid, result.reply)] if rid is not None and result.reply is not None else []
+        assert result.next_deadline == self.coord.next_deadline()
+        for r in [*own, *result.replies]:
             sent = self._sent[r.request_id]
             assert r.request_id not in self.inbox, f"request {r.request_id} answered twice"
             mt = REG[f"{sent.api}Response"]
             assert type(r.body) is mt.cls, f"{sent.api} answered with {type(r.body).__name__}"
             data = mt.encode(r.body, sent.version)  # strict: raises if wrong for the version
             self.inbox[r.request_id] = mt.decode(data, sent.version)
-        self.events.extend(self.coord.drain_events())
+        self.events.extend(result.events)
+        if self.records is not None:
+            self.records.extend(result.records)
         self._check_join_counts()
 
     def _check_join_counts(self) -> None:

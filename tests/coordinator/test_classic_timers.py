@@ -94,7 +94,7 @@ def test_events_are_stamped_with_their_timer_deadline(h: Harness) -> None:
 
 def test_next_deadline_is_none_when_idle(h: Harness) -> None:
     assert h.coord.next_deadline() is None
-    assert h.coord.tick(1_000_000) == []
+    assert h.coord.tick(1_000_000).replies == ()
 
 
 # ---------------------------------------------------------------------- Timers unit

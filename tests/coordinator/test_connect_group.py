@@ -445,3 +445,19 @@ def test_a_long_lived_group_keeps_its_live_records_not_every_record_written(h: M
     after_10 = live_records()
     cycles(50)
     assert live_records() <= after_10
+
+
+def test_each_results_records_are_the_ones_its_input_wrote(h: ModernHarness) -> None:
+    """``CoordinatorResult.records``: the records the connect groups wrote, each handed
+    back once, with the input that wrote it, in the order of the store's log."""
+    from fakebroker.coordinator.reconcile.records import InMemoryRecordStore
+
+    store = h.coord.connect_store = InMemoryRecordStore()
+    h.records = []
+    h.connect_hb("w1", 0)
+    first = list(h.records)
+    assert first and first == store.log
+    h.connect_hb("w2", 0)
+    h.connect_hb("w1")
+    assert len(h.records) > len(first)
+    assert h.records == store.log

@@ -512,3 +512,4 @@ def test_a_long_lived_group_keeps_its_live_records_not_every_record_written(h) -
     after_10 = live_records()
     cycles(50)
     assert live_records() <= after_10
+

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError
 
 import pytest
 
-from fakebroker.coordinator import (CoordinatorConfig, GroupCoordinator, GroupCreated, Reply,
+from fakebroker.coordinator import (CoordinatorConfig, GroupCoordinator, GroupCreated,
                                     RequestContext)
 from fakebroker.coordinator.classic.replies import JoinResult, join_response
 from fakebroker.coordinator.classic.rules import offset_metadata_within_limit
@@ -95,24 +94,34 @@ def test_inputs_are_checked() -> None:
 def test_replies_name_their_requests() -> None:
     coord = GroupCoordinator(REG)
     body = REG["HeartbeatRequest"].new(group_id="g", member_id="m")
-    (reply,) = coord.handle(RequestContext(42, 12, 4, "c", "h"), body, 0)
-    assert isinstance(reply, Reply) and reply.request_id == 42
-    assert reply.body == REG["HeartbeatResponse"].new(error_code=E.UNKNOWN_MEMBER_ID)
-    with pytest.raises(FrozenInstanceError):
-        reply.request_id = 1  # type: ignore[misc]
+    result = coord.handle(RequestContext(42, 12, 4, "c", "h"), body, 0)
+    assert result.reply == REG["HeartbeatResponse"].new(error_code=E.UNKNOWN_MEMBER_ID)
+    assert result.replies == ()  # the request's own answer is ``reply``, no outbox entry
+    with pytest.raises(AttributeError):
+        result.reply = None  # type: ignore[misc]
 
 
-def test_events_are_drained_once(h: Harness) -> None:
+def test_events_come_once_with_their_input(h: Harness) -> None:
     h.join()
-    assert h.coord.drain_events() == []  # the harness drained them
+    assert h.coord.tick(h.now).events == ()  # the join's result carried them
     assert h.take_events(GroupCreated) == [GroupCreated("g", 0, "classic")]
+
+
+def test_a_parked_request_is_answered_in_a_later_inputs_replies(h: Harness) -> None:
+    _, rid = h.new_member("c1")  # parked for the initial rebalance delay
+    assert not h.answered(rid)
+    deadline = h.coord.next_deadline()
+    assert deadline is not None
+    result = h.coord.tick(deadline)
+    assert result.reply is None and [r.request_id for r in result.replies] == [rid]
+    h._collect(result)
 
 
 def test_parked_joins_are_answered_in_join_order(h: Harness) -> None:
     rids = [h.new_member(f"c{i}")[1] for i in range(1, 5)]
-    replies = h.coord.tick(6000)
-    assert [r.request_id for r in replies] == rids
-    h._collect(replies)
+    result = h.coord.tick(6000)
+    assert [r.request_id for r in result.replies] == rids
+    h._collect(result)
 
 
 def test_groups_share_one_namespace(h: Harness) -> None:

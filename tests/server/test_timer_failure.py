@@ -11,7 +11,8 @@ from fakebroker.client import KafkaConnection
 from fakebroker.coordinator.config import CoordinatorConfig
 from fakebroker.protocol import default_registry
 from fakebroker.protocol.error_codes import ErrorCode
-from fakebroker.server.broker import TICK_RETRY_MS, FakeBroker
+from fakebroker.server.broker import FakeBroker
+from fakebroker.server.coordinator_glue import TICK_RETRY_MS
 from fakebroker.server.clock import VirtualClock
 from fakebroker.server.config import BrokerConfig
 

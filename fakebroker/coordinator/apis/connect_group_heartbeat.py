@@ -1,4 +1,4 @@
-"""ConnectGroupHeartbeat (API 1000, v0; the draft, as ``schemas/ERRATA.md`` resolves it).
+"""ConnectGroupHeartbeat (v0; the draft, as ``schemas/ERRATA.md`` resolves it).
 
 Order:
 
@@ -43,11 +43,11 @@ from ..reconcile.validation import JOIN_EPOCH, LEAVE_EPOCH
 if TYPE_CHECKING:
     from ..coordinator import GroupCoordinator
 
-API_KEY = 1000
 E = ErrorCode
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
+def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+           prepared: object | None = None) -> None:
     b: Any = body
     try:
         result = _handle(coord, ctx, b)

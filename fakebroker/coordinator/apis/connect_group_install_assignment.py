@@ -1,4 +1,4 @@
-"""ConnectGroupInstallAssignment (API 1002, v0; the draft).
+"""ConnectGroupInstallAssignment (v0; the draft).
 
 Request Validation (INVALID_REQUEST: GroupId, MemberId non-empty, MemberEpoch >= 0; the
 draft's "Partitions and ConnectorsAndTasks are set" rule is dropped, ERRATA 11), then
@@ -26,11 +26,11 @@ from ._connect_common import connect_group, error_response, validate
 if TYPE_CHECKING:
     from ..coordinator import GroupCoordinator
 
-API_KEY = 1002
 RESPONSE = "ConnectGroupInstallAssignmentResponse"
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
+def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+           prepared: object | None = None) -> None:
     b: Any = body
     try:
         validate(b)

@@ -1,4 +1,4 @@
-"""ConnectGroupPrepareAssignment (API 1001, v0; the draft).
+"""ConnectGroupPrepareAssignment (v0; the draft).
 
 Request Validation (INVALID_REQUEST: GroupId, MemberId non-empty, MemberEpoch >= 0), then
 Request Handling: the group exists (GROUP_ID_NOT_FOUND), the member exists
@@ -23,11 +23,11 @@ from ._connect_common import connect_group, error_response, validate
 if TYPE_CHECKING:
     from ..coordinator import GroupCoordinator
 
-API_KEY = 1001
 RESPONSE = "ConnectGroupPrepareAssignmentResponse"
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
+def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+           prepared: object | None = None) -> None:
     b: Any = body
     try:
         validate(b)

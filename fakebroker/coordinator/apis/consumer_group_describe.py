@@ -27,10 +27,10 @@ if TYPE_CHECKING:
 
     from ..coordinator import GroupCoordinator
 
-API_KEY = 69
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
+def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+           prepared: object | None = None) -> None:
     b: Any = body
     mt = coord.registry["ConsumerGroupDescribeResponse"]
     cls: Any = mt.cls

@@ -47,7 +47,6 @@ from ..reconcile.validation import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, 
 if TYPE_CHECKING:
     from ..coordinator import GroupCoordinator
 
-API_KEY = 68
 E = ErrorCode
 
 
@@ -60,7 +59,8 @@ class Kafka4(IntEnum):
 MEMBER_ID_REQUIRED_VERSION = 1
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
+def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+           prepared: object | None = None) -> None:
     b: Any = body
     try:
         validate(b, ctx.api_version, coord.config.consumer_assignors)

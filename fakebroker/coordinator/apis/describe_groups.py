@@ -19,7 +19,6 @@ from ..context import RequestContext
 if TYPE_CHECKING:
     from ..coordinator import GroupCoordinator
 
-API_KEY = 15
 S = ClassicGroupState
 
 # AclOperation codes Kafka reports for a group when no authorizer is configured: READ 3,
@@ -28,7 +27,8 @@ GROUP_OPERATIONS = (3, 6, 8, 10, 11)
 GROUP_AUTHORIZED_OPERATIONS = sum(1 << op for op in GROUP_OPERATIONS)
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
+def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+           prepared: object | None = None) -> None:
     b: Any = body
     mt = coord.registry["DescribeGroupsResponse"]
     v = ctx.api_version

@@ -22,11 +22,11 @@ from ..errors import RuleViolation
 if TYPE_CHECKING:
     from ..coordinator import GroupCoordinator
 
-API_KEY = 12
 S = ClassicGroupState
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
+def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+           prepared: object | None = None) -> None:
     b: Any = body
     error = decide(coord, b.group_id, b.generation_id, b.member_id, b.group_instance_id)
     coord.env.reply(ctx, coord.registry["HeartbeatResponse"].new(error_code=int(error)))

@@ -28,7 +28,6 @@ from ..events import RemovalReason
 if TYPE_CHECKING:
     from ..coordinator import GroupCoordinator
 
-API_KEY = 11
 S = ClassicGroupState
 
 

@@ -22,7 +22,6 @@ from ..events import RemovalReason
 if TYPE_CHECKING:
     from ..coordinator import GroupCoordinator
 
-API_KEY = 13
 S = ClassicGroupState
 
 
@@ -47,7 +46,8 @@ def leavers_of(body: Struct, api_version: int) -> list[Leaver]:
     return [Leaver(m.member_id, m.group_instance_id, m.reason) for m in b.members]
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
+def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+           prepared: object | None = None) -> None:
     leavers = leavers_of(body, ctx.api_version)
     group_id: str = getattr(body, "group_id")
     try:

@@ -14,10 +14,10 @@ from ..context import RequestContext
 if TYPE_CHECKING:
     from ..coordinator import GroupCoordinator
 
-API_KEY = 16
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
+def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+           prepared: object | None = None) -> None:
     b: Any = body
     v = ctx.api_version
     states = {s.strip().lower() for s in b.states_filter} if v >= 4 else set()

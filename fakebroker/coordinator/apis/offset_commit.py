@@ -30,7 +30,6 @@ from ..topics import TopicCatalog
 if TYPE_CHECKING:
     from ..coordinator import GroupCoordinator
 
-API_KEY = 8
 S = ClassicGroupState
 ZERO_UUID = uuid.UUID(int=0)
 
@@ -70,7 +69,8 @@ class _Topic:
     partitions: list[_Partition]
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
+def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+           prepared: object | None = None) -> None:
     v = ctx.api_version
     b: Any = body
     results = _Results()

@@ -25,7 +25,6 @@ from ..errors import RuleViolation
 if TYPE_CHECKING:
     from ..coordinator import GroupCoordinator
 
-API_KEY = 9
 ZERO_UUID = uuid.UUID(int=0)
 INVALID_OFFSET = -1
 
@@ -61,7 +60,8 @@ class _GroupQuery:
     topics: list[tuple[str, uuid.UUID, list[int]]] | None  # None: every committed topic
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
+def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+           prepared: object | None = None) -> None:
     v = ctx.api_version
     answers = [_fetch(coord, q, v) for q in _queries(body, v)]
     coord.env.reply(ctx, _response(coord, v, answers))

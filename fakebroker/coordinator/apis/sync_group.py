@@ -25,11 +25,11 @@ from ..errors import RuleViolation
 if TYPE_CHECKING:
     from ..coordinator import GroupCoordinator
 
-API_KEY = 14
 S = ClassicGroupState
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct) -> None:
+def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+           prepared: object | None = None) -> None:
     b: Any = body
     group_id: str = b.group_id
     member_id: str = b.member_id

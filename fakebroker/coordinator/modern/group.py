@@ -103,7 +103,10 @@ class ModernGroup(Generic[U]):
     # ------------------------------------------------------------------ engine glue
 
     def absorb(self, outcome: Outcome) -> None:
-        """Publish what an engine call did and re-arm the group's timer."""
+        """Publish what an engine call did (its records and events) and re-arm the group's
+        timer."""
+        if outcome.records:
+            self.env.records.extend(outcome.records)
         for event in outcome.events:
             self.env.emit(event)
         state = self.state_name
