@@ -146,6 +146,7 @@ def test_a_short_campaign_refuses_a_planted_broken_worker(tmp_path: Path) -> Non
 @pytest.mark.parametrize("argv,says", [
     (["--weight", "bogus=1"], "--weight bogus=1: 'bogus' is not one of"),
     (["--workers", "0"], "--workers, --duration must be positive"),
+    (["--budget", "-1"], "--ops, --budget not negative"),
 ])
 def test_chaos_usage_errors_are_one_line(argv: list[str], says: str, capsys: pytest.CaptureFixture[str]) -> None:
     from conformance.cli import main
@@ -166,3 +167,85 @@ def test_the_workers_shutdown_after_recording_is_not_judged() -> None:
     h = _recorded("mutant-allocation-keeps-revoked-seed3.history.json")
     assert judge(replace(h, end_ms=0, rows=h.rows, snapshots=[]), BUNDLED_BOUNDS)[0].rule == "liveness"
     assert [f for f in judge(replace(h, end_ms=0), BUNDLED_BOUNDS) if f.rule.startswith("CONN-INV")] == []
+
+
+# ------------------------------------------------------------ found scenarios as regression cases
+
+MUTANT_SCENARIO = ROOT / "fixtures" / "chaos" / "chaos-worker-mutant-allocation-keeps-revoked-seed1.toml"
+
+
+def _with_scenarios(tmp_path: Path, target: str, scenarios: list[str], name: str | None = None) -> Path:
+    """A copy of a target file with a [chaos] table (the scenarios' paths absolute: the copy
+    lives elsewhere)."""
+    text = (ROOT / target).read_text(encoding="utf-8")
+    if name:
+        text = text.replace(text.split('name = "', 1)[1].split('"', 1)[0], name, 1)
+    path = tmp_path / Path(target).name
+    path.write_text(text + "\n[chaos]\nscenarios = [" + ", ".join(f'"{s}"' for s in scenarios) + "]\n",
+                    encoding="utf-8")
+    return path
+
+
+def test_a_target_names_its_scenarios_relative_to_its_file(tmp_path: Path) -> None:
+    from conformance.target import load_target
+    (tmp_path / "found").mkdir()
+    (tmp_path / "found" / "x.toml").write_text(MUTANT_SCENARIO.read_text(encoding="utf-8"), encoding="utf-8")
+    t = load_target(_with_scenarios(tmp_path, "fixtures/targets/kafka-python-worker.toml", ["found/x.toml"]))
+    assert t.chaos_scenarios == ((tmp_path / "found" / "x.toml").resolve(),)
+
+
+@pytest.mark.parametrize("scenario,says", [
+    ("missing.toml", "chaos.scenarios[0]: "),
+    ("bad.toml", "scenario.violated: empty: each a catalogue id, safety or liveness"),
+    ("typo.toml", "scenario.violated: CONN-INV-99: each a catalogue id"),
+])
+def test_a_target_with_a_bad_scenario_is_refused_naming_it(tmp_path: Path, scenario: str, says: str) -> None:
+    from conformance.target import TargetError, load_target
+    text = MUTANT_SCENARIO.read_text(encoding="utf-8")
+    (tmp_path / "bad.toml").write_text(text.replace('violated = ["liveness"]\n', ""), encoding="utf-8")
+    (tmp_path / "typo.toml").write_text(text.replace('"liveness"', '"CONN-INV-99"'), encoding="utf-8")
+    with pytest.raises(TargetError) as e:
+        load_target(_with_scenarios(tmp_path, "fixtures/targets/kafka-python-worker.toml", [scenario]))
+    assert says in str(e.value) and f"chaos.scenarios[0]: {tmp_path / scenario}" in str(e.value)
+
+
+def test_a_scenario_is_reported_under_the_requirement_of_what_it_broke(tmp_path: Path) -> None:
+    from conformance.chaos.regression import requirement_of
+    from conformance.chaos.schedule import read_scenario
+    mutant = read_scenario(MUTANT_SCENARIO)
+    assert mutant.name == MUTANT_SCENARIO.stem and mutant.violated == ("liveness",)
+    assert requirement_of(mutant) == "CONN-INV-05"
+    assert requirement_of(replace(mutant, violated=("liveness", "CONN-INV-04"))) == "CONN-INV-04"
+    assert requirement_of(replace(mutant, violated=("safety",))) == "CONN-INV-01"
+
+
+def _run_scenario(tmp_path: Path, target: str, name: str | None = None) -> tuple[int, dict]:
+    from tests.support.certification import run_certification
+    path = _with_scenarios(tmp_path, target, [str(MUTANT_SCENARIO)], name)
+    r = run_certification(path, tmp_path / "r", "-k", MUTANT_SCENARIO.stem, suite="worker", timeout_s=600)
+    assert "Traceback" not in r.stdout + r.stderr, r.stdout[-3000:] + r.stderr[-3000:]
+    results = json.loads((tmp_path / "r" / "results.json").read_text(encoding="utf-8"))
+    [row] = [x for x in results["results"] if x["id"] == MUTANT_SCENARIO.stem]
+    return r.returncode, row
+
+
+@pytest.mark.xdist_group("chaos")
+def test_conformance_run_refuses_the_broken_worker_on_its_found_scenario(tmp_path: Path) -> None:
+    """The scenario a real campaign wrote on the planted broken worker (seed 1), as a case of
+    that worker's target: it fails again, under the scenario's name, in CONN-INV-05's row."""
+    code, row = _run_scenario(tmp_path, "fixtures/mutants/workers/allocation-keeps-revoked.toml")
+    assert (code, row["outcome"], row["requirement"]) == (1, "FAIL", "CONN-INV-05"), row
+    assert "breaks liveness again" in row["message"]
+    cert = json.loads((tmp_path / "r" / "certificate.json").read_text(encoding="utf-8"))
+    assert MUTANT_SCENARIO.stem in cert["failed"] and cert["verdict"] == "NOT CERTIFIED"
+    allure = [json.loads(p.read_text(encoding="utf-8")) for p in (tmp_path / "r" / "allure-results").glob("*-result.json")]
+    [case] = [a for a in allure if {"name": "as_id", "value": MUTANT_SCENARIO.stem} in a["labels"]]
+    assert case["status"] == "failed" and {"name": "story", "value": "CONN-INV-05"} in case["labels"]
+
+
+@pytest.mark.xdist_group("chaos")
+def test_conformance_run_passes_the_bundled_worker_on_the_same_scenario(tmp_path: Path) -> None:
+    code, row = _run_scenario(tmp_path, "fixtures/targets/kafka-python-worker.toml")
+    assert (row["outcome"], row["requirement"]) == ("PASS", "CONN-INV-05"), row
+    assert code == 4  # PARTIAL: -k ran the scenario only
+    assert "group exchanges" in row["message"] and "status snapshots" in row["message"]
