@@ -32,7 +32,7 @@ def requirement_of(scenario: Scenario) -> str:
                                                         if r in RULE_REQUIREMENT]
     unknown = [r for r in scenario.violated if r not in cat and r not in RULE_REQUIREMENT]
     if unknown or not ids:
-        raise ScenarioError(f"{scenario.name}.toml: scenario.violated: {unknown[0] if unknown else 'empty'}: "
+        raise ScenarioError(f"{scenario.path}: scenario.violated: {unknown[0] if unknown else 'empty'}: "
                             f"each a catalogue id, safety or liveness, at least one (rule scenario-violated)")
     return ids[0]
 

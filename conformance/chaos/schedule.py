@@ -145,10 +145,15 @@ def load(path: Path) -> tuple[str, Schedule]:
 class Scenario:
     """A scenario file: the schedule, the target it was found on, and the rules it broke."""
 
-    name: str                    # the file's name without .toml: the case id under ``conformance run``
+    path: Path
     target: str
     schedule: Schedule
     violated: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        """The file's name without .toml: the case id under ``conformance run``."""
+        return self.path.name.removesuffix(".toml")
 
 
 def read_scenario(path: Path) -> Scenario:
@@ -160,7 +165,7 @@ def read_scenario(path: Path) -> Scenario:
     raw = tomllib.loads(text)["scenario"].get("violated", [])
     if not isinstance(raw, list) or not all(isinstance(r, str) and r for r in raw):
         raise ScenarioError(f"{path}: scenario.violated: a list of rule names (rule scenario-violated)")
-    return Scenario(path.name.removesuffix(".toml"), target, schedule, tuple(raw))
+    return Scenario(path, target, schedule, tuple(raw))
 
 
 def loads(text: str, path: str = "<scenario>") -> tuple[str, Schedule]:

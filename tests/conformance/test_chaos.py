@@ -157,9 +157,12 @@ def test_chaos_usage_errors_are_one_line(argv: list[str], says: str, capsys: pyt
 
 @pytest.mark.parametrize("path", sorted((ROOT / "fixtures" / "chaos").glob("*.toml")), ids=lambda p: p.name)
 def test_found_scenarios_are_replayable_files(path: Path) -> None:
-    """Scenario files a campaign wrote on a confirmed finding (``conformance chaos --replay``)."""
-    name, s = load(path)
-    assert name and s.ops and s == loads(dumps(s, name))[1]
+    """Scenario files a campaign wrote on a confirmed finding (``conformance chaos --replay``,
+    a case of a target's [chaos] scenarios): the schedule (possibly empty: the bug needed no
+    fault) and the rules it broke, tied to a catalogue requirement."""
+    from conformance.chaos.regression import load_regression
+    scenario = load_regression(path)
+    assert scenario.target and scenario.violated and scenario.schedule == loads(dumps(scenario.schedule, ""))[1]
 
 
 def test_the_workers_shutdown_after_recording_is_not_judged() -> None:
@@ -249,3 +252,16 @@ def test_conformance_run_passes_the_bundled_worker_on_the_same_scenario(tmp_path
     assert (row["outcome"], row["requirement"]) == ("PASS", "CONN-INV-05"), row
     assert code == 4  # PARTIAL: -k ran the scenario only
     assert "group exchanges" in row["message"] and "status snapshots" in row["message"]
+
+
+def test_shrinking_runs_each_candidate_once_and_keeps_its_first_answer() -> None:
+    """A real run's verdict varies: hypothesis' replay of the example it keeps must get the
+    answer that made it keep it (it called the 2.4.1 campaign's shrink flaky and stopped)."""
+    s = generate(7, 3, 60_000, 6000, 2, Knobs(ops=4))
+    calls: list = []
+
+    def violates_once(c) -> bool:  # True the first time only: a finding its rerun does not show
+        calls.append(c)
+        return calls.count(c) == 1
+    m = shrink(s, violates_once, max_examples=10)
+    assert m.ops == () and len(calls) == len(set(calls))
