@@ -15,7 +15,7 @@ from typing import Any
 from fakebroker.cli_text import plain
 from ..target import TargetError, load_target
 from .driver import SIGNALLED, signalled_ops_supported
-from .schedule import KINDS, Knobs, ScenarioError, Schedule, generate, load
+from .schedule import KINDS, Knobs, ScenarioError, Schedule, generate, read_scenario
 
 EXIT_OK, EXIT_VIOLATION, EXIT_USAGE, EXIT_BROKEN = 0, 1, 2, 3
 
@@ -73,10 +73,11 @@ def run_chaos(args: argparse.Namespace) -> int:
                              "('rest' missing and no {rest_port} in start.command)")
         signalled = signalled_ops_supported(target)
         if args.replay:
-            name, schedule = load(Path(args.replay))
-            if name != target.name:
-                print(f"conformance chaos: note: the scenario was found on {name}, replayed on {target.name}")
-            schedules: Iterator[Schedule] = iter([schedule])
+            scenario = read_scenario(Path(args.replay))
+            if scenario.target != target.name:
+                print(f"conformance chaos: note: the scenario was found on {scenario.target}, replayed on "
+                      f"{target.name}")
+            schedules: Iterator[Schedule] = iter([scenario.schedule])
         else:
             if args.workers < 1 or args.duration <= 0 or args.ops < 0 or args.budget < 0:
                 raise ValueError("--workers, --duration must be positive and --ops, --budget not negative")

@@ -260,7 +260,8 @@ class Driver:
             return _rest(port, "PUT", f"/connectors/{name}/config", config) if port else "skipped: no live worker"
         if undo is not None and hasattr(undo, "fn"):
             session.broker.broker.hooks.remove(undo)
-            return f"hook removed, it acted on {undo.fired} requests"  # 0: the fault met nothing
+            # acted on 0: the fault met nothing (the worker was down, or sent none of those requests)
+            return f"hook removed, it acted on {undo.fired} of the {undo.seen} requests it was offered"
         return ""
 
     # ------------------------------------------------------------ the campaign

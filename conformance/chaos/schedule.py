@@ -135,12 +135,6 @@ class ScenarioError(ValueError):
     """A scenario file that cannot be read: one line naming the file, field and rule."""
 
 
-def load(path: Path) -> tuple[str, Schedule]:
-    """(target name, schedule) from a scenario file."""
-    scenario = read_scenario(path)
-    return scenario.target, scenario.schedule
-
-
 @dataclass(frozen=True)
 class Scenario:
     """A scenario file: the schedule, the target it was found on, and the rules it broke."""
