@@ -83,6 +83,13 @@ def _cpu_s(pid: int) -> float | None:
         return None
 
 
+def internal_client_of(client_id: str, worker: str) -> bool:
+    """Whether a Produce/Fetch client is one of ``worker``'s (client.id ``worker``): Connect
+    gives its internal topics' clients that client.id (2.x), ``worker-configs`` and the like
+    (3.0), or ``GROUP-worker-configs`` (later releases: ConnectUtils.clientIdBase)."""
+    return client_id == worker or client_id.startswith(f"{worker}-") or f"-{worker}-" in client_id
+
+
 def _signal(w: WorkerProcess, sig: signal.Signals) -> None:
     for pid in _tree(w.proc.pid):
         try:
@@ -175,14 +182,27 @@ class Driver:
 
     # ------------------------------------------------------------ operations
 
-    def _live_port(self, slot: int) -> int | None:
+    def _live_ports(self, slot: int) -> list[int]:
+        """The REST ports of the workers running and not paused, ``slot``'s first."""
         with self._lock:
-            order = [slot] + sorted(self.slots)
-            for s in order:
-                w = self.slots.get(s)
-                if w is not None and s not in self.paused and w.alive():
-                    return w.rest_port
-        return None
+            order = [slot] + [s for s in sorted(self.slots) if s != slot]
+            return [w.rest_port for s in order if (w := self.slots.get(s)) is not None and s not in self.paused
+                    and w.alive()]
+
+    def _live_port(self, slot: int) -> int | None:
+        ports = self._live_ports(slot)
+        return ports[0] if ports else None
+
+    def _rest_any(self, slot: int, method: str, path: str, body: Any = None) -> str:
+        """A REST call to ``slot``'s worker, else the next live one that answers: a worker
+        started again listens on its REST port only once its JVM is up (Connect forwards
+        to the leader what a follower may not do itself)."""
+        outcome = "skipped: no live worker"
+        for port in self._live_ports(slot):
+            outcome = _rest(port, method, path, body)
+            if not outcome.startswith("no answer"):
+                return outcome
+        return outcome
 
     def _connector(self, op: Op) -> str | None:
         names = sorted(self.configs) or sorted({u[0] for us in list(self.listed.values()) for u in us})
@@ -221,15 +241,15 @@ class Driver:
 
             def fault(call: Call) -> Any:
                 cid = call.client_id or ""
-                return act if (cid == wid if group_api else cid.startswith(wid)) else None
+                return act if (cid == wid if group_api else internal_client_of(cid, wid)) else None
             apis = GROUP_API_KEYS if group_api else ("Produce", "Fetch")
             return act.describe(), broker.hooks.add(fault, api=apis, keep=True, name=f"chaos:{op.kind}:{wid}")
-        port, name = self._live_port(op.worker), self._connector(op)
-        if port is None or name is None:
-            return "skipped: no live worker or connector", None
+        name = self._connector(op)
+        if name is None:
+            return "skipped: no connector", None
         if op.kind == "rest-restart":
             q = "?includeTasks=true&onlyFailed=false" if op.include_tasks else ""
-            return _rest(port, "POST", f"/connectors/{name}/restart{q}"), None
+            return self._rest_any(op.worker, "POST", f"/connectors/{name}/restart{q}"), None
         config = self.configs.get(name)
         if config is None:
             return "skipped: the connector's config is unknown (GET /connectors/NAME/config)", None
@@ -237,9 +257,9 @@ class Driver:
             n = int(config.get("tasks.max", "1"))
             config = {**config, "tasks.max": str(n + 1 if n < 3 else 1)}
             self.configs[name] = config
-            return _rest(port, "PUT", f"/connectors/{name}/config", config), None
+            return self._rest_any(op.worker, "PUT", f"/connectors/{name}/config", config), None
         if op.kind == "rest-delete":
-            return _rest(port, "DELETE", f"/connectors/{name}"), (name, config)
+            return self._rest_any(op.worker, "DELETE", f"/connectors/{name}"), (name, config)
         return f"unknown kind {op.kind}", None
 
     def end_op(self, session: WorkerSession, op: Op, undo: Any) -> str:
@@ -256,8 +276,7 @@ class Driver:
             return "still running"
         if op.kind == "rest-delete" and undo is not None:
             name, config = undo
-            port = self._live_port(op.worker)
-            return _rest(port, "PUT", f"/connectors/{name}/config", config) if port else "skipped: no live worker"
+            return self._rest_any(op.worker, "PUT", f"/connectors/{name}/config", config)
         if undo is not None and hasattr(undo, "fn"):
             session.broker.broker.hooks.remove(undo)
             # acted on 0: the fault met nothing (the worker was down, or sent none of those requests)

@@ -278,3 +278,15 @@ def test_shrinking_runs_each_candidate_once_and_keeps_its_first_answer() -> None
         return calls.count(c) == 1
     m = shrink(s, violates_once, max_examples=10)
     assert m.ops == () and len(calls) == len(set(calls))
+
+
+@pytest.mark.parametrize("client_id,mine", [
+    ("chaos-w1", True),                               # Connect 2.x: the worker's client.id
+    ("chaos-w1-statuses", True),                      # 3.0
+    ("chaos-1-3fa9c2-chaos-w1-configs", True),        # later: ConnectUtils.clientIdBase (group first)
+    ("chaos-w11-offsets", False), ("chaos-1-3fa9c2-chaos-w11-configs", False),
+    ("connector-consumer-conn-a-0", False),           # a sink task's consumer: not an internal topic's
+])
+def test_internal_topic_faults_find_the_workers_clients(client_id: str, mine: bool) -> None:
+    from conformance.chaos.driver import internal_client_of
+    assert internal_client_of(client_id, "chaos-w1") is mine
