@@ -209,8 +209,9 @@ def worst(codes: list[int]) -> int:
 # A case's line in pytest -v output, in either order (plain: "...[ID] PASS"; under xdist:
 # "[gw0] [ 10%] PASS ...[ID]"): the outcome words are the plugin's (pytest_report_teststatus).
 OUTCOME_WORDS = r"(PASS|FAIL|BROKEN|NON-STRICT \(strict\)|NON-STRICT|NOT-APPLICABLE)"
-CASE_LINE = (re.compile(r"test_requirement\[(?P<id>.+)\] " + OUTCOME_WORDS.replace("(", "(?P<word>", 1) + r"(?=\s|$)"),
-             re.compile(OUTCOME_WORDS.replace("(", "(?P<word>", 1) + r" \S*test_requirement\[(?P<id>.+)\]\s*$"))
+CASE_LINE = (re.compile(r"test_(?:requirement|scenario)\[(?P<id>.+)\] " + OUTCOME_WORDS.replace("(", "(?P<word>", 1)
+                        + r"(?=\s|$)"),
+             re.compile(OUTCOME_WORDS.replace("(", "(?P<word>", 1) + r" \S*test_(?:requirement|scenario)\[(?P<id>.+)\]\s*$"))
 PYTEST_LOG = "pytest.log"
 
 

@@ -100,6 +100,7 @@ def active(config: pytest.Config) -> bool:
 MARKERS = {
     "conformance": "a case of the conformance suite",
     "golden": "a requirement with golden transcripts replayed as its cases",
+    "chaos": "a chaos scenario of the target file ([chaos] scenarios), a regression case",
     **{level: f"a conformance case of a {level} requirement" for level in LEVELS},
     **{p: f"a conformance case of the {p} protocol: {title}" for p, title in PROTOCOL_TITLES.items()},
 }
@@ -129,8 +130,10 @@ def pytest_configure(config: pytest.Config) -> None:
 
 def pytest_ignore_collect(collection_path: Path, config: pytest.Config) -> bool | None:
     """Without --conformance-target, the suite's own test modules are not collected at all;
-    """
+    with one, the scenarios' module only when the target names scenarios."""
     if active(config):
+        if collection_path.name == "test_chaos_scenarios.py" and not config.stash[TARGET_KEY].chaos_scenarios:
+            return True
         return None
     try:
         inside = collection_path.resolve().is_relative_to(PACKAGE_DIR)
@@ -156,6 +159,10 @@ def planned_runs(config: pytest.Config) -> list[RequirementRun]:
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     if not active(metafunc.config):
         return
+    if "scenario_path" in metafunc.fixturenames:  # [chaos] scenarios: one test each, named as its file
+        metafunc.parametrize("scenario_path", [
+            pytest.param(p, id=p.name.removesuffix(".toml"), marks=[pytest.mark.chaos])
+            for p in metafunc.config.stash[TARGET_KEY].chaos_scenarios])
     if "requirement_run" not in metafunc.fixturenames:
         return
     metafunc.parametrize("requirement_run", [
@@ -227,9 +234,16 @@ def run_requirement(request: pytest.FixtureRequest, requirement_run: Requirement
                             f"the target could not be started: {session}", protocol=requirement_run.protocol)
     else:
         result = run_case(requirement, session, requirement_run.protocol)
+    _record_case(request, requirement, target, result, getattr(session, "api_ranges", None))
+    return result
+
+
+def _record_case(request: pytest.FixtureRequest, requirement: Requirement, target: Target, result: CaseResult,
+                 ranges: Any) -> None:
+    """The result carried to the controller (results.json), labelled and attached for Allure;
+    a BROKEN one raises ``BrokenCase``."""
     record = result.record()
     record["strict"] = request.config.getoption("--conformance-strict")
-    ranges = getattr(session, "api_ranges", None)
     if ranges is not None:  # carried to the controller; results.json keeps it once
         from .harness.sessions import negotiated
         record[API_VERSIONS] = negotiated(ranges)
@@ -241,6 +255,14 @@ def run_requirement(request: pytest.FixtureRequest, requirement_run: Requirement
         attach_evidence(result)  # a pass is certified on evidence too
     if result.outcome is Outcome.BROKEN:
         raise BrokenCase(f"BROKEN {result.case_id}: {result.message}")
+
+
+def run_scenario_case(request: pytest.FixtureRequest, path: Path, target: Target) -> CaseResult:
+    """A chaos scenario (``conformance.chaos.regression``) in the test body, recorded,
+    labelled and attached as a requirement's case is; BROKEN raises ``BrokenCase``."""
+    from .chaos.regression import run_scenario
+    result = run_scenario(path, target, getattr(request.config, "workerinput", None))
+    _record_case(request, default_catalogue()[result.requirement_id], target, result, None)
     return result
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 import json
+import time
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -36,8 +37,9 @@ def run_until_ms(s: Schedule, b: Bounds) -> int:
     return max(s.duration_ms, last, s.last_fault_end_ms + b.liveness_ms + SETTLE_MS)
 
 
-def run_once(target: Target, s: Schedule, b: Bounds, poll_ms: int, log: Callable[[str], Any]) -> tuple[Run, list[Finding]]:
-    run = Driver(target, s, poll_ms, log).run(run_until_ms(s, b))
+def run_once(target: Target, s: Schedule, b: Bounds, poll_ms: int, log: Callable[[str], Any],
+             workerinput: dict[str, Any] | None = None) -> tuple[Run, list[Finding]]:
+    run = Driver(target, s, poll_ms, log).run(run_until_ms(s, b), workerinput)
     return run, judge(run.history, b)
 
 
@@ -48,6 +50,7 @@ class Outcome:
     minimal: Schedule | None = None
     confirmed: bool = False
     scenario: Path | None = None
+    judged_at: float = 0.0  # time.monotonic() once the first run was judged (before any shrinking)
 
 
 def campaign(target: Target, s: Schedule, b: Bounds, *, poll_ms: int = 500, shrink_examples: int = 0,
@@ -56,7 +59,7 @@ def campaign(target: Target, s: Schedule, b: Bounds, *, poll_ms: int = 500, shri
     log(f"chaos: target {target.name}, seed {s.seed}, {s.workers} workers, {len(s.ops)} operations, "
         f"{run_until_ms(s, b) / 1000:.0f}s (liveness bound {b.liveness_ms} ms, safety grace {b.grace_ms} ms)")
     run, findings = run_once(target, s, b, poll_ms, log)
-    result = Outcome(run, findings)
+    result = Outcome(run, findings, judged_at=time.monotonic())
     if out is not None:  # the recorded history, to judge again or keep as a test's fixture
         out.mkdir(parents=True, exist_ok=True)
         (out / f"chaos-{target.name}-seed{s.seed}.history.json").write_text(
@@ -71,21 +74,30 @@ def campaign(target: Target, s: Schedule, b: Bounds, *, poll_ms: int = 500, shri
     minimal = s
     if shrink_examples > 0:
         def violates(candidate: Schedule) -> bool:
-            log(f"  shrinking: trying {len(candidate.ops)} operations")
-            return any(f.rule == rule for f in run_once(target, candidate, b, poll_ms, lambda _: None)[1])
+            again = any(f.rule == rule for f in run_once(target, candidate, b, poll_ms, lambda _: None)[1])
+            log(f"  shrinking: {len(candidate.ops)} operations, {sum(o.for_ms for o in candidate.ops)} ms of "
+                f"faults: {'violates' if again else 'no violation'}")
+            return again
         minimal = shrink(s, violates, shrink_examples)
         log(f"minimal schedule for {rule}: {len(minimal.ops)} of {len(s.ops)} operations")
         for o in minimal.ops:
             log(f"    op  {o.describe()}")
     result.minimal = minimal
+    # The rules the scenario file names: the one shrunk for, and the others its schedule broke
+    # too (the first run's when it was not shrunk, else its rerun's).
+    seen = {f.rule for f in findings} if minimal is s else set()
     if confirm:
-        result.confirmed = any(f.rule == rule for f in run_once(target, minimal, b, poll_ms, lambda _: None)[1])
+        again = {f.rule for f in run_once(target, minimal, b, poll_ms, lambda _: None)[1]}
+        result.confirmed = rule in again
+        seen |= again
         log(f"rerun of the minimal schedule: {'violates again (confirmed)' if result.confirmed else 'no violation'}")
+    violated = (rule, *sorted(seen - {rule}))
     if out is not None:
         out.mkdir(parents=True, exist_ok=True)
         path = out / f"chaos-{target.name}-seed{s.seed}.toml"
         path.write_text(dumps(minimal, target.name, f"{rule} {findings[0].detail}"
-                              f"{'' if result.confirmed else ' (NOT confirmed by a rerun)'}"), encoding="utf-8")
+                              f"{'' if result.confirmed else ' (NOT confirmed by a rerun)'}", violated),
+                        encoding="utf-8")
         result.scenario = path
         log(f"scenario written: {path}")
     return result

@@ -26,6 +26,7 @@ from .judge import History, Snapshot, Unit
 from .schedule import TOPIC_ERRORS, Op, Schedule
 
 SIGNALLED = frozenset({"pause", "kill", "stop"})  # need the worker's own process
+CPU_SAMPLE_EVERY = 4  # polls between samples of the workers' CPU
 
 
 @dataclass
@@ -67,6 +68,26 @@ def _tree(pid: int) -> list[int]:
         out.append(p)
         todo += children.get(p, [])
     return out
+
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+
+
+def _cpu_s(pid: int) -> float | None:
+    """CPU seconds (user + system) a live process has used so far, from /proc."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / CLK_TCK
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def internal_client_of(client_id: str, worker: str) -> bool:
+    """Whether a Produce/Fetch client is one of ``worker``'s (client.id ``worker``): Connect
+    gives its internal topics' clients that client.id (2.x), ``worker-configs`` and the like
+    (3.0), or ``GROUP-worker-configs`` (later releases: ConnectUtils.clientIdBase)."""
+    return client_id == worker or client_id.startswith(f"{worker}-") or f"-{worker}-" in client_id
 
 
 def _signal(w: WorkerProcess, sig: signal.Signals) -> None:
@@ -117,6 +138,9 @@ class Driver:
         self.done: list[str] = []
         self.op_times: dict[int, int] = {}
         self.configs: dict[str, Any] = {}
+        # Each worker process's CPU seconds, the most seen (sampled while it lives: a JVM its
+        # launcher does not wait for is no child whose usage getrusage would count).
+        self.cpu_seen: dict[int, float] = {}
         self._lock = threading.Lock()
         self._t0 = 0.0
 
@@ -131,10 +155,21 @@ class Driver:
         with self._lock:
             self.slots[slot] = w
 
+    def _sample_cpu(self, workers: list[WorkerProcess]) -> None:
+        for w in workers:
+            for pid in _tree(w.proc.pid):
+                cpu = _cpu_s(pid)
+                if cpu is not None:
+                    self.cpu_seen[pid] = max(cpu, self.cpu_seen.get(pid, 0.0))
+
     def _poll(self, stop: threading.Event) -> None:
+        polls = 0
         while not stop.wait(self.poll_ms / 1000):
             with self._lock:
                 live = [(s, w) for s, w in self.slots.items() if w is not None and s not in self.paused]
+            polls += 1
+            if polls % CPU_SAMPLE_EVERY == 0:  # a full /proc scan: not at every poll
+                self._sample_cpu([w for _, w in live])
             for slot, w in live:
                 t = self.now_ms()
                 try:
@@ -147,14 +182,27 @@ class Driver:
 
     # ------------------------------------------------------------ operations
 
-    def _live_port(self, slot: int) -> int | None:
+    def _live_ports(self, slot: int) -> list[int]:
+        """The REST ports of the workers running and not paused, ``slot``'s first."""
         with self._lock:
-            order = [slot] + sorted(self.slots)
-            for s in order:
-                w = self.slots.get(s)
-                if w is not None and s not in self.paused and w.alive():
-                    return w.rest_port
-        return None
+            order = [slot] + [s for s in sorted(self.slots) if s != slot]
+            return [w.rest_port for s in order if (w := self.slots.get(s)) is not None and s not in self.paused
+                    and w.alive()]
+
+    def _live_port(self, slot: int) -> int | None:
+        ports = self._live_ports(slot)
+        return ports[0] if ports else None
+
+    def _rest_any(self, slot: int, method: str, path: str, body: Any = None) -> str:
+        """A REST call to ``slot``'s worker, else the next live one that answers: a worker
+        started again listens on its REST port only once its JVM is up (Connect forwards
+        to the leader what a follower may not do itself)."""
+        outcome = "skipped: no live worker"
+        for port in self._live_ports(slot):
+            outcome = _rest(port, method, path, body)
+            if not outcome.startswith("no answer"):
+                return outcome
+        return outcome
 
     def _connector(self, op: Op) -> str | None:
         names = sorted(self.configs) or sorted({u[0] for us in list(self.listed.values()) for u in us})
@@ -176,6 +224,7 @@ class Driver:
                 _signal(w, signal.SIGSTOP)
                 self.paused.add(op.worker)
                 return "SIGSTOP", w
+            self._sample_cpu([w])  # what it used until now: gone with the process
             if op.kind == "kill":
                 _signal(w, signal.SIGKILL)
                 w.proc.wait(10)
@@ -192,15 +241,15 @@ class Driver:
 
             def fault(call: Call) -> Any:
                 cid = call.client_id or ""
-                return act if (cid == wid if group_api else cid.startswith(wid)) else None
+                return act if (cid == wid if group_api else internal_client_of(cid, wid)) else None
             apis = GROUP_API_KEYS if group_api else ("Produce", "Fetch")
             return act.describe(), broker.hooks.add(fault, api=apis, keep=True, name=f"chaos:{op.kind}:{wid}")
-        port, name = self._live_port(op.worker), self._connector(op)
-        if port is None or name is None:
-            return "skipped: no live worker or connector", None
+        name = self._connector(op)
+        if name is None:
+            return "skipped: no connector", None
         if op.kind == "rest-restart":
             q = "?includeTasks=true&onlyFailed=false" if op.include_tasks else ""
-            return _rest(port, "POST", f"/connectors/{name}/restart{q}"), None
+            return self._rest_any(op.worker, "POST", f"/connectors/{name}/restart{q}"), None
         config = self.configs.get(name)
         if config is None:
             return "skipped: the connector's config is unknown (GET /connectors/NAME/config)", None
@@ -208,9 +257,9 @@ class Driver:
             n = int(config.get("tasks.max", "1"))
             config = {**config, "tasks.max": str(n + 1 if n < 3 else 1)}
             self.configs[name] = config
-            return _rest(port, "PUT", f"/connectors/{name}/config", config), None
+            return self._rest_any(op.worker, "PUT", f"/connectors/{name}/config", config), None
         if op.kind == "rest-delete":
-            return _rest(port, "DELETE", f"/connectors/{name}"), (name, config)
+            return self._rest_any(op.worker, "DELETE", f"/connectors/{name}"), (name, config)
         return f"unknown kind {op.kind}", None
 
     def end_op(self, session: WorkerSession, op: Op, undo: Any) -> str:
@@ -227,21 +276,24 @@ class Driver:
             return "still running"
         if op.kind == "rest-delete" and undo is not None:
             name, config = undo
-            port = self._live_port(op.worker)
-            return _rest(port, "PUT", f"/connectors/{name}/config", config) if port else "skipped: no live worker"
+            return self._rest_any(op.worker, "PUT", f"/connectors/{name}/config", config)
         if undo is not None and hasattr(undo, "fn"):
             session.broker.broker.hooks.remove(undo)
-            return "hook removed"
+            # acted on 0: the fault met nothing (the worker was down, or sent none of those requests)
+            return f"hook removed, it acted on {undo.fired} of the {undo.seen} requests it was offered"
         return ""
 
     # ------------------------------------------------------------ the campaign
 
-    def run(self, until_ms: int) -> Run:
-        session = WorkerSession.start(self.target)
+    def run(self, until_ms: int, workerinput: dict[str, Any] | None = None) -> Run:
+        """``workerinput``: a test process's (``conformance run``): its run's real Kafka, with
+        internal topics of this campaign's own (its operations rewrite the connectors' configs)."""
+        if workerinput:
+            workerinput = {**workerinput, "workerid": f"{workerinput.get('workerid', '')}-{self.group}"}
+        session = WorkerSession.start(self.target, workerinput)
         stop = threading.Event()
         poller = threading.Thread(target=self._poll, args=(stop,), name="chaos-poll", daemon=True)
         cpu0 = resource.getrusage(resource.RUSAGE_SELF)
-        kids0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         mark = len(session.broker.broker.seen)
         try:
             for slot in range(self.s.workers):
@@ -278,10 +330,10 @@ class Driver:
                 w = self.slots.get(slot)
                 if w is not None:
                     _signal(w, signal.SIGCONT)
+            self._sample_cpu(workers)
+            cpu1 = resource.getrusage(resource.RUSAGE_SELF)  # before the workers' shutdown
             for w in workers:
                 w.terminate()
-            cpu1 = resource.getrusage(resource.RUSAGE_SELF)
-            kids1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             seen = session.broker.broker.snapshot(mark)
             session.stop()
         rows, _ = exchange_rows(seen, f"chaos-{self.s.seed}")
@@ -289,8 +341,8 @@ class Driver:
             r["req_time"] -= self._t0
             if r["resp_time"] is not None:
                 r["resp_time"] -= self._t0
-        usage = Usage(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime,
-                      kids1.ru_utime + kids1.ru_stime - kids0.ru_utime - kids0.ru_stime, end_ms / 1000)
+        usage = Usage(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, sum(self.cpu_seen.values()),
+                      end_ms / 1000)
         history = History(self.s, rows, list(self.snapshots), expected, end_ms, dict(self.op_times))
         return Run(history, self.done, usage)
 

@@ -115,13 +115,16 @@ def generate(seed: int, workers: int, duration_ms: int, session_timeout_ms: int,
 
 # ---------------------------------------------------------------- scenario files
 
-def dumps(s: Schedule, target: str, evidence: str = "") -> str:
-    """The schedule as a scenario file (TOML): a regression case of ``target``."""
+def dumps(s: Schedule, target: str, evidence: str = "", violated: tuple[str, ...] = ()) -> str:
+    """The schedule as a scenario file (TOML): a regression case of ``target``; ``violated``:
+    the rules (catalogue ids, ``safety``, ``liveness``) the schedule broke when it was found."""
     def val(v: Any) -> str:
         return ("true" if v else "false") if isinstance(v, bool) else (str(v) if isinstance(v, int) else f'"{v}"')
     lines = [f"# chaos scenario: {evidence}" if evidence else "# chaos scenario", "[scenario]",
              f'target = "{target}"', f"seed = {s.seed}", f"workers = {s.workers}",
              f"duration_ms = {s.duration_ms}", f"session_timeout_ms = {s.session_timeout_ms}"]
+    if violated:
+        lines.append("violated = [" + ", ".join(f'"{r}"' for r in violated) + "]")
     for o in s.ops:
         lines += ["", "[[op]]"] + [f"{k} = {val(v)}" for k, v in asdict(o).items()
                                    if k in ("at_ms", "kind") or v != getattr(Op, k, None)]
@@ -132,12 +135,31 @@ class ScenarioError(ValueError):
     """A scenario file that cannot be read: one line naming the file, field and rule."""
 
 
-def load(path: Path) -> tuple[str, Schedule]:
-    """(target name, schedule) from a scenario file."""
+@dataclass(frozen=True)
+class Scenario:
+    """A scenario file: the schedule, the target it was found on, and the rules it broke."""
+
+    path: Path
+    target: str
+    schedule: Schedule
+    violated: tuple[str, ...]
+
+    @property
+    def name(self) -> str:
+        """The file's name without .toml: the case id under ``conformance run``."""
+        return self.path.name.removesuffix(".toml")
+
+
+def read_scenario(path: Path) -> Scenario:
     try:
-        return loads(path.read_text(encoding="utf-8"), str(path))
+        text = path.read_text(encoding="utf-8")
     except OSError as e:
-        raise ScenarioError(f"{path}: not readable: {e}") from None
+        raise ScenarioError(f"{path}: not readable: {e.strerror}") from None
+    target, schedule = loads(text, str(path))
+    raw = tomllib.loads(text)["scenario"].get("violated", [])
+    if not isinstance(raw, list) or not all(isinstance(r, str) and r for r in raw):
+        raise ScenarioError(f"{path}: scenario.violated: a list of rule names (rule scenario-violated)")
+    return Scenario(path, target, schedule, tuple(raw))
 
 
 def loads(text: str, path: str = "<scenario>") -> tuple[str, Schedule]:

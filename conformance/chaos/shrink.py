@@ -35,11 +35,20 @@ def sub_schedules(s: Schedule) -> st.SearchStrategy[Schedule]:
 def shrink(s: Schedule, violates: Callable[[Schedule], bool], max_examples: int = 40) -> Schedule:
     """The smallest sub-schedule of ``s`` hypothesis finds that still ``violates``; ``s``
     itself when none of the tried ones does (the caller has confirmed ``s`` violates).
-    Each call of ``violates`` may run a real campaign: ``max_examples`` bounds them."""
+    Each call of ``violates`` may run a real campaign: ``max_examples`` bounds them, and no
+    sub-schedule is run twice (its first answer stands: confirming is the caller's rerun)."""
     if not s.ops:
         return s
+    answers: dict[Schedule, bool] = {}
+
+    def first_answer(candidate: Schedule) -> bool:
+        # A real run's verdict varies from run to run; hypothesis asks again for the example it
+        # keeps (and calls a changed answer flaky): each candidate is run once, its answer kept.
+        if candidate not in answers:
+            answers[candidate] = violates(candidate)
+        return answers[candidate]
     try:
-        return find(sub_schedules(s), violates,
+        return find(sub_schedules(s), first_answer,
                     settings=settings(max_examples=max_examples, database=None, derandomize=True, deadline=None,
                                       phases=[Phase.generate, Phase.shrink],
                                       suppress_health_check=list(HealthCheck)))

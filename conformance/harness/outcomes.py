@@ -70,13 +70,19 @@ class CaseResult:
     # What each group invariant found in the case's exchanges (a worker case's; see
     # conformance.invariants.report): reported under the invariants' own ids, not this case's.
     invariants: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # A case reported under a name of its own in its requirement's row (a chaos scenario's,
+    # conformance.chaos.regression), not under the requirement's id.
+    name: str | None = None
 
     def __repr__(self) -> str:
         return f"<CaseResult {self.case_id} {self.outcome.value}>"
 
     @property
     def case_id(self) -> str:
-        """The row's id: the requirement id, with ``[protocol]`` for a per-protocol run."""
+        """The row's id: the requirement id, with ``[protocol]`` for a per-protocol run (or the
+        case's own name)."""
+        if self.name:
+            return self.name
         return f"{self.requirement_id}[{self.protocol}]" if self.protocol else self.requirement_id
 
     def record(self) -> dict[str, Any]:

@@ -115,6 +115,7 @@ class Target:
     # A coordinator: API -> the highest version to certify it at, below what it advertises
     # ([max_versions]; fakebroker.negotiation applies it).
     max_versions: dict[str, int] = field(default_factory=dict)
+    chaos_scenarios: tuple[Path, ...] = ()  # [chaos] scenarios: regression cases (conformance.chaos.regression)
 
     @property
     def virtual_clock(self) -> bool:
@@ -477,7 +478,31 @@ def parse_target(data: dict[str, Any], path: str) -> Target:
         error_codes={**DEFAULT_ERROR_CODES, **data.get("error_codes", {})},
         group_log=GroupLog(**data["group_log"]) if "group_log" in data else None,
         connect=connect,
-        max_versions=dict(data.get("max_versions", {})))
+        max_versions=dict(data.get("max_versions", {})),
+        chaos_scenarios=_chaos_scenarios(data, path))
+
+
+def _chaos_scenarios(data: dict[str, Any], path: str) -> tuple[Path, ...]:
+    """[chaos] scenarios, relative to the target file, each a scenario file tied to a
+    catalogue requirement (a regression case of a worker)."""
+    from .chaos.regression import load_regression
+    from .chaos.schedule import ScenarioError
+    names = data.get("chaos", {}).get("scenarios", [])
+    if names and data["kind"] != "worker":
+        raise TargetError(path, [f"chaos.scenarios: scenarios are cases of a worker, not a {data['kind']} "
+                                 "(rule chaos-worker-only)"])
+    out = []
+    for n, name in enumerate(names):
+        p = Path(name).expanduser()
+        p = p if p.is_absolute() else Path(path).resolve().parent / p
+        try:
+            load_regression(p)
+        except ScenarioError as e:
+            raise TargetError(path, [f"chaos.scenarios[{n}]: {e}"]) from None
+        out.append(p)
+    if len({p.name for p in out}) != len(out):
+        raise TargetError(path, ["chaos.scenarios: two scenario files share a name, the case id (rule chaos-scenario)"])
+    return tuple(out)
 
 
 def load_target(path: str | Path) -> Target:

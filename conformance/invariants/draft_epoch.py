@@ -7,10 +7,15 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from ..target import DEFAULT_ERROR_CODES
 from .rounds import FENCED, Group, violation
 
 REQUIREMENT = "C848-INV-01"
 NAME = "draft-member-epoch-current"
+# Answers that give the member its epoch: a success, and COMPUTE_ASSIGNMENT (the draft's
+# code, its other fields valid: ERRATA 17), which the worker suite's coordinator answers with
+# the draft's own number (conformance.target.DEFAULT_ERROR_CODES).
+GRANTING = frozenset({0, DEFAULT_ERROR_CODES["COMPUTE_ASSIGNMENT"]})
 
 
 def check(g: Group) -> Iterator[dict[str, Any]]:
@@ -29,5 +34,5 @@ def check(g: Group) -> Iterator[dict[str, Any]]:
                             f"{given[m]} (0 joins, -1 leaves)", generation=sent, members=(m,))
         if sent == -1 or e.error_code in FENCED:
             given.pop(m, None)
-        elif e.error_code == 0 and e.resp_member_epoch is not None:
+        elif e.error_code in GRANTING and e.resp_member_epoch is not None:
             given[m] = e.resp_member_epoch

@@ -47,6 +47,7 @@ from fakebroker.client import ClientError, KafkaConnection
 from .owned_work import NOTHING, Work, connectors_of, new_work, show, tasks_of, units, work_of
 from fakebroker.connect.embedded import assignment_bytes, metadata_bytes
 from .mutant import WorkerMutant
+from .rest_status import serve_status
 
 UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 25, 110
 RESTART = (UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH)
@@ -342,6 +343,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mutant", choices=sorted(MUTANTS), help="run with this one deliberate defect")
     a = ap.parse_args(argv)
     w = DraftWorker(a)
+    # What it owns, as Connect's REST status says it (a chaos campaign's safety and liveness).
+    rest = serve_status(a.rest_port, [(c, -1) for c in w.universe.connectors] + list(w.universe.tasks),
+                        lambda: {(c, -1) for c in w.owned.connectors} | set(w.owned.tasks))
 
     async def go() -> None:
         loop = asyncio.get_running_loop()
@@ -350,6 +354,7 @@ def main(argv: list[str] | None = None) -> int:
         await w.run()
 
     asyncio.run(go())
+    rest.shutdown()
     return 0
 
 

@@ -144,6 +144,19 @@ def test_draft_member_heartbeats_with_its_current_epoch() -> None:
     assert found(s, leaders=["w2"]) == {}  # w1 is not judged here
 
 
+def test_a_compute_assignment_answer_gives_the_member_its_epoch() -> None:
+    """C848-INV-01: the selected worker's COMPUTE_ASSIGNMENT answer carries its new epoch (its
+    other fields valid, ERRATA 17); heartbeating with it next is no violation (a chaos
+    campaign on the draft reference worker reported one: the grant was not counted)."""
+    s = Script()
+    s.connect_heartbeat("w1", 0, (), 3, ())
+    s.connect_heartbeat("w1", 3, (), 5, None, error=1000)
+    s.connect_heartbeat("w1", 5, (), 6, None)
+    assert found(s) == {}
+    s.connect_heartbeat("w1", 5, (), 6, None)  # lines 8-9: an epoch older than the 6 it was given
+    assert found(s) == {"C848-INV-01": [(9, None)]}
+
+
 def test_results_are_written_as_allure_results(tmp_path: Path) -> None:
     """The invariants have no test of their own: each result is written into the Allure
     results as a case's would be, under its own id, its status the outcome's."""
