@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conformance.plugin import report_outcome, run_scenario_case
-from conformance.target import Target
+from conformance.harness.target import Target
 
 pytestmark = pytest.mark.conformance
 

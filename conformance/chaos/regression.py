@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..catalogue import default_catalogue
+from ..catalogue.requirements import default_catalogue
 from ..harness.outcomes import CaseResult, Outcome
-from ..target import Target
+from ..harness.target import Target
 from .judge import evidence, judge
 from .schedule import Scenario, ScenarioError, read_scenario
 

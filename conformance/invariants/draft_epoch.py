@@ -7,15 +7,16 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..target import DEFAULT_ERROR_CODES
+from fakebroker.coordinator.errors import DraftErrorCode
+
 from .rounds import FENCED, Group, violation
 
 REQUIREMENT = "C848-INV-01"
 NAME = "draft-member-epoch-current"
 # Answers that give the member its epoch: a success, and COMPUTE_ASSIGNMENT (the draft's
 # code, its other fields valid: ERRATA 17), which the worker suite's coordinator answers with
-# the draft's own number (conformance.target.DEFAULT_ERROR_CODES).
-GRANTING = frozenset({0, DEFAULT_ERROR_CODES["COMPUTE_ASSIGNMENT"]})
+# the draft's own number (the fake broker's, which coordinates the workers under test).
+GRANTING = frozenset({0, int(DraftErrorCode.COMPUTE_ASSIGNMENT)})
 
 
 def check(g: Group) -> Iterator[dict[str, Any]]:

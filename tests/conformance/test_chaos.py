@@ -204,7 +204,7 @@ def _with_scenarios(tmp_path: Path, target: str, scenarios: list[str], name: str
 
 
 def test_a_target_names_its_scenarios_relative_to_its_file(tmp_path: Path) -> None:
-    from conformance.target import load_target
+    from conformance.harness.target import load_target
     (tmp_path / "found").mkdir()
     (tmp_path / "found" / "x.toml").write_text(MUTANT_SCENARIO.read_text(encoding="utf-8"), encoding="utf-8")
     t = load_target(_with_scenarios(tmp_path, "fixtures/targets/kafka-python-worker.toml", ["found/x.toml"]))
@@ -217,7 +217,7 @@ def test_a_target_names_its_scenarios_relative_to_its_file(tmp_path: Path) -> No
     ("typo.toml", "scenario.violated: CONN-INV-99: each a catalogue id"),
 ])
 def test_a_target_with_a_bad_scenario_is_refused_naming_it(tmp_path: Path, scenario: str, says: str) -> None:
-    from conformance.target import TargetError, load_target
+    from conformance.harness.target import TargetError, load_target
     text = MUTANT_SCENARIO.read_text(encoding="utf-8")
     (tmp_path / "bad.toml").write_text(text.replace('violated = ["liveness"]\n', ""), encoding="utf-8")
     (tmp_path / "typo.toml").write_text(text.replace('"liveness"', '"CONN-INV-99"'), encoding="utf-8")
