@@ -17,19 +17,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 PACKAGES = ("fakebroker", "conformance")
 
-# Circles owned by other branches of issue #30, allowed until those merge (each listed by
-# its files): the coordinator's API registry and its handlers (s30-request), the spec
-# loader and its checker (s30-names).
-_APIS = "fakebroker.coordinator.apis"
-ALLOWED: list[frozenset[str]] = [
-    frozenset({_APIS, "fakebroker.coordinator.coordinator", "fakebroker.coordinator.migration"}
-              | {f"{_APIS}.{name}" for name in (
-                  "_connect_common", "connect_group_heartbeat", "connect_group_install_assignment",
-                  "connect_group_prepare_assignment", "consumer_group_describe",
-                  "consumer_group_heartbeat", "describe_groups", "heartbeat", "join_group",
-                  "leave_group", "list_groups", "offset_commit", "offset_fetch", "sync_group")}),
-]
-
 
 def _modules() -> dict[str, Path]:
     found: dict[str, Path] = {}
@@ -127,13 +114,13 @@ def test_a_circle_is_found_and_a_chain_is_not() -> None:
 
 
 def test_no_circle_of_files_imports_each_other() -> None:
-    found = [c for c in cycles(import_graph()) if c not in ALLOWED]
+    found = cycles(import_graph())
     assert not found, "\n".join(" <-> ".join(sorted(c)) for c in found)
 
 
 if __name__ == "__main__":
     circles = cycles(import_graph())
     for circle in circles:
-        print(("allowed: " if circle in ALLOWED else "") + " <-> ".join(sorted(circle)))
+        print(" <-> ".join(sorted(circle)))
     print(f"{len(circles)} circles of files that import each other")
-    sys.exit(1 if any(c not in ALLOWED for c in circles) else 0)
+    sys.exit(1 if circles else 0)

@@ -54,6 +54,7 @@ from .offsets import OffsetStore
 from .reconcile.records import Record, RecordStore
 from .result import CoordinatorResult
 from .topics import FixedTopics, OpenTopics, TopicCatalog
+from .view import CoordinatorView
 
 
 class GroupCoordinator:
@@ -93,7 +94,7 @@ class GroupCoordinator:
         api = self.apis[key]
         inner = api.handle
 
-        def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+        def handle(coord: CoordinatorView, ctx: RequestContext, body: Struct,
                    prepared: object | None = None) -> None:
             around(inner, ctx, body, prepared)
         self.apis[key] = dataclasses.replace(api, handle=handle)

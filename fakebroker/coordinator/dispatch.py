@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from ..protocol import Registry, Struct
 from .apis import (connect_group_heartbeat, connect_group_install_assignment,
@@ -16,10 +15,11 @@ from .apis import (connect_group_heartbeat, connect_group_install_assignment,
                    list_groups, offset_commit, offset_fetch, sync_group)
 from .classic.join_request import JoinRequest
 from .context import RequestContext
+from .view import CoordinatorView
 
 #: ``handle(coordinator, ctx, body, prepared)``: every API's one signature (the first
-#: argument is the ``GroupCoordinator``; this table does not import it back).
-Handler = Callable[[Any, RequestContext, Struct, "object | None"], None]
+#: argument is the ``GroupCoordinator``, which the handlers know as a ``CoordinatorView``).
+Handler = Callable[[CoordinatorView, RequestContext, Struct, "object | None"], None]
 #: ``prepare(body, api_version)``: a handler's view of a request, built from it alone.
 Preparer = Callable[[Struct, int], object]
 

@@ -76,7 +76,7 @@ from .errors import RuleViolation
 from .reconcile import ClientAssignor, ConnectUnit
 
 if TYPE_CHECKING:
-    from .coordinator import GroupCoordinator
+    from .view import CoordinatorView
 
 E = ErrorCode
 S = ClassicGroupState
@@ -89,7 +89,7 @@ def is_connect_classic(group: Any) -> bool:
     return isinstance(group, ClassicGroup) and group.protocol_type == CONNECT
 
 
-def upgrade(coord: GroupCoordinator, classic: ClassicGroup) -> ConnectGroup:
+def upgrade(coord: CoordinatorView, classic: ClassicGroup) -> ConnectGroup:
     """The connect group ``classic`` becomes (M2-M5); not yet registered (the caller
     ``adopt``s it once the joining heartbeat succeeded). Raises ``RuleViolation``."""
     if not classic.is_empty() and classic.state is not S.STABLE:
@@ -125,7 +125,7 @@ def upgrade(coord: GroupCoordinator, classic: ClassicGroup) -> ConnectGroup:
     return group
 
 
-def owned_units(coord: GroupCoordinator, member: ClassicMember, protocol: str) -> list[ConnectUnit]:
+def owned_units(coord: CoordinatorView, member: ClassicMember, protocol: str) -> list[ConnectUnit]:
     """M4: what ``member`` runs according to its last classic join and assignment."""
     meta_t = coord.registry["ConnectProtocolMetadata"]
     asg_t = coord.registry["ConnectProtocolAssignment"]
@@ -155,12 +155,12 @@ def owned_units(coord: GroupCoordinator, member: ClassicMember, protocol: str) -
     return units
 
 
-def install_downgrade(coord: GroupCoordinator, group: ConnectGroup) -> None:
+def install_downgrade(coord: CoordinatorView, group: ConnectGroup) -> None:
     """Arm M8 on a converted group."""
     group.on_only_classic = lambda: downgrade(coord, group)
 
 
-def downgrade(coord: GroupCoordinator, group: ConnectGroup) -> ClassicGroup:
+def downgrade(coord: CoordinatorView, group: ConnectGroup) -> ClassicGroup:
     """M8: replace ``group`` (whose members are all carried-over classic ones) by a classic
     group at generation = group epoch, rebalancing."""
     gid = group.group_id
@@ -189,7 +189,7 @@ def downgrade(coord: GroupCoordinator, group: ConnectGroup) -> ClassicGroup:
     return classic
 
 
-def carried_over(coord: GroupCoordinator, group_id: str, member_id: str) -> ConnectGroup | None:
+def carried_over(coord: CoordinatorView, group_id: str, member_id: str) -> ConnectGroup | None:
     """The converted connect group ``member_id`` was carried into and still belongs to."""
     group = coord.groups.get(group_id)
     if (isinstance(group, ConnectGroup) and member_id in group.classic_members
@@ -198,7 +198,7 @@ def carried_over(coord: GroupCoordinator, group_id: str, member_id: str) -> Conn
     return None
 
 
-def classic_rejoin(coord: GroupCoordinator, group: ConnectGroup, member_id: str) -> None:
+def classic_rejoin(coord: CoordinatorView, group: ConnectGroup, member_id: str) -> None:
     """M7: a carried-over member's JoinGroup removes it from the connect group."""
     result = group.engine.leave(member_id, coord.env.now_ms)
     group.absorb(result.outcome)

@@ -4,5 +4,6 @@ now or, for a parked request, later. ``prepared`` is what the API's preparer (if
 from the request alone, off the event loop for a big frame; None means build it here.
 
 The table from API to handler is ``coordinator/dispatch.py``, which imports these modules
-(this package imports none of them, so no handler imports its own table back).
+(this package imports none of them, so no handler imports its own table back). A handler
+knows the coordinator as ``view.CoordinatorView``, never by importing it.
 """

@@ -11,7 +11,7 @@ from ..errors import RuleViolation
 from ..reconcile.validation import require_member_id_present, require_non_empty
 
 if TYPE_CHECKING:
-    from ..coordinator import GroupCoordinator
+    from ..view import CoordinatorView
 
 E = ErrorCode
 
@@ -24,7 +24,7 @@ def validate(b: Any) -> None:
         raise RuleViolation(E.INVALID_REQUEST, "member-epoch-not-negative", "MemberEpoch must be >= 0")
 
 
-def connect_group(coord: GroupCoordinator, group_id: str) -> ConnectGroup:
+def connect_group(coord: CoordinatorView, group_id: str) -> ConnectGroup:
     """Step 1: GROUP_ID_NOT_FOUND when there is no connect group of that id."""
     group = coord.groups.get(group_id)
     if group is None:
@@ -35,5 +35,5 @@ def connect_group(coord: GroupCoordinator, group_id: str) -> ConnectGroup:
     return group
 
 
-def error_response(coord: GroupCoordinator, name: str, r: RuleViolation) -> Any:
+def error_response(coord: CoordinatorView, name: str, r: RuleViolation) -> Any:
     return coord.registry[name].new(error_code=int(r.error), error_message=r.message or None)

@@ -41,12 +41,12 @@ from ..reconcile.connect import (heartbeat_from_request, heartbeat_response,
 from ..reconcile.validation import JOIN_EPOCH, LEAVE_EPOCH
 
 if TYPE_CHECKING:
-    from ..coordinator import GroupCoordinator
+    from ..view import CoordinatorView
 
 E = ErrorCode
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+def handle(coord: CoordinatorView, ctx: RequestContext, body: Struct,
            prepared: object | None = None) -> None:
     b: Any = body
     try:
@@ -68,7 +68,7 @@ def validate(b: Any) -> None:
         tasks=tasks_of(b.connectors_and_tasks))
 
 
-def _handle(coord: GroupCoordinator, ctx: RequestContext, b: Any) -> HeartbeatResult[ConnectUnit]:
+def _handle(coord: CoordinatorView, ctx: RequestContext, b: Any) -> HeartbeatResult[ConnectUnit]:
     validate(b)
     group_id: str = b.group_id
     existing = coord.groups.get(group_id)

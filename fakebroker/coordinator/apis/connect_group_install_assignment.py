@@ -24,12 +24,12 @@ from ..reconcile.connect import install_targets
 from ._connect_common import connect_group, error_response, validate
 
 if TYPE_CHECKING:
-    from ..coordinator import GroupCoordinator
+    from ..view import CoordinatorView
 
 RESPONSE = "ConnectGroupInstallAssignmentResponse"
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+def handle(coord: CoordinatorView, ctx: RequestContext, body: Struct,
            prepared: object | None = None) -> None:
     b: Any = body
     try:

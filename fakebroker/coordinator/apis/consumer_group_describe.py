@@ -25,11 +25,11 @@ from .describe_groups import GROUP_AUTHORIZED_OPERATIONS
 if TYPE_CHECKING:
     from collections.abc import Iterable
 
-    from ..coordinator import GroupCoordinator
+    from ..view import CoordinatorView
 
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+def handle(coord: CoordinatorView, ctx: RequestContext, body: Struct,
            prepared: object | None = None) -> None:
     b: Any = body
     mt = coord.registry["ConsumerGroupDescribeResponse"]
@@ -45,7 +45,7 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
     coord.env.reply(ctx, mt.new(groups=described))
 
 
-def _describe(coord: GroupCoordinator, mt: MessageType, v: int, group_id: str) -> Any:
+def _describe(coord: CoordinatorView, mt: MessageType, v: int, group_id: str) -> Any:
     cls: Any = mt.cls
     group = coord.groups.get(group_id)
     if not isinstance(group, ConsumerGroup):

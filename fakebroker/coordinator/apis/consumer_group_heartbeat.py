@@ -45,7 +45,7 @@ from ..reconcile import Heartbeat, HeartbeatResult, TopicPartition
 from ..reconcile.validation import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, require_non_empty
 
 if TYPE_CHECKING:
-    from ..coordinator import GroupCoordinator
+    from ..view import CoordinatorView
 
 E = ErrorCode
 
@@ -59,7 +59,7 @@ class Kafka4(IntEnum):
 MEMBER_ID_REQUIRED_VERSION = 1
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+def handle(coord: CoordinatorView, ctx: RequestContext, body: Struct,
            prepared: object | None = None) -> None:
     b: Any = body
     try:
@@ -115,7 +115,7 @@ def validate(b: Any, api_version: int, assignors: tuple[str, ...]) -> None:
                                 f"{err}.") from None
 
 
-def _existing(coord: GroupCoordinator, group_id: str) -> ConsumerGroup:
+def _existing(coord: CoordinatorView, group_id: str) -> ConsumerGroup:
     group = coord.groups.get(group_id)
     if group is None:
         raise RuleViolation(E.GROUP_ID_NOT_FOUND, "group-exists", f"Group {group_id} not found.")
@@ -125,7 +125,7 @@ def _existing(coord: GroupCoordinator, group_id: str) -> ConsumerGroup:
     return group
 
 
-def _heartbeat(coord: GroupCoordinator, ctx: RequestContext, b: Any) -> None:
+def _heartbeat(coord: CoordinatorView, ctx: RequestContext, b: Any) -> None:
     group_id: str = b.group_id
     existing = coord.groups.get(group_id)
     if isinstance(existing, ConsumerGroup):
@@ -179,7 +179,7 @@ def _heartbeat(coord: GroupCoordinator, ctx: RequestContext, b: Any) -> None:
     _answer(coord, ctx, result)
 
 
-def _leave(coord: GroupCoordinator, ctx: RequestContext, b: Any) -> None:
+def _leave(coord: CoordinatorView, ctx: RequestContext, b: Any) -> None:
     group = _existing(coord, b.group_id)
     member_id: str = b.member_id
     result = group.engine.heartbeat(Heartbeat(member_id=member_id, member_epoch=b.member_epoch,
@@ -194,7 +194,7 @@ def _leave(coord: GroupCoordinator, ctx: RequestContext, b: Any) -> None:
     coord.env.reply(ctx, mt.new(member_id=member_id, member_epoch=b.member_epoch))
 
 
-def _answer(coord: GroupCoordinator, ctx: RequestContext,
+def _answer(coord: CoordinatorView, ctx: RequestContext,
             result: HeartbeatResult[TopicPartition]) -> None:
     mt = coord.registry["ConsumerGroupHeartbeatResponse"]
     cls: Any = mt.cls
@@ -208,7 +208,7 @@ def _answer(coord: GroupCoordinator, ctx: RequestContext,
                                 assignment=assignment))
 
 
-def _answer_error(coord: GroupCoordinator, ctx: RequestContext, error: Any,
+def _answer_error(coord: CoordinatorView, ctx: RequestContext, error: Any,
                   message: str | None) -> None:
     mt = coord.registry["ConsumerGroupHeartbeatResponse"]
     coord.env.reply(ctx, mt.new(error_code=int(error), error_message=message or None))

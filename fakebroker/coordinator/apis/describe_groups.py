@@ -17,7 +17,7 @@ from ..classic.state import ClassicGroupState
 from ..context import RequestContext
 
 if TYPE_CHECKING:
-    from ..coordinator import GroupCoordinator
+    from ..view import CoordinatorView
 
 S = ClassicGroupState
 
@@ -27,7 +27,7 @@ GROUP_OPERATIONS = (3, 6, 8, 10, 11)
 GROUP_AUTHORIZED_OPERATIONS = sum(1 << op for op in GROUP_OPERATIONS)
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+def handle(coord: CoordinatorView, ctx: RequestContext, body: Struct,
            prepared: object | None = None) -> None:
     b: Any = body
     mt = coord.registry["DescribeGroupsResponse"]
@@ -41,7 +41,7 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
     coord.env.reply(ctx, mt.new(groups=described))
 
 
-def _describe(coord: GroupCoordinator, mt: MessageType, v: int, group_id: str) -> Any:
+def _describe(coord: CoordinatorView, mt: MessageType, v: int, group_id: str) -> Any:
     cls: Any = mt.cls
     group = coord.groups.get(group_id)
     if not isinstance(group, ClassicGroup):

@@ -20,19 +20,19 @@ from ..context import RequestContext
 from ..errors import RuleViolation
 
 if TYPE_CHECKING:
-    from ..coordinator import GroupCoordinator
+    from ..view import CoordinatorView
 
 S = ClassicGroupState
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+def handle(coord: CoordinatorView, ctx: RequestContext, body: Struct,
            prepared: object | None = None) -> None:
     b: Any = body
     error = decide(coord, b.group_id, b.generation_id, b.member_id, b.group_instance_id)
     coord.env.reply(ctx, coord.registry["HeartbeatResponse"].new(error_code=int(error)))
 
 
-def decide(coord: GroupCoordinator, group_id: str, generation_id: int, member_id: str,
+def decide(coord: CoordinatorView, group_id: str, generation_id: int, member_id: str,
            group_instance_id: str | None) -> ErrorCode:
     """A heartbeat's effect on the groups (its session timer restarted) and its error code:
     the one implementation of the rules, for ``handle`` and the server's fast path
@@ -48,7 +48,7 @@ def decide(coord: GroupCoordinator, group_id: str, generation_id: int, member_id
         return v.error
 
 
-def _classic_group(coord: GroupCoordinator, group_id: str, member_id: str) -> ClassicGroup:
+def _classic_group(coord: CoordinatorView, group_id: str, member_id: str) -> ClassicGroup:
     group = coord.groups.get(group_id)
     if not isinstance(group, ClassicGroup):
         if migration.carried_over(coord, group_id, member_id) is not None:
@@ -59,7 +59,7 @@ def _classic_group(coord: GroupCoordinator, group_id: str, member_id: str) -> Cl
     return group  # (a classic group carries no member over: checked only otherwise)
 
 
-def _error_for_state(coord: GroupCoordinator, group: ClassicGroup, member_id: str) -> ErrorCode:
+def _error_for_state(coord: CoordinatorView, group: ClassicGroup, member_id: str) -> ErrorCode:
     if group.state is S.EMPTY:
         return ErrorCode.UNKNOWN_MEMBER_ID
     # Members may heartbeat right after their JoinGroup response, in CompletingRebalance.

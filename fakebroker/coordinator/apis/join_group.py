@@ -26,12 +26,12 @@ from ..errors import RuleViolation
 from ..events import RemovalReason
 
 if TYPE_CHECKING:
-    from ..coordinator import GroupCoordinator
+    from ..view import CoordinatorView
 
 S = ClassicGroupState
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+def handle(coord: CoordinatorView, ctx: RequestContext, body: Struct,
            prepared: JoinRequest | None = None) -> None:
     req = prepared if prepared is not None else JoinRequest.from_struct(body, ctx.api_version)
 
@@ -84,7 +84,7 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
         _join_existing_member(coord, ctx, req, group, answer)
 
 
-def _join_new_member(coord: GroupCoordinator, ctx: RequestContext, req: JoinRequest,
+def _join_new_member(coord: CoordinatorView, ctx: RequestContext, req: JoinRequest,
                      group: ClassicGroup, answer: _Answer) -> None:
     try:
         require_group_not_dead(group)
@@ -109,7 +109,7 @@ def _join_new_member(coord: GroupCoordinator, ctx: RequestContext, req: JoinRequ
         rb.add_member_then_rebalance_or_complete_join(ctx, req, group, new_member_id)
 
 
-def _join_existing_member(coord: GroupCoordinator, ctx: RequestContext, req: JoinRequest,
+def _join_existing_member(coord: CoordinatorView, ctx: RequestContext, req: JoinRequest,
                           group: ClassicGroup, answer: _Answer) -> None:
     member_id = req.member_id
     try:

@@ -20,7 +20,7 @@ from ..errors import RuleViolation
 from ..events import RemovalReason
 
 if TYPE_CHECKING:
-    from ..coordinator import GroupCoordinator
+    from ..view import CoordinatorView
 
 S = ClassicGroupState
 
@@ -46,7 +46,7 @@ def leavers_of(body: Struct, api_version: int) -> list[Leaver]:
     return [Leaver(m.member_id, m.group_instance_id, m.reason) for m in b.members]
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+def handle(coord: CoordinatorView, ctx: RequestContext, body: Struct,
            prepared: object | None = None) -> None:
     leavers = leavers_of(body, ctx.api_version)
     group_id: str = getattr(body, "group_id")
@@ -77,7 +77,7 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
     _answer(coord, ctx, ErrorCode.NONE, results)
 
 
-def _leave_one(coord: GroupCoordinator, group: ClassicGroup, m: Leaver) -> LeaverResult:
+def _leave_one(coord: CoordinatorView, group: ClassicGroup, m: Leaver) -> LeaverResult:
     rb = coord.rebalancer
     detail = m.reason if m.reason is not None else "not provided"
     if m.member_id == "":
@@ -99,7 +99,7 @@ def _leave_one(coord: GroupCoordinator, group: ClassicGroup, m: Leaver) -> Leave
     return LeaverResult(m, ErrorCode.NONE)
 
 
-def _answer(coord: GroupCoordinator, ctx: RequestContext, error: ErrorCode,
+def _answer(coord: CoordinatorView, ctx: RequestContext, error: ErrorCode,
             results: list[LeaverResult]) -> None:
     mt = coord.registry["LeaveGroupResponse"]
     if ctx.api_version >= 3:

@@ -28,7 +28,7 @@ from ..offsets import CommittedOffset
 from ..topics import TopicCatalog
 
 if TYPE_CHECKING:
-    from ..coordinator import GroupCoordinator
+    from ..view import CoordinatorView
 
 S = ClassicGroupState
 ZERO_UUID = uuid.UUID(int=0)
@@ -69,7 +69,7 @@ class _Topic:
     partitions: list[_Partition]
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+def handle(coord: CoordinatorView, ctx: RequestContext, body: Struct,
            prepared: object | None = None) -> None:
     v = ctx.api_version
     b: Any = body
@@ -114,7 +114,7 @@ def _check_topics(catalog: TopicCatalog, topics: list[Any], v: int,
     return valid
 
 
-def _commit(coord: GroupCoordinator, ctx: RequestContext, b: Any, topics: list[_Topic],
+def _commit(coord: CoordinatorView, ctx: RequestContext, b: Any, topics: list[_Topic],
             results: _Results) -> None:
     group_id: str = b.group_id
     member_id: str = b.member_id
@@ -143,7 +143,7 @@ def _commit(coord: GroupCoordinator, ctx: RequestContext, b: Any, topics: list[_
             results.add(t.name, t.topic_id, p.index, ErrorCode.NONE)
 
 
-def _group_for_commit(coord: GroupCoordinator, group_id: str, generation: int,
+def _group_for_commit(coord: CoordinatorView, group_id: str, generation: int,
                       api_version: int) -> Group:
     group = coord.groups.get(group_id)
     if group is not None:
@@ -157,7 +157,7 @@ def _group_for_commit(coord: GroupCoordinator, group_id: str, generation: int,
     raise RuleViolation(ErrorCode.ILLEGAL_GENERATION, "commit-group-exists")
 
 
-def _answer(coord: GroupCoordinator, ctx: RequestContext, results: _Results) -> None:
+def _answer(coord: CoordinatorView, ctx: RequestContext, results: _Results) -> None:
     mt = coord.registry["OffsetCommitResponse"]
     cls: Any = mt.cls
     v = ctx.api_version

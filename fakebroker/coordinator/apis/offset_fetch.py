@@ -23,7 +23,7 @@ from ..context import RequestContext
 from ..errors import RuleViolation
 
 if TYPE_CHECKING:
-    from ..coordinator import GroupCoordinator
+    from ..view import CoordinatorView
 
 ZERO_UUID = uuid.UUID(int=0)
 INVALID_OFFSET = -1
@@ -60,7 +60,7 @@ class _GroupQuery:
     topics: list[tuple[str, uuid.UUID, list[int]]] | None  # None: every committed topic
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+def handle(coord: CoordinatorView, ctx: RequestContext, body: Struct,
            prepared: object | None = None) -> None:
     v = ctx.api_version
     answers = [_fetch(coord, q, v) for q in _queries(body, v)]
@@ -83,7 +83,7 @@ def _queries(body: Struct, v: int) -> list[_GroupQuery]:
     return out
 
 
-def _fetch(coord: GroupCoordinator, q: _GroupQuery, v: int) -> _GroupOffsets:
+def _fetch(coord: CoordinatorView, q: _GroupQuery, v: int) -> _GroupOffsets:
     group = coord.groups.get(q.group_id)
     try:
         fetchable = group is not None and group.offsets_fetchable(q.member_id, q.member_epoch)
@@ -121,7 +121,7 @@ def _fetch(coord: GroupCoordinator, q: _GroupQuery, v: int) -> _GroupOffsets:
     return result
 
 
-def _response(coord: GroupCoordinator, v: int, answers: list[_GroupOffsets]) -> Struct:
+def _response(coord: CoordinatorView, v: int, answers: list[_GroupOffsets]) -> Struct:
     mt = coord.registry["OffsetFetchResponse"]
     cls: Any = mt.cls
     if v >= 8:

@@ -23,12 +23,12 @@ from ..context import RequestContext
 from ..errors import RuleViolation
 
 if TYPE_CHECKING:
-    from ..coordinator import GroupCoordinator
+    from ..view import CoordinatorView
 
 S = ClassicGroupState
 
 
-def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
+def handle(coord: CoordinatorView, ctx: RequestContext, body: Struct,
            prepared: object | None = None) -> None:
     b: Any = body
     group_id: str = b.group_id
@@ -73,7 +73,7 @@ def handle(coord: GroupCoordinator, ctx: RequestContext, body: Struct,
                           group.protocol_name))
 
 
-def _classic_non_empty_group(coord: GroupCoordinator, group_id: str) -> ClassicGroup:
+def _classic_non_empty_group(coord: CoordinatorView, group_id: str) -> ClassicGroup:
     """An unknown group, an Empty one, or one of another type: UNKNOWN_MEMBER_ID."""
     group = coord.groups.get(group_id)
     if group is None or group.is_empty() or not isinstance(group, ClassicGroup):
