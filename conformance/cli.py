@@ -42,6 +42,7 @@ from .harness.command import CommandError, preflight
 from .harness.pytest_run import pytest_command
 from .reports.provenance import ArtefactMissing, require_artefact
 from .harness.target import Target, TargetError, load_target
+from .chaos.regression import check_scenarios
 
 # Worst first: with several targets the run exits with the worst code of any.
 SEVERITY = (EXIT_USAGE, EXIT_BROKEN, EXIT_FAILED, EXIT_PARTIAL, EXIT_OK)
@@ -152,7 +153,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def cmd_run(args: argparse.Namespace) -> int:
     targets = [load_target(t) for t in args.target]  # refuses invalid files before anything runs
-    for target in targets:  # ... and a command, script or artefact that is not there
+    for target in targets:  # ... and a command, script, scenario or artefact that is not there
+        check_scenarios(target)
         preflight(target)
         require_artefact(target, args.no_artefact_digest)
     key = _signing_key(args)

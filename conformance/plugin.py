@@ -55,6 +55,7 @@ from .harness.outcomes import CaseResult, Outcome
 from .reports.provenance import ArtefactMissing, new_run_id, require_artefact
 from .harness.scope import RequirementRun, left_out, requirement_runs, requirements_of
 from .harness.target import Target, TargetError, load_target
+from .chaos.regression import check_scenarios
 
 PACKAGE_DIR = Path(__file__).resolve().parent
 TARGET_KEY = pytest.StashKey[Target]()
@@ -113,6 +114,7 @@ def pytest_configure(config: pytest.Config) -> None:
         return
     try:
         target = config.stash[TARGET_KEY] = load_target(config.getoption("--conformance-target"))
+        check_scenarios(target)
         if _is_controller(config):  # before any case runs: what the target runs is there
             preflight(target)
             require_artefact(target, config.getoption("--conformance-no-artefact-digest"))

@@ -13,7 +13,7 @@ from typing import Any
 
 from ..catalogue.requirements import default_catalogue
 from ..harness.outcomes import CaseResult, Outcome
-from ..harness.target import Target
+from ..harness.target import Target, TargetError
 from .judge import evidence, judge
 from .schedule import Scenario, ScenarioError, read_scenario
 
@@ -42,6 +42,16 @@ def load_regression(path: Path) -> Scenario:
     scenario = read_scenario(path)
     requirement_of(scenario)
     return scenario
+
+
+def check_scenarios(target: Target) -> None:
+    """Refuse a target whose [chaos] scenarios cannot be read as regression cases, naming
+    the entry, before anything runs."""
+    for n, path in enumerate(target.chaos_scenarios):
+        try:
+            load_regression(path)
+        except ScenarioError as e:
+            raise TargetError(target.path, [f"chaos.scenarios[{n}]: {e}"]) from None
 
 
 def run_scenario(path: Path, target: Target, workerinput: dict[str, Any] | None = None,

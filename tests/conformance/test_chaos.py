@@ -221,8 +221,10 @@ def test_a_target_with_a_bad_scenario_is_refused_naming_it(tmp_path: Path, scena
     text = MUTANT_SCENARIO.read_text(encoding="utf-8")
     (tmp_path / "bad.toml").write_text(text.replace('violated = ["liveness"]\n', ""), encoding="utf-8")
     (tmp_path / "typo.toml").write_text(text.replace('"liveness"', '"CONN-INV-99"'), encoding="utf-8")
-    with pytest.raises(TargetError) as e:
-        load_target(_with_scenarios(tmp_path, "fixtures/targets/kafka-python-worker.toml", [scenario]))
+    from conformance.chaos.regression import check_scenarios
+    with pytest.raises(TargetError) as e:  # a missing file on load, a bad one before the run starts
+        check_scenarios(load_target(_with_scenarios(tmp_path, "fixtures/targets/kafka-python-worker.toml",
+                                                    [scenario])))
     assert says in str(e.value) and f"chaos.scenarios[0]: {tmp_path / scenario}" in str(e.value)
 
 
