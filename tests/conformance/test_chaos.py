@@ -120,7 +120,7 @@ def _campaign(target: str, tmp_path: Path, seed: int = 3, ops: int = 5, duration
               confirm: bool = True):
     from conformance.chaos.campaign import bounds_of, campaign
     from conformance.target import load_target
-    t = load_target(str(ROOT / target))
+    t = load_target(target if target.startswith("mutant:") else str(ROOT / target))
     s = generate(seed, 3, duration_ms, t.timing.session_timeout_ms, 2, Knobs(ops=ops))
     return campaign(t, s, bounds_of(t), shrink_examples=0, out=tmp_path, confirm=confirm, log=lambda _: None)
 
@@ -137,7 +137,7 @@ def test_a_short_campaign_on_the_bundled_worker_shows_no_violation(tmp_path: Pat
 def test_a_short_campaign_refuses_a_planted_broken_worker(tmp_path: Path) -> None:
     """Seed 1's schedule (a kill and a stop with restarts: revocations) violated liveness in
     every run seen, its rerun too; refused means the campaign found a violation."""
-    result = _campaign("fixtures/mutants/workers/allocation-keeps-revoked.toml", tmp_path, seed=1, ops=6,
+    result = _campaign("mutant:allocation-keeps-revoked", tmp_path, seed=1, ops=6,
                        duration_ms=20_000, confirm=False)  # one run: CI's budget
     assert result.findings, "the broken worker went unnoticed"
     assert result.scenario is not None and load(result.scenario)[1] == result.minimal

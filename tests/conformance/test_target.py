@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from conformance.mutant_declarations import declared_mutants
 from conformance.target import Target, TargetError, load_target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +23,7 @@ bootstrap = "127.0.0.1:9092"
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "fixtures" / "targets").glob("*.toml"))
-                         + sorted((ROOT / "fixtures" / "mutants").glob("*.toml")), ids=lambda p: p.name)
+                         + [m.reference for m in declared_mutants().values()], ids=lambda p: str(getattr(p, "name", p)))
 def test_bundled_targets_are_valid(path: Path) -> None:
     t = load_target(path)
     assert t.protocols and t.kind in ("coordinator", "worker")
