@@ -61,8 +61,23 @@ def test_worker_mutant_is_refused_by_its_designated_case(mutant: DeclaredMutant)
     assert mutant.refused_by in verdict.killed_by, verdict.killed_by
 
 
-@pytest.mark.parametrize("designated", sorted({(m.base, m.first_case, m.refused_by) for m in MUTANTS}),
-                         ids=lambda d: f"{d[0]}-{d[1]}" if d[1] == d[2] else f"{d[0]}-{d[2]} via {d[1]}")
+#: Bases that fail a designated case themselves (so that mutant's kill is not its defect's
+#: doing): kafka-python 3.0.12's sticky leader cannot read Kafka-layout user data (README), and
+#: fails K341-02 as sticky-ignores-claims does. Strict: a pass here fails the test.
+BASE_FAILS = {("kafka-python-sticky", "K341-02")}
+
+
+def _designated() -> list[object]:
+    out: list[object] = []
+    for base, case, req_id in sorted({(m.base, m.first_case, m.refused_by) for m in MUTANTS}):
+        name = f"{base}-{case}" if case == req_id else f"{base}-{req_id} via {case}"
+        marks = [pytest.mark.xfail(strict=True, reason="the unmodified worker fails it too")] \
+            if (base, req_id) in BASE_FAILS else []
+        out.append(pytest.param((base, case, req_id), id=name, marks=marks))
+    return out
+
+
+@pytest.mark.parametrize("designated", _designated())
 def test_unmodified_worker_passes_the_designated_case(designated: tuple[str, str, str]) -> None:
     """... and every invariant over that case's exchanges (one designated to an invariant
     is judged on the rounds its case led the worker through: never a pass from silence)."""
