@@ -4,7 +4,7 @@
                     [--reports DIR] [-k EXPR] [-m EXPR] [--junitxml FILE]
     conformance report [--reports DIR] [--no-html]
     conformance list [ID ...] [--suite S] [--target FILE] [--json]
-    conformance mutants [--dir fixtures/mutants] [--suite S] [--group-log] [--reports DIR]
+    conformance mutants [--suite S] [--group-log] [--reports DIR]
     conformance verify-attestation FILE --key PUB.pem
     conformance matrix --versions V,V,... [--protocols P,...] [--reports DIR] [--table FILE] [-k EXPR]
 
@@ -57,7 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     run = sub.add_parser("run", help="run the suite against one or more targets and certify them")
     run.add_argument("--target", action="append", required=True, metavar="FILE",
-                     help="target file (TOML) of an implementation under test; repeat for several")
+                     help="target file (TOML) of an implementation under test, or mutant:NAME (a mutant declared "
+                          "in fixtures/mutants/*.toml); repeat for several")
     run.add_argument("-n", dest="workers", default="auto",
                      help="test processes (pytest-xdist; 0 = none). Default auto: one per core for a "
                           "virtual-clock target, two per core for a real-clock one, whose cases mostly "
@@ -104,7 +105,6 @@ def build_parser() -> argparse.ArgumentParser:
     lst.add_argument("--json", action="store_true", help="print the list as JSON (with the case ids per target)")
 
     mut = sub.add_parser("mutants", help="run the suites against every mutant: kill rate per suite")
-    mut.add_argument("--dir", default="fixtures/mutants", help="coordinator mutants; worker mutants in DIR/workers")
     mut.add_argument("--suite", choices=("coordinator", "worker", "all"), default="all",
                      help="which suite's mutants: coordinator mutants are judged by the coordinator suite, "
                           "worker mutants by the worker suite (default %(default)s)")
@@ -112,7 +112,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="where mutants.json (the kill rate and every mutant's verdict) goes "
                           "(default %(default)s)")
     mut.add_argument("--group-log", action="store_true",
-                     help="also the group-log mutants (DIR/group-log), judged by the coordinator suite on a "
+                     help="also the group-log mutants (base fakebroker-group-log), judged by the coordinator suite on a "
                           "real Kafka the harness starts for each (about a minute each; off by default)")
 
     ver = sub.add_parser("verify-attestation", help="check a signed attestation: exit 0 valid, 1 invalid",
@@ -442,21 +442,23 @@ def cmd_list(args: argparse.Namespace) -> int:
 # ---------------------------------------------------------------- mutants
 
 def cmd_mutants(args: argparse.Namespace) -> int:
-    from .tools.suite_power import judge_mutant, mutant_files
-    from .tools.worker_power import judge_worker_mutant, worker_mutant_files
-    # suite -> (the suite the mutants are judged by, judge, mutant files)
-    judges = {"coordinator": ("coordinator", judge_mutant, mutant_files(Path(args.dir))),
-              "worker": ("worker", judge_worker_mutant, worker_mutant_files(Path(args.dir) / "workers"))}
+    from .harness.mutant_declarations import mutants_of
+    from .tools.suite_power import judge_mutant
+    from .tools.worker_power import judge_worker_mutant
+    coordinators = mutants_of("coordinator")
+    # suite -> (the suite the mutants are judged by, judge, the declared mutants)
+    judges = {"coordinator": ("coordinator", judge_mutant, [m for m in coordinators if not m.group_log]),
+              "worker": ("worker", judge_worker_mutant, mutants_of("worker"))}
     if args.group_log:
-        judges["group-log"] = ("coordinator", judge_mutant, mutant_files(Path(args.dir) / "group-log"))
+        judges["group-log"] = ("coordinator", judge_mutant, [m for m in coordinators if m.group_log])
     report, ok = {}, True
-    for suite, (judged_by, judge, files) in judges.items():
+    for suite, (judged_by, judge, mutants) in judges.items():
         if args.suite not in (judged_by, "all"):
             continue
-        print(f"== {suite} suite: {len(files)} mutants", flush=True)
+        print(f"== {suite} suite: {len(mutants)} mutants", flush=True)
         verdicts = []
-        for f in files:
-            v = judge(f)
+        for m in mutants:
+            v = judge(m)
             verdicts.append(v)
             state = "KILLED" if v.killed else "SURVIVED"
             why = f"by {', '.join(v.killed_by)}" if v.killed else (f"(reason: {v.survives})" if v.survives

@@ -1,6 +1,8 @@
 """Mutants: deliberately non-conformant coordinators, made from the fake broker, to measure
-the coordinator suite's power. Each one injects a single defect; a target file in
-``fixtures/mutants/`` selects it (``[fakebroker] mutant = "<name>"``).
+the coordinator suite's power. Each one injects a single defect. They are declared in
+``fixtures/mutants/coordinators.toml`` (defect, the requirement id that must refuse it,
+target fields); this module holds how each one does it, by the same name, which its target
+selects (``[fakebroker] mutant = "<name>"``).
 
 A mutant is a named set of hooks on a normal broker (``install``), so it runs with the
 broker's topics and connect store: most rewrite one kind of request or response on its way
@@ -42,7 +44,6 @@ Edit = Callable[[GroupCoordinator, Call], None]
 
 @dataclass(frozen=True)
 class Mutant:
-    defect: str
     on_request: tuple[tuple[int | None, Edit], ...] = ()  # (API key or None: all, edit)
     on_response: tuple[tuple[int | None, Edit], ...] = ()  # the same, on the answer
     patch: Callable[[GroupCoordinator], None] | None = None
@@ -354,100 +355,48 @@ def _stale_group_epoch(record: Any) -> Any:
     return record
 
 
-#: Mutants that need a group-log target (a real Kafka): ``fixtures/mutants/group-log/``.
+#: Mutants that need a group-log target (a real Kafka; base ``fakebroker-group-log``).
 GROUP_LOG_MUTANTS: dict[str, Mutant] = {
-    "group-log-no-tombstones": Mutant(
-        "a member's records are never tombstoned when it leaves",
-        patch=_persisted(lambda r: None if is_tombstone(r) else r)),
-    "group-log-stale-epoch": Mutant(
-        "the group record is written with the previous group epoch",
-        patch=_persisted(_stale_group_epoch)),
+    "group-log-no-tombstones": Mutant(patch=_persisted(lambda r: None if is_tombstone(r) else r)),
+    "group-log-stale-epoch": Mutant(patch=_persisted(_stale_group_epoch)),
 }
 
 
 DRAFT_MUTANTS: dict[str, Mutant] = {
-    "null-tasks-acknowledge-revocation": Mutant(
-        "a heartbeat with ConnectorsAndTasks null (unchanged) counts as the revocation acknowledged",
-        on_request=((CONNECT_HB, _null_tasks_acknowledge_revocation),)),
-    "assignment-metadata-dropped": Mutant(
-        "the heartbeat's Assignment carries empty Metadata instead of the installed bytes",
-        on_response=((CONNECT_HB, _assignment_metadata_dropped),)),
-    "assignment-version-zeroed": Mutant(
-        "the heartbeat's Assignment carries Version 0 instead of the installed Version",
-        on_response=((CONNECT_HB, _assignment_version_zeroed),)),
-    "reason-change-ignored": Mutant(
-        "a change of an assignor's Reason alone starts no new group epoch",
-        on_request=((CONNECT_HB, _stored_assignor_field("reason")),)),
-    "metadata-change-ignored": Mutant(
-        "a change of an assignor's Metadata alone starts no new group epoch",
-        on_request=((CONNECT_HB, _stored_assignor_field("metadata")),)),
-    "assign-while-revoking": Mutant(
-        "a worker asked to revoke work is handed its whole new target in the same response",
-        on_response=((CONNECT_HB, _assign_while_revoking),)),
-    "stale-epoch-accepted": Mutant(
-        "a heartbeat with a wrong member epoch is served as if it had the current one (no FENCED_MEMBER_EPOCH)",
-        on_request=((CONNECT_HB, _stale_epoch_accepted),)),
-    "leave-answered-with-epoch": Mutant(
-        "a leave (epoch -1) is answered with MemberEpoch 0 instead of -1",
-        on_response=((CONNECT_HB, _leave_answered_with_epoch),)),
-    "duplicate-units-accepted": Mutant(
-        "an install giving a connector or task to two members is accepted (the later copies dropped)",
-        on_request=((CONNECT_INSTALL, _duplicate_units_accepted),)),
-    "any-worker-computes": Mutant(
-        "the worker asked to compute is the one with the highest MinimumVersion, whether or not "
-        "its version range covers the others'", patch=_connect_groups(_any_worker_computes)),
-    "fenced-member-kept": Mutant(
-        "a worker answered FENCED_MEMBER_EPOCH stays in the group (its old epoch is accepted again)",
-        patch=_engine_config(fence_removes_member=False)),
-    "connect-sessions-never-expire": Mutant(
-        "a connect worker that stops heartbeating is never removed",
-        patch=_engine_config(session_timeout_ms=2**31 - 1)),
-    "ranges-not-checked": Mutant(
-        "a joining worker is admitted whatever its assignor version range (no UNSUPPORTED_ASSIGNOR)",
-        on_request=((CONNECT_HB, _ranges_not_checked),)),
+    "null-tasks-acknowledge-revocation": Mutant(on_request=((CONNECT_HB, _null_tasks_acknowledge_revocation),)),
+    "assignment-metadata-dropped": Mutant(on_response=((CONNECT_HB, _assignment_metadata_dropped),)),
+    "assignment-version-zeroed": Mutant(on_response=((CONNECT_HB, _assignment_version_zeroed),)),
+    "reason-change-ignored": Mutant(on_request=((CONNECT_HB, _stored_assignor_field("reason")),)),
+    "metadata-change-ignored": Mutant(on_request=((CONNECT_HB, _stored_assignor_field("metadata")),)),
+    "assign-while-revoking": Mutant(on_response=((CONNECT_HB, _assign_while_revoking),)),
+    "stale-epoch-accepted": Mutant(on_request=((CONNECT_HB, _stale_epoch_accepted),)),
+    "leave-answered-with-epoch": Mutant(on_response=((CONNECT_HB, _leave_answered_with_epoch),)),
+    "duplicate-units-accepted": Mutant(on_request=((CONNECT_INSTALL, _duplicate_units_accepted),)),
+    "any-worker-computes": Mutant(patch=_connect_groups(_any_worker_computes)),
+    "fenced-member-kept": Mutant(patch=_engine_config(fence_removes_member=False)),
+    "connect-sessions-never-expire": Mutant(patch=_engine_config(session_timeout_ms=2**31 - 1)),
+    "ranges-not-checked": Mutant(on_request=((CONNECT_HB, _ranges_not_checked),)),
 }
 
 
 MUTANTS: dict[str, Mutant] = {
     "heartbeat-ok-while-rebalancing": Mutant(
-        "Heartbeat during PreparingRebalance answered NONE instead of REBALANCE_IN_PROGRESS",
         on_response=((HEARTBEAT, _error_to_none(ErrorCode.REBALANCE_IN_PROGRESS)),)),
     "illegal-generation-ignored": Mutant(
-        "Heartbeat with a wrong generation answered NONE instead of ILLEGAL_GENERATION",
         on_response=((HEARTBEAT, _error_to_none(ErrorCode.ILLEGAL_GENERATION)),)),
     "sync-ok-while-rebalancing": Mutant(
-        "SyncGroup during PreparingRebalance answered NONE (empty assignment)",
         on_response=((SYNC, _error_to_none(ErrorCode.REBALANCE_IN_PROGRESS)),)),
-    "every-member-leader": Mutant(
-        "every JoinGroup response names its own member as the leader",
-        on_response=((JOIN, _every_member_leader),)),
-    "metadata-corrupted": Mutant(
-        "the leader receives each member's metadata with its last byte flipped",
-        on_response=((JOIN, _metadata_corrupted),)),
-    "assignment-truncated": Mutant(
-        "SyncGroup returns the member's assignment without its last byte",
-        on_response=((SYNC, _assignment_truncated),)),
-    "static-not-fenced": Mutant(
-        "a replaced static member id gets UNKNOWN_MEMBER_ID instead of FENCED_INSTANCE_ID",
-        on_response=((None, _static_not_fenced),)),
-    "no-member-id-required": Mutant(
-        "JoinGroup v4+ without a member id is admitted at once (no MEMBER_ID_REQUIRED)",
-        patch=_no_member_id_required),
-    "leave-without-rebalance": Mutant(
-        "LeaveGroup removes the member but starts no rebalance", patch=_leave_without_rebalance),
-    "sessions-never-expire": Mutant(
-        "members that stop heartbeating are never removed", patch=_sessions_never_expire),
-    "follower-sync-not-held": Mutant(
-        "a follower's SyncGroup is answered at once with an empty assignment instead of waiting for the leader",
-        patch=_follower_sync_not_held),
-    "no-generation-bump": Mutant(
-        "rebalances after the first keep the same generation id", patch=_groups_of(_NoBumpGroup)),
-    "first-member-decides-protocol": Mutant(
-        "the protocol is the first member's preference, not the vote of all members",
-        patch=_groups_of(_FirstMemberVoteGroup)),
-    "wide-session-bounds": Mutant(
-        "session timeouts outside [min, max] are accepted (no INVALID_SESSION_TIMEOUT)",
-        patch=_wide_session_bounds),
+    "every-member-leader": Mutant(on_response=((JOIN, _every_member_leader),)),
+    "metadata-corrupted": Mutant(on_response=((JOIN, _metadata_corrupted),)),
+    "assignment-truncated": Mutant(on_response=((SYNC, _assignment_truncated),)),
+    "static-not-fenced": Mutant(on_response=((None, _static_not_fenced),)),
+    "no-member-id-required": Mutant(patch=_no_member_id_required),
+    "leave-without-rebalance": Mutant(patch=_leave_without_rebalance),
+    "sessions-never-expire": Mutant(patch=_sessions_never_expire),
+    "follower-sync-not-held": Mutant(patch=_follower_sync_not_held),
+    "no-generation-bump": Mutant(patch=_groups_of(_NoBumpGroup)),
+    "first-member-decides-protocol": Mutant(patch=_groups_of(_FirstMemberVoteGroup)),
+    "wide-session-bounds": Mutant(patch=_wide_session_bounds),
     **DRAFT_MUTANTS,
 }
 
@@ -460,7 +409,3 @@ def apply_mutant(broker: FakeBroker, name: str) -> None:
     except KeyError:
         raise ValueError(f"unknown mutant {name!r}; known: {', '.join(sorted(known))}") from None
     mutant.install(broker, name)
-
-
-def describe_mutants() -> dict[str, str]:
-    return {name: m.defect for name, m in {**MUTANTS, **GROUP_LOG_MUTANTS}.items()}

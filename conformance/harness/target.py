@@ -20,6 +20,8 @@ from typing import Any
 
 import jsonschema
 
+from .mutant_declarations import PREFIX as MUTANT_PREFIX
+from .mutant_declarations import DeclarationError, mutant_target_data
 from fakebroker.parse_guard import InputLimit, guarded
 from fakebroker.protocol import default_schema_dir
 from fakebroker.realkafka.settings import (KAFKA_INITIAL_REBALANCE_DELAY_MS,
@@ -503,6 +505,12 @@ def _chaos_scenarios(data: dict[str, Any], path: str) -> tuple[Path, ...]:
 
 
 def load_target(path: str | Path) -> Target:
+    """A target file, or ``mutant:NAME``: a declared mutant's target (``conformance.harness.mutant_declarations``)."""
+    if str(path).startswith(MUTANT_PREFIX):
+        try:
+            return parse_target(mutant_target_data(str(path)), str(path))
+        except DeclarationError as e:
+            raise TargetError(str(path), [str(e)]) from None
     p = Path(path)
     try:
         text = p.read_text(encoding="utf-8")

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from ..catalogue.requirements import Requirement, default_catalogue
 from ..harness.outcomes import CaseResult, Outcome
@@ -16,6 +15,7 @@ from .. import suites
 from ..harness.cases import load_cases
 from ..harness.runner import Session, run_case
 from ..harness.sessions import CoordinatorSession
+from ..harness.mutant_declarations import DeclaredMutant
 from ..harness.target import Target, load_target
 
 
@@ -56,17 +56,10 @@ class MutantVerdict:
         return bool(self.killed_by)
 
 
-def judge_mutant(path: Path, *, first_only: bool = False) -> MutantVerdict:
-    from ..mutants import describe_mutants  # the in-process and the group-log mutants
-    target = load_target(path)
-    assert target.mutant is not None, f"{path} names no mutant"
-    results = run_suite(target, stop_at_must_fail=first_only)
+def judge_mutant(mutant: DeclaredMutant, *, first_only: bool = False) -> MutantVerdict:
+    """Run the coordinator suite against ``mutant`` (``first_only``: until a MUST case fails)."""
+    results = run_suite(load_target(mutant.reference), stop_at_must_fail=first_only)
     must = [r.requirement_id for r in results if r.outcome is Outcome.FAIL and r.level == "MUST"]
     should = [f"{r.requirement_id} (SHOULD: NON-STRICT)" for r in results if r.outcome is Outcome.NON_STRICT]
-    return MutantVerdict(
-        target.mutant, str(path), describe_mutants()[target.mutant], must or should,
-        [r.requirement_id for r in results if r.outcome is Outcome.BROKEN])
-
-
-def mutant_files(directory: Path) -> list[Path]:
-    return sorted(directory.glob("*.toml"))
+    return MutantVerdict(mutant.name, mutant.reference, mutant.defect, must or should,
+                         [r.requirement_id for r in results if r.outcome is Outcome.BROKEN])

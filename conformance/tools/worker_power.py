@@ -1,42 +1,25 @@
 """Suite power on the worker side: run the worker suite against deliberately broken workers
-(``fixtures/mutants/workers/*.toml``) and see which MUST case refuses each one.
+(declared in ``fixtures/mutants/workers.toml``) and see which MUST case refuses each one.
 
-A worker mutant is a worker target whose command starts a bundled worker module with
-``--mutant NAME``; that module declares ``MUTANTS: dict[str, WorkerMutant]``
-(``conformance/workers/mutant.py``): the defect and the case designated to refuse it. The
-designated case runs first and the run stops at the first MUST failure, so a mutant the
-suite refuses costs one case; a survivor runs every worker case the target claims. A
-designated SHOULD case refuses its mutant when not met (NON-STRICT: the certificate fails
-under ``--strict``), for a behaviour the spec leaves to the implementation but whose absence
-the suite must still see.
+A worker mutant is a bundled worker started with ``--mutant NAME``; its declaration
+(``conformance/harness/mutant_declarations.py``) names the defect and the case designated to refuse
+it (``refused_by``). The designated case runs first and the run stops at the first MUST
+failure, so a mutant the suite refuses costs one case; a survivor runs every worker case the
+target claims. A designated SHOULD case refuses its mutant when not met (NON-STRICT: the
+certificate fails under ``--strict``), for a behaviour the spec leaves to the implementation
+but whose absence the suite must still see.
 """
 
 from __future__ import annotations
-
-import importlib
-import shlex
-from pathlib import Path
 
 from ..catalogue.requirements import default_catalogue
 from ..harness.outcomes import CaseResult, Outcome
 from ..invariants.report import is_invariant
 from ..harness.invariant_results import results as invariant_results
+from ..harness.mutant_declarations import DeclaredMutant
 from .suite_power import MutantVerdict, run_cases
 from ..harness.worker import WorkerSession
 from ..harness.target import Target, load_target
-from ..workers.mutant import WorkerMutant
-
-
-def declared(target: Target) -> tuple[str, WorkerMutant | None]:
-    """The mutant a worker target's command names (``-m MODULE ... --mutant NAME``) and what
-    its module declares about it (None when the module declares nothing)."""
-    words = shlex.split(target.command or "")
-    name = words[words.index("--mutant") + 1] if "--mutant" in words[:-1] else ""
-    if not name:
-        raise ValueError(f"{target.path}: the command names no --mutant")
-    module = words[words.index("-m") + 1] if "-m" in words[:-1] else ""
-    mutants = getattr(importlib.import_module(module), "MUTANTS", {}) if module else {}
-    return name, mutants.get(name)
 
 
 def run_worker_suite(target: Target, *, ids: list[str] | None = None,
@@ -56,23 +39,18 @@ def run_worker_suite(target: Target, *, ids: list[str] | None = None,
                   if r.outcome is not Outcome.NOT_APPLICABLE]
 
 
-def judge_worker_mutant(path: Path, *, only_designated: bool = False) -> MutantVerdict:
-    """Run the worker suite against the mutant of ``path``: its designated case, then (unless
-    that refused it) the others until a MUST case fails. ``only_designated`` runs the designated case alone (for the project's fast test)."""
-    target = load_target(path)
-    name, info = declared(target)
-    first = info.killed_by if info else None
-    if only_designated and first is None:
-        raise ValueError(f"{path}: mutant {name} names no designated case")
-    case = info.first_case if info else None
-    results = run_worker_suite(target, ids=[case]) if case else []
-    if not only_designated and not refusing(results, first):
-        rest = [r.id for r in default_catalogue().for_suite("worker") if r.id != case]
+def judge_worker_mutant(mutant: DeclaredMutant, *, only_designated: bool = False) -> MutantVerdict:
+    """Run the worker suite against ``mutant``: its designated case, then (unless that refused
+    it) the others until a MUST case fails. ``only_designated`` runs the designated case alone
+    (for the project's fast test)."""
+    target = load_target(mutant.reference)
+    results = run_worker_suite(target, ids=[mutant.first_case])
+    if not only_designated and not refusing(results, mutant.refused_by):
+        rest = [r.id for r in default_catalogue().for_suite("worker") if r.id != mutant.first_case]
         results += run_worker_suite(target, ids=rest, stop_at_must_fail=True)
     return MutantVerdict(
-        name, str(path), info.defect if info else target.description, refusing(results, first),
-        [r.requirement_id for r in results if r.outcome is Outcome.BROKEN],
-        survives=info.survives if info else "")
+        mutant.name, mutant.reference, mutant.defect, refusing(results, mutant.refused_by),
+        [r.requirement_id for r in results if r.outcome is Outcome.BROKEN], survives=mutant.survives)
 
 
 def refusing(results: list[CaseResult], designated: str | None) -> list[str]:
@@ -81,7 +59,3 @@ def refusing(results: list[CaseResult], designated: str | None) -> list[str]:
     return [r.requirement_id for r in results
             if (r.outcome is Outcome.FAIL and r.level == "MUST")
             or (r.requirement_id == designated and r.outcome in (Outcome.FAIL, Outcome.NON_STRICT))]
-
-
-def worker_mutant_files(directory: Path) -> list[Path]:
-    return sorted(directory.glob("*.toml"))

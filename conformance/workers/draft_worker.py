@@ -25,7 +25,7 @@ It runs no connectors; its "work" is the set of connectors and tasks it owns. Wh
 - leaves with epoch -1 on SIGTERM.
 
 ``--mutant NAME`` turns on one deliberate defect of ``MUTANTS`` (a worker mutant measuring
-the worker suite's power, ``fixtures/mutants/workers/NAME.toml``).
+the worker suite's power, declared in ``fixtures/mutants/workers.toml``).
 
     python -m conformance.workers.draft_worker --bootstrap 127.0.0.1:9092 --group g \
         --worker-id w1 --connectors a:2,b:1
@@ -46,7 +46,6 @@ from fakebroker.client import ClientError, KafkaConnection
 
 from .owned_work import NOTHING, Work, connectors_of, new_work, show, tasks_of, units, work_of
 from fakebroker.connect.embedded import assignment_bytes, metadata_bytes
-from .mutant import WorkerMutant
 from .rest_status import serve_status
 
 UNKNOWN_MEMBER_ID, FENCED_MEMBER_EPOCH = 25, 110
@@ -56,37 +55,21 @@ CONFIG_OFFSET = 1
 #: Connect lists sessioned, compatible, default).
 ASSIGNORS = (("connect", 0, 2, 2), ("eager", 0, 0, 0))
 
-MUTANTS: dict[str, WorkerMutant] = {
-    "draft-install-loses-unit": WorkerMutant(
-        "with two or more members, the install leaves out the last unit of the last member", "C848-W-12"),
-    "draft-install-duplicates-unit": WorkerMutant(
-        "with two or more members, the install also gives the first member's first unit to another member",
-        "C848-W-12"),
-    "draft-install-version-out-of-range": WorkerMutant(
-        "the install's per-member Version is one above the chosen assignor's MaximumVersion", "C848-W-13"),
-    "draft-install-metadata-empty": WorkerMutant(
-        "the install's per-member Metadata is empty instead of a Connect assignment", "C848-W-14"),
-    "draft-assignor-version-out-of-range": WorkerMutant(
-        "the preferred assignor's Version is one above its MaximumVersion", "C848-W-15"),
-    "draft-assignor-metadata-wrong-version": WorkerMutant(
-        "the preferred assignor's Metadata is Connect worker metadata at version 0 while its Version is 2",
-        "C848-W-15"),
-    "draft-assignors-reversed": WorkerMutant(
-        "ClientAssignors lists the least preferred assignor (eager) first", "C848-W-16"),
-    "draft-heartbeat-interval-ignored": WorkerMutant(
-        "heartbeats every 3000 ms whatever HeartbeatIntervalMs the coordinator gives", "C848-W-17"),
-    "draft-heartbeat-interval-first-only": WorkerMutant(
-        "keeps the HeartbeatIntervalMs of its first answer and ignores later ones", "C848-W-17"),
-    "draft-heartbeat-flood": WorkerMutant(
-        "heartbeats ten times as often as HeartbeatIntervalMs asks", "C848-W-17"),
-    "draft-revocation-acknowledged-late": WorkerMutant(
-        "releases revoked work but acknowledges it only with its next regular heartbeat, an interval later",
-        "C848-W-02"),
-    "draft-leaves-silently": WorkerMutant(
-        "on shutdown, closes its connection without a heartbeat at epoch -1", "C848-W-18"),
-    "draft-bounce-not-restored": WorkerMutant(
-        "a member returning while its work is held back gets nothing of it until the delay ends", "C848-W-19"),
-}
+MUTANTS = frozenset({
+    "draft-install-loses-unit",
+    "draft-install-duplicates-unit",
+    "draft-install-version-out-of-range",
+    "draft-install-metadata-empty",
+    "draft-assignor-version-out-of-range",
+    "draft-assignor-metadata-wrong-version",
+    "draft-assignors-reversed",
+    "draft-heartbeat-interval-ignored",
+    "draft-heartbeat-interval-first-only",
+    "draft-heartbeat-flood",
+    "draft-revocation-acknowledged-late",
+    "draft-leaves-silently",
+    "draft-bounce-not-restored",
+})
 
 
 def log(event: str, **kw: Any) -> None:

@@ -25,7 +25,7 @@ LeaveGroup); this program adds what a Connect worker puts inside it, as KIP-415 
   herder does, instead of retrying.
 
 ``--mutant NAME`` turns on one deliberate defect of ``MUTANTS`` (a worker mutant for
-measuring the worker suite's power, ``fixtures/mutants/workers/NAME.toml``); each is
+measuring the worker suite's power, declared in ``fixtures/mutants/workers.toml``); each is
 checked where its defect lives, under its name.
 
 It runs no connectors; its "work" is the set of units it owns. It prints one JSON line
@@ -51,91 +51,47 @@ from kafka.coordinator.base import BaseCoordinator
 from kafka.net.compat import KafkaNetClient
 
 from conformance.workers.kp_runtime import emit, serve, start_client, stop_on_signals
-from conformance.workers.mutant import WorkerMutant
 from conformance.workers.rest_status import serve_status
 
 from fakebroker.connect.assignor import IncrementalCooperativeAssignor, round_robin
 from fakebroker.connect.embedded import (ASSIGNMENT, METADATA, PROTOCOL_VERSIONS, Unit,
                                          connector_list, units_of)
 
-# One defect each; ``killed_by``: the case designated to refuse it.
-MUTANTS: dict[str, WorkerMutant] = {
-    "ignores-peer-allocations": WorkerMutant(
-        "as leader, treats every other member's reported allocation as empty", "CONN-ASSIGN-08"),
-    "keeps-duplicate-claims": WorkerMutant(
-        "as leader, leaves a unit claimed by two members with both instead of revoking it", "CONN-ASSIGN-08"),
-    "leader-ignores-config-offsets": WorkerMutant(
-        "as leader, assigns work although a member's config offset is ahead of its own", "CONN-ASSIGN-09"),
-    "runs-config-mismatch": WorkerMutant(
-        "runs the work of an assignment that carries CONFIG_MISMATCH", "CONN-ASSIGN-07"),
-    "restarts-full-delay": WorkerMutant(
-        "as leader, sets the full scheduled delay again in every round instead of the remaining one",
-        "CONN-INC-11"),
-    "returning-worker-gets-lost-work": WorkerMutant(
-        "as leader, hands the held-back work to a worker that joins during the delay at once", "CONN-INC-11"),
-    "never-reassigns-lost-work": WorkerMutant(
-        "as leader, keeps the work of a departed worker unassigned after the delay expired", "CONN-INC-06"),
-    "expired-work-to-leader-only": WorkerMutant(
-        "as leader, gives all the work of a departed worker to itself when the delay expires", "CONN-INC-12"),
-    "no-revocation-on-join": WorkerMutant(
-        "as leader, never revokes work to balance a group that members joined", "CONN-INC-13"),
-    "revokes-all-on-join": WorkerMutant(
-        "as leader, revokes every member's whole work when a member joins (eager-like)", "CONN-INC-13"),
-    "no-rejoin-after-revocation": WorkerMutant(
-        "does not rejoin after releasing revoked work", "CONN-INC-01"),
-    "allocation-keeps-revoked": WorkerMutant(
-        "keeps revoked work in the allocation it reports", "CONN-INC-01"),
-    "task-revocation-drops-connector": WorkerMutant(
-        "a revoked task releases its connector's every unit", "CONN-INC-14"),
-    "ignores-scheduled-delay": WorkerMutant(
-        "rejoins at once on an assignment with a ScheduledDelay", "CONN-INC-02"),
-    "eager-assigns-new-only": WorkerMutant(
-        "as an eager (v0) leader, lists only work new to each member, like an incremental assignment",
-        "CONN-EAGER-02"),
-    "coordinator-error-drops-work": WorkerMutant(
-        "on a retriable coordinator error to its heartbeat, drops its work and rejoins", "CLS-W-09"),
-    "sync-error-rejoins-as-new": WorkerMutant(
-        "on a retriable coordinator error to its SyncGroup, rejoins as a new member (empty member id)",
-        "CLS-W-10"),
-    "leaves-silently": WorkerMutant(
-        "shuts down without sending LeaveGroup", "CLS-W-06"),
-    "protocols-out-of-order": WorkerMutant(
-        "lists its protocols least preferred first (default before compatible, sessioned)", "CONN-PROT-02"),
-    "metadata-one-version-low": WorkerMutant(
-        "encodes its sessioned metadata at version 1", "CONN-PROT-03"),
-    "leader-url-not-its-own": WorkerMutant(
-        "as leader, puts another url than its metadata's in the assignment's LeaderUrl", "CONN-ASSIGN-06"),
-    "first-leader-sets-delay": WorkerMutant(
-        "as the first leader of a group, sets a ScheduledDelay on its own assignment", "CONN-ASSIGN-05"),
-    "relists-owned-work": WorkerMutant(
-        "as a v1/v2 leader, lists work a member already owns again as newly assigned", "CONN-ASSIGN-04"),
-    "default-protocol-compatible": WorkerMutant(
-        "with connect.protocol unset, offers compatible and default only (KIP-415's old default)", "CONN-CFG-02"),
-    "eager-keeps-work-while-rejoining": WorkerMutant(
-        "under default (v0), keeps running its work while it rejoins instead of stopping all of it first",
-        "CONN-EAGER-03"),
-    "stays-eager-after-downgrade": WorkerMutant(
-        "once a group it was in fell back to default (v0), offers only default from then on", "CONN-UP-01"),
-    "keeps-work-after-downgrade": WorkerMutant(
-        "on its first v0 assignment after a v1/v2 one, keeps running what it owned besides what is listed "
-        "(as Connect 4.2.0's herder does)", "CONN-DOWN-03"),
-    "downgrade-assigns-at-once": WorkerMutant(
-        "as leader of a group falling back to default, sends full v0 assignments at once, without the "
-        "empty first round (as Connect 4.2.0 does)", "CONN-DOWN-02"),
-    "default-delay-too-long": WorkerMutant(
-        "with scheduled.rebalance.max.delay.ms unset, holds lost work back for 600000 ms", "CONN-CFG-01"),
-    "revokes-and-assigns-same-round": WorkerMutant(
-        "as leader, gives the work it revokes from a member to another member in the same round",
-        "CONN-INV-02", via="CONN-ASSIGN-02"),
-    "eager-tasks-to-one": WorkerMutant(
-        "as an eager (v0) leader, spreads connectors round-robin but gives every task to one member",
-        "CONN-INV-04", via="CONN-ASSIGN-02"),
-    "keeps-running-when-cut-off": WorkerMutant(
-        "cut off from its coordinator past its session timeout, keeps running its work (a zombie)", "CONN-INC-19"),
-    "retries-refused-group": WorkerMutant(
-        "refused by authorization, retries its group requests at once instead of reporting and stopping",
-        "CLS-W-11"),
-}
+MUTANTS = frozenset({
+    "ignores-peer-allocations",
+    "keeps-duplicate-claims",
+    "leader-ignores-config-offsets",
+    "runs-config-mismatch",
+    "restarts-full-delay",
+    "returning-worker-gets-lost-work",
+    "never-reassigns-lost-work",
+    "expired-work-to-leader-only",
+    "no-revocation-on-join",
+    "revokes-all-on-join",
+    "no-rejoin-after-revocation",
+    "allocation-keeps-revoked",
+    "task-revocation-drops-connector",
+    "ignores-scheduled-delay",
+    "eager-assigns-new-only",
+    "coordinator-error-drops-work",
+    "sync-error-rejoins-as-new",
+    "leaves-silently",
+    "protocols-out-of-order",
+    "metadata-one-version-low",
+    "leader-url-not-its-own",
+    "first-leader-sets-delay",
+    "relists-owned-work",
+    "default-protocol-compatible",
+    "eager-keeps-work-while-rejoining",
+    "stays-eager-after-downgrade",
+    "keeps-work-after-downgrade",
+    "downgrade-assigns-at-once",
+    "default-delay-too-long",
+    "revokes-and-assigns-same-round",
+    "eager-tasks-to-one",
+    "keeps-running-when-cut-off",
+    "retries-refused-group",
+})
 
 PROTOCOLS_BY_MODE = {"eager": ("default",), "compatible": ("compatible", "default"),
                      "sessioned": ("sessioned", "compatible", "default")}

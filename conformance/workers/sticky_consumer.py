@@ -16,7 +16,7 @@ one assignor of ``partition_assignment_strategy``:
 It fetches nothing: the topics and their partition counts come from ``--topics`` (the
 fake broker keeps no topic metadata for a consumer group to read), so the cluster view the
 assignor sees is fixed. SIGTERM: leave the group and exit. ``--mutant NAME`` turns on one
-deliberate defect of ``MUTANTS`` (``fixtures/mutants/workers/NAME.toml``).
+deliberate defect of ``MUTANTS`` (declared in ``fixtures/mutants/workers.toml``).
 
     python -m conformance.workers.sticky_consumer --bootstrap H:P --group G --worker-id c1 \\
         --topics t0:3,t1:2
@@ -37,13 +37,10 @@ from kafka.net.compat import KafkaNetClient
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
 from conformance.workers.kp_runtime import emit, serve, start_client, stop_on_signals
-from conformance.workers.mutant import WorkerMutant
 
-MUTANTS: dict[str, WorkerMutant] = {
-    "sticky-ignores-claims": WorkerMutant(
-        "as leader, drops every member's user data (previous assignment and generation) before assigning",
-        "K341-02"),
-}
+MUTANTS = frozenset({
+    "sticky-ignores-claims",
+})
 
 
 

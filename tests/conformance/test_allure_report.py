@@ -202,7 +202,7 @@ def non_strict_reports(tmp_path_factory: pytest.TempPathFactory) -> Path:
     cases it passes, with Allure results (no HTML needed)."""
     out = tmp_path_factory.mktemp("non-strict") / "reports"
     r = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--no-html", "-n", "0", "--reports", str(out),
-                        "--target", str(ROOT / "fixtures/mutants/workers/downgrade-assigns-at-once.toml"),
+                        "--target", "mutant:downgrade-assigns-at-once",
                         "-k", "CONN-DOWN-02 or CLS-W-01"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert r.returncode == 4, r.stdout[-3000:] + r.stderr[-2000:]  # PARTIAL (narrowed), nothing FAILed
     return out

@@ -6,6 +6,7 @@ worker shows no violation, a planted broken worker (a mutant) is refused."""
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -134,7 +135,7 @@ def _campaign(target: str, tmp_path: Path, seed: int = 3, ops: int = 5, duration
               confirm: bool = True):
     from conformance.chaos.campaign import bounds_of, campaign
     from conformance.harness.target import load_target
-    t = load_target(str(ROOT / target))
+    t = load_target(target if target.startswith("mutant:") else str(ROOT / target))
     s = generate(seed, 3, duration_ms, t.timing.session_timeout_ms, 2, Knobs(ops=ops))
     return campaign(t, s, bounds_of(t), shrink_examples=0, out=tmp_path, confirm=confirm, log=lambda _: None)
 
@@ -151,7 +152,7 @@ def test_a_short_campaign_on_the_bundled_worker_shows_no_violation(tmp_path: Pat
 def test_a_short_campaign_refuses_a_planted_broken_worker(tmp_path: Path) -> None:
     """Seed 1's schedule (a kill and a stop with restarts: revocations) violated liveness in
     every run seen, its rerun too; refused means the campaign found a violation."""
-    result = _campaign("fixtures/mutants/workers/allocation-keeps-revoked.toml", tmp_path, seed=1, ops=6,
+    result = _campaign("mutant:allocation-keeps-revoked", tmp_path, seed=1, ops=6,
                        duration_ms=20_000, confirm=False)  # one run: CI's budget
     assert result.findings, "the broken worker went unnoticed"
     assert result.scenario is not None and read_scenario(result.scenario).schedule == result.minimal
@@ -194,7 +195,14 @@ MUTANT_SCENARIO = ROOT / "fixtures" / "chaos" / "chaos-worker-mutant-allocation-
 def _with_scenarios(tmp_path: Path, target: str, scenarios: list[str], name: str | None = None) -> Path:
     """A copy of a target file with a [chaos] table (the scenarios' paths absolute: the copy
     lives elsewhere)."""
-    text = (ROOT / target).read_text(encoding="utf-8")
+    if target.startswith("mutant:"):  # a declared worker mutant: its base's file, the defect switched on
+        from conformance.harness.mutant_declarations import declared_mutants
+        mutant = declared_mutants()[target.removeprefix("mutant:")]
+        target = f"fixtures/targets/{mutant.base}.toml"
+        text = re.sub(r'^(command = ".*)"$', rf'\1 --mutant {mutant.name}"', (ROOT / target).read_text(encoding="utf-8"),
+                      count=1, flags=re.M)
+    else:
+        text = (ROOT / target).read_text(encoding="utf-8")
     if name:
         text = text.replace(text.split('name = "', 1)[1].split('"', 1)[0], name, 1)
     path = tmp_path / Path(target).name
@@ -251,7 +259,7 @@ def _run_scenario(tmp_path: Path, target: str, name: str | None = None) -> tuple
 def test_conformance_run_refuses_the_broken_worker_on_its_found_scenario(tmp_path: Path) -> None:
     """The scenario a real campaign wrote on the planted broken worker (seed 1), as a case of
     that worker's target: it fails again, under the scenario's name, in CONN-INV-05's row."""
-    code, row = _run_scenario(tmp_path, "fixtures/mutants/workers/allocation-keeps-revoked.toml")
+    code, row = _run_scenario(tmp_path, "mutant:allocation-keeps-revoked")
     assert (code, row["outcome"], row["requirement"]) == (1, "FAIL", "CONN-INV-05"), row
     assert "breaks liveness again" in row["message"]
     cert = json.loads((tmp_path / "r" / "certificate.json").read_text(encoding="utf-8"))

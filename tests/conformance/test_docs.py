@@ -15,6 +15,7 @@ from pathlib import Path
 from conformance.catalogue.requirements import default_catalogue
 from conformance import suites
 from conformance.harness.cases import load_cases
+from conformance.harness.mutant_declarations import mutants_of
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -51,7 +52,7 @@ def _count_files(pattern: str) -> int:
 def counts() -> dict[str, int]:
     cat, cases = default_catalogue(), load_cases(suites)
     golden = [r for r in cat if r.transcripts]
-    workers = [p.read_text() for p in (ROOT / "fixtures" / "mutants" / "workers").glob("*.toml")]
+    workers = [m.base for m in mutants_of("worker")]
     return {
         "requirements": len(cat),
         "with_transcripts": len(golden),
@@ -59,11 +60,11 @@ def counts() -> dict[str, int]:
         "golden_files": _count_files("fixtures/golden/*.jsonl"),
         "with_live": sum(r.id in cases for r in golden),
         "only_transcripts": sum(r.id not in cases for r in golden),
-        "coordinator_mutants": _count_files("fixtures/mutants/*.toml"),
+        "coordinator_mutants": sum(not m.group_log for m in mutants_of("coordinator")),
         "worker_mutants": len(workers),
-        "kafka_python_mutants": sum("-m conformance.workers.kafka_python_worker" in t for t in workers),
-        "draft_mutants": sum("-m conformance.workers.draft_worker" in t for t in workers),
-        "sticky_mutants": sum("-m conformance.workers.sticky_consumer" in t for t in workers),
+        "kafka_python_mutants": workers.count("kafka-python-worker"),
+        "draft_mutants": workers.count("draft-worker"),
+        "sticky_mutants": workers.count("kafka-python-sticky"),
     }
 
 

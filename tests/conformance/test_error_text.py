@@ -59,7 +59,7 @@ def test_a_target_numbering_the_draft_codes_itself_is_read_by_its_numbers(tmp_pa
 ])
 def test_a_failing_case_reports_codes_by_name(mutant: str, case: str, expected: str, actual: str) -> None:
     """A real case against a real defect (the fake broker's mutants), in-process."""
-    [r] = run_suite(load_target(ROOT / "fixtures" / "mutants" / f"{mutant}.toml"), ids=[case])
+    [r] = run_suite(load_target(f"mutant:{mutant}"), ids=[case])
     assert r.outcome is Outcome.FAIL
     assert (r.expected, r.actual) == (expected, actual)
     assert f"expected '{expected}', got '{actual}'" in r.message

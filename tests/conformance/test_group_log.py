@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from conformance.harness.outcomes import Outcome, Violation
+from conformance.harness.mutant_declarations import mutants_of
 from conformance.mutants import GROUP_LOG_MUTANTS
 from conformance.tools.suite_power import run_suite
 from conformance.suites.coordinator.persistence import GROUP, MEMBER, decode
@@ -22,7 +23,8 @@ from fakebroker.realkafka.records import Record
 ROOT = Path(__file__).resolve().parents[2]
 TARGET = ROOT / "fixtures" / "targets" / "fakebroker-group-log.toml"
 REC = ["C848-REC-01", "C848-REC-02", "C848-REC-03", "C848-REC-04", "C848-REC-05"]
-KILLED_BY = {"group-log-no-tombstones": "C848-REC-02", "group-log-stale-epoch": "C848-REC-01"}
+#: group-log mutant -> the persistence case that must refuse it (fixtures/mutants/coordinators.toml)
+KILLED_BY = {m.name: m.refused_by for m in mutants_of("coordinator") if m.group_log}
 
 
 def base_data() -> dict[str, Any]:
@@ -94,13 +96,13 @@ def test_persistence_cases_pass_on_the_fake_broker_with_a_group_log() -> None:
 @pytest.mark.realkafka
 @pytest.mark.parametrize("name", sorted(GROUP_LOG_MUTANTS))
 def test_group_log_mutant_killed_by_its_case(name: str) -> None:
-    [r] = run_suite(load_target(ROOT / "fixtures" / "mutants" / "group-log" / f"{name}.toml"), ids=[KILLED_BY[name]])
+    [r] = run_suite(load_target(f"mutant:{name}"), ids=[KILLED_BY[name]])
     assert r.level == "MUST" and r.outcome is Outcome.FAIL, (r.outcome.value, r.message)
 
 
-def test_every_group_log_mutant_has_a_target_and_a_case() -> None:
-    files = {p.stem for p in (ROOT / "fixtures" / "mutants" / "group-log").glob("*.toml")}
-    assert files == set(GROUP_LOG_MUTANTS) == set(KILLED_BY)
+def test_every_group_log_mutant_is_declared_with_a_persistence_case() -> None:
+    assert set(GROUP_LOG_MUTANTS) == set(KILLED_BY)
+    assert all(r.startswith("C848-REC-") for r in KILLED_BY.values())
 
 
 def test_external_coordinator_session_reads_the_log_where_declared() -> None:

@@ -72,7 +72,7 @@ def test_run_maps_outcomes_and_writes_results(tmp_path: Path, classic_only: Path
 
 
 def test_mutant_fails_with_expected_and_actual(tmp_path: Path) -> None:
-    r = pytest_run("--pyargs", "conformance", "--conformance-target", str(ROOT / "fixtures/mutants/wide-session-bounds.toml"),
+    r = pytest_run("--pyargs", "conformance", "--conformance-target", "mutant:wide-session-bounds",
                    "-q", "--conformance-results", str(tmp_path / "r.json"), "-k", "CLS-JOIN-03")
     assert r.returncode == 1
     assert "FAIL CLS-JOIN-03 (MUST)" in r.stdout and "expected" in r.stdout
@@ -229,7 +229,7 @@ def test_a_retired_id_in_k_selects_its_successor(tmp_path: Path) -> None:
 
 def test_golden_replay_catches_a_mutant() -> None:
     from conformance.harness.golden import ReplayDiverged, replay_transcripts
-    mutant = load_target(ROOT / "fixtures" / "mutants" / "illegal-generation-ignored.toml")
+    mutant = load_target("mutant:illegal-generation-ignored")
     hb = [r for r in default_catalogue() if r.transcripts and r.id.startswith("CLS-HB-")]
     assert hb
     caught = []

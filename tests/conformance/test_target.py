@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from conformance.harness.mutant_declarations import declared_mutants
 from conformance.harness.target import Target, TargetError, load_target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -22,7 +24,7 @@ bootstrap = "127.0.0.1:9092"
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "fixtures" / "targets").glob("*.toml"))
-                         + sorted((ROOT / "fixtures" / "mutants").glob("*.toml")), ids=lambda p: p.name)
+                         + [m.reference for m in declared_mutants().values()], ids=lambda p: str(getattr(p, "name", p)))
 def test_bundled_targets_are_valid(path: Path) -> None:
     t = load_target(path)
     assert t.protocols and t.kind in ("coordinator", "worker")
@@ -259,3 +261,20 @@ def test_a_host_that_never_listens_is_given_up_within_its_bound(tmp_path: Path) 
     with pytest.raises(RuntimeError, match=r"did not listen on .* within 1s"):
         start_worker_host(t)
     assert time.monotonic() - started < 30
+
+
+def test_a_mutant_is_named_by_reference_and_a_bad_declaration_by_file_mutant_field_and_rule(tmp_path: Path) -> None:
+    from conformance.harness.mutant_declarations import DeclarationError
+    with pytest.raises(TargetError) as e:
+        load_target("mutant:no-such-defect")
+    assert e.value.problems == ["mutant:no-such-defect: no mutant of that name is declared in "
+                                "fixtures/mutants/*.toml (rule mutant-known)"]
+    for body, says in (('[x]\nbase = "fakebroker"\ndefect = "d"\nrefused_by = "CLS-HB-01"\ncolour = 1\n',
+                        "workers.toml: [x].colour: not a mutant field"),
+                       ('[x]\nbase = "fakebroker"\ndefect = "d"\n', "workers.toml: [x].refused_by: every mutant names it"),
+                       ('[x]\nbase = "nope"\ndefect = "d"\nrefused_by = "CLS-HB-01"\n',
+                        "workers.toml: [x].base: no bundled target fixtures/targets/nope.toml")):
+        (tmp_path / "workers.toml").write_text(body)
+        (tmp_path / "coordinators.toml").write_text("")
+        with pytest.raises(DeclarationError, match=re.escape(says)):
+            declared_mutants(tmp_path)

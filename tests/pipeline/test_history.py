@@ -22,7 +22,7 @@ from tests.support.certification import ROOT, run_certification
 pytestmark = pytest.mark.xdist_group("spark")
 
 FAKEBROKER = ROOT / "fixtures" / "targets" / "fakebroker.toml"
-MUTANT = ROOT / "fixtures" / "mutants" / "no-generation-bump.toml"
+MUTANT = "mutant:no-generation-bump"
 RUNS = {  # folder -> (target file, -k); "full": the whole coordinator suite (CERTIFIED)
     "full": (FAKEBROKER, None),
     "join-a": (FAKEBROKER, "CLS-JOIN-0"), "join-b": (FAKEBROKER, "CLS-JOIN-0"),

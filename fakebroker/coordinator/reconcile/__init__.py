@@ -14,6 +14,9 @@ selected worker, ``Installed``). Modules:
 - ``records``: the durable state as records, the store, compaction
 - ``wire_records``: connect groups' records as log bytes (key / value per the record
   specs) and back, and a byte log store
+- ``api``: what goes into and comes out of the engine's calls (config, heartbeat, results)
+- ``state``: the group's durable state, the indexes derived from it, and how records change it
+- ``static_members``: KIP-848 static membership (leave at epoch -2, take a place over)
 - ``engine``: the state machine tying them together, on a virtual clock
 - ``connect``: the draft's connect-specific rules and message mapping
 """
@@ -21,8 +24,9 @@ selected worker, ``Installed``). Modules:
 from __future__ import annotations
 
 from .assignors import AssignmentSpec, Assignor, AssignorError, RangeAssignor, UniformAssignor
-from .engine import (AssignmentView, EngineConfig, GroupEngine, GroupSnapshot, Heartbeat,
-                     HeartbeatResult, InstallResult, Outcome, PreparedMember, PrepareResult)
+from .api import (AssignmentView, EngineConfig, GroupSnapshot, Heartbeat, HeartbeatResult, InstallResult,
+                  Outcome, PreparedMember, PrepareResult)
+from .engine import GroupEngine
 # The engine reports in the coordinator's one event vocabulary (``fakebroker.coordinator.events``).
 from ..events import (AssignmentComputeRequested, GroupEpochChanged, GroupEvent, MemberEpochChanged,
                       MemberJoined, MemberRemoved, RemovalReason, TargetAssignmentChanged)
