@@ -62,7 +62,7 @@ def main() -> int:
         for name, extra in variants.items():
             load = os.getloadavg()[0]
             code, wall, cpu, out = timed([*cli, str(rec), "--warehouse", str(tmp / f"wh{i}-{len(name)}"), *extra])
-            assert code == 0, out[-2000:]
+            assert code in (0, 1), out[-2000:]  # clean, or violations found (the corpus has some)
             rows[name].append((wall, cpu, load))
         load = os.getloadavg()[0]
         code, wall, cpu, out = timed([*cli, str(junk), "--warehouse", str(tmp / f"whj{i}")])
