@@ -247,6 +247,12 @@ class Usage:
         return self._own + sum(c - self._start.get(pid, 0.0) for pid, c in self._cpu.items())
 
     @property
+    def children_cpu_s(self) -> float:
+        """The children's CPU only (what a command run below this process cost, without
+        this process's sampling)."""
+        return self.cpu_s - self._own
+
+    @property
     def cpu_split(self) -> dict[str, float]:
         """The same CPU by process: the JVM, its Python workers, and this (driver) process."""
         jvm = sum(c - self._start.get(pid, 0.0) for pid, c in self._cpu.items() if self._names.get(pid) == "java")

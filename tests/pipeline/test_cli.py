@@ -135,5 +135,6 @@ def test_small_audit_runs_a_bounded_number_of_spark_jobs(spark, goldens, tmp_pat
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
     jobs = sc.statusTracker().getJobIdsForGroup(group)
+    print("JOBS", len(jobs))
     assert "0 violation(s)" in capsys.readouterr().out
     assert 0 < len(jobs) <= AUDIT_JOBS_MAX, f"{len(jobs)} Spark jobs"
