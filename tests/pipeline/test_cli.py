@@ -4,6 +4,7 @@ line per problem and no stack trace, the report written under the warehouse."""
 from __future__ import annotations
 
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -135,6 +136,6 @@ def test_small_audit_runs_a_bounded_number_of_spark_jobs(spark, goldens, tmp_pat
     finally:
         sc.setLocalProperty("spark.jobGroup.id", None)
     jobs = sc.statusTracker().getJobIdsForGroup(group)
-    print("JOBS", len(jobs))
+    print("JOBS", len(jobs), file=sys.__stderr__)
     assert "0 violation(s)" in capsys.readouterr().out
     assert 0 < len(jobs) <= AUDIT_JOBS_MAX, f"{len(jobs)} Spark jobs"
