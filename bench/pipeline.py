@@ -108,41 +108,73 @@ def write_corpus(folder: Path, exchanges: int) -> int:
     return written
 
 
-def baseline(folder: Path, progress: dict[str, int] | None = None) -> tuple[int, int]:
-    """Plain Python, the way a user would write it: json.loads every line, answer each
-    request by (connection, correlation id), take the fields from the bodies (Connect's
-    embedded bytes through the codec, the same ``exchange_fields`` the pcap path uses),
-    group, and run every check of ``audit_group``. ``progress``: exchanges read so far,
-    updated after each file (what a run stopped by its memory cap had done)."""
+def baseline(folder: Path, progress: dict[str, int] | None = None, out: Path | None = None) -> tuple[int, int]:
+    """Plain Python, the way a user would write it, made to do the pipeline's work:
+    json.loads every line, the strict codec's check of every request and response body
+    (the pipeline's own cached check, one codec run per distinct body), answer each request
+    by (connection, correlation id), take the fields from the bodies (Connect's embedded
+    bytes through the codec, the same ``exchange_fields`` the pcap path uses), write the
+    exchanges table (Parquet, the warehouse's schema, one file per input file), group, run
+    every check of ``audit_group`` and write the violations table. ``progress``: exchanges
+    read so far, updated after each file (what a run stopped by its memory cap had done).
+    ``out``: where the tables go (default: a temporary folder, removed after)."""
     progress = {} if progress is None else progress
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import to_arrow_schema
+
     from conformance.pipeline.audit import audit_group
     from conformance.pipeline.decode import exchange_fields, registry
+    from conformance.pipeline.ingest.transcripts import _refusal_cached
+    from conformance.pipeline.tables import EXCHANGE, VIOLATION
     names = {k: registry().api_name(k) for k in registry().requests}
+    ex_schema, v_schema = to_arrow_schema(EXCHANGE), to_arrow_schema(VIOLATION)
+    tables = out or Path(tempfile.mkdtemp(prefix="bench-baseline-"))
+    (tables / "exchanges").mkdir(parents=True, exist_ok=True)
     groups: dict[tuple[str, str], list[dict]] = defaultdict(list)
-    total = 0
-    for path in sorted(folder.glob("*.jsonl")):
-        source = str(path)
-        open_requests: dict[tuple[str, int], tuple[int, dict]] = {}
-        with open(path, encoding="utf-8") as fh:
-            for n, text in enumerate(fh, 1):
-                obj = json.loads(text)
-                kind = obj.get("kind")
-                if kind == "request":
-                    open_requests[(obj["conn"], obj["correlation_id"])] = (n, obj)
-                elif kind == "response":
-                    ref, req = open_requests.pop((obj["conn"], obj["correlation_id"]))
-                    api = names[req["api_key"]]
-                    row = {"source": source, "source_kind": "transcript", "conn": str(obj["conn"]),
-                           "ref": ref, "resp_ref": n, "req_time": req.get("time"),
-                           "resp_time": obj.get("time"), "req_vtime_ms": req.get("vtime_ms"),
-                           "resp_vtime_ms": obj.get("vtime_ms"), "api": api}
-                    row.update(exchange_fields(api, req["body"], obj["body"]))
-                    total += 1
-                    if row["group_id"]:
-                        groups[(source, row["group_id"])].append(row)
-        progress["exchanges"] = total
-    found = sum(len(audit_group(rows)) for rows in groups.values())
-    return total, found
+    total = rejects = 0
+    try:
+        for fileno, path in enumerate(sorted(folder.glob("*.jsonl"))):
+            source = str(path)
+            open_requests: dict[tuple[str, int], tuple[int, dict]] = {}
+            rows: list[dict] = []
+            with open(path, encoding="utf-8") as fh:
+                for n, text in enumerate(fh, 1):
+                    obj = json.loads(text)
+                    kind = obj.get("kind")
+                    if kind in ("request", "response") and _refusal_cached(
+                            kind, obj["api_key"], json.dumps(obj["body"])):
+                        rejects += 1
+                        continue
+                    if kind == "request":
+                        open_requests[(obj["conn"], obj["correlation_id"])] = (n, obj)
+                    elif kind == "response":
+                        ref, req = open_requests.pop((obj["conn"], obj["correlation_id"]))
+                        api = names[req["api_key"]]
+                        row = {"source": source, "source_kind": "transcript", "conn": str(obj["conn"]),
+                               "ref": ref, "resp_ref": n, "req_time": req.get("time"),
+                               "resp_time": obj.get("time"), "req_vtime_ms": req.get("vtime_ms"),
+                               "resp_vtime_ms": obj.get("vtime_ms"), "api": api, "api_key": req["api_key"],
+                               "version": req["version"], "correlation_id": req["correlation_id"],
+                               "client_id": req.get("client_id"), "day": _day(req.get("time"))}
+                        row.update(exchange_fields(api, req["body"], obj["body"]))
+                        rows.append(row)
+                        if row["group_id"]:
+                            groups[(source, row["group_id"])].append(row)
+            pq.write_table(pa.Table.from_pylist(rows, schema=ex_schema),
+                           tables / "exchanges" / f"part-{fileno:05d}.parquet")
+            total += len(rows)
+            progress["exchanges"] = total
+        found = [v for rows in groups.values() for v in audit_group(rows)]
+        pq.write_table(pa.Table.from_pylist(found, schema=v_schema), tables / "violations.parquet")
+        return total, len(found)
+    finally:
+        if out is None:
+            shutil.rmtree(tables, ignore_errors=True)
+
+
+def _day(t: float | None) -> str:
+    return time.strftime("%Y-%m-%d", time.gmtime(t)) if t is not None else "unknown"
 
 
 def baseline_capped(folder: Path, cap_mb: int) -> dict[str, Any]:
@@ -215,6 +247,12 @@ class Usage:
         return self._own + sum(c - self._start.get(pid, 0.0) for pid, c in self._cpu.items())
 
     @property
+    def children_cpu_s(self) -> float:
+        """The children's CPU only (what a command run below this process cost, without
+        this process's sampling)."""
+        return self.cpu_s - self._own
+
+    @property
     def cpu_split(self) -> dict[str, float]:
         """The same CPU by process: the JVM, its Python workers, and this (driver) process."""
         jvm = sum(c - self._start.get(pid, 0.0) for pid, c in self._cpu.items() if self._names.get(pid) == "java")
@@ -272,11 +310,12 @@ def start_spark(master: str, driver_memory: str) -> Any:
 
 
 def spark_run(spark: Any, folder: Path) -> tuple[int, int, dict[str, float]]:
-    """Ingest into a fresh warehouse, then audit it; seconds of each stage."""
+    """Ingest into a fresh warehouse, then audit it into its violations table (the tables
+    the baseline writes too); seconds of each stage."""
     from conformance.pipeline.audit import audit
     from conformance.pipeline.ingest import ingest
     from conformance.pipeline.inputs import resolve
-    from conformance.pipeline.tables import EXCHANGE
+    from conformance.pipeline.tables import EXCHANGE, VIOLATION
     from conformance.pipeline.warehouse import Warehouse
     wh_dir = Path(tempfile.mkdtemp(prefix="bench-wh-"))
     try:
@@ -284,11 +323,42 @@ def spark_run(spark: Any, folder: Path) -> tuple[int, int, dict[str, float]]:
         t0 = time.perf_counter()
         s = ingest(wh, resolve([str(folder)]))
         t1 = time.perf_counter()
-        found = audit(wh.read("exchanges", EXCHANGE)).count()
+        wh.replace("violations", audit(wh.read("exchanges", EXCHANGE)))
+        found = wh.read("violations", VIOLATION).count()
         t2 = time.perf_counter()
         return s.exchanges, found, {"ingest_s": round(t1 - t0, 1), "audit_s": round(t2 - t1, 1)}
     finally:
         shutil.rmtree(wh_dir, ignore_errors=True)
+
+
+def side_by_side(results: list[dict[str, Any]]) -> str:
+    """The sizes as a table: wall, CPU and CPU per exchange of each side, the ratios, peak
+    memory (Spark: the JVM, which in local mode is the driver and its executors; and its
+    Python workers), and each side's CPU per exchange against the smallest size's."""
+    head = ("| exchanges | Spark wall | Spark CPU | Spark us/ex | baseline wall | baseline CPU | "
+            "baseline us/ex | wall ratio | CPU ratio, 2 cores | Spark JVM peak | Spark workers peak | "
+            "baseline peak |")
+    lines = [head, "|" + " --- |" * (head.count("|") - 1)]
+    first: dict[str, float] = {}
+    for r in results:
+        sp, bl = r.get("spark", {}), r.get("baseline", {})
+        cells = [f"{r['exchanges']:,}"]
+        for side in (sp, bl):
+            if not side:
+                cells += ["-"] * 3
+                continue
+            us = side["cpu_us_per_exchange"]
+            name = "spark" if side is sp else "baseline"
+            first.setdefault(name, us)
+            cells += [f"{side['median_s']:.1f} s", f"{side['cpu_s']:.1f} s",
+                      f"{us:.1f} ({us / first[name] - 1:+.0%})"]
+        cells += [f"{r['speedup']:.2f}x" if "speedup" in r else "-",
+                  f"{r['cpu_speedup_2_cores']:.2f}x" if "cpu_speedup_2_cores" in r else "-"]
+        cells += [f"{sp['jvm_peak_rss_mb']} MB" if sp else "-",
+                  f"{sp['jvm_and_workers_peak_rss_mb'] - sp['jvm_peak_rss_mb']} MB" if sp else "-",
+                  (f"{bl['peak_rss_mb']} MB" if bl.get("peak_rss_mb") else "-") if bl else "-"]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def corpus(cache: Path, size: int) -> tuple[Path, int, float]:
@@ -374,6 +444,8 @@ def main() -> int:
         results.append(row)
     out = {"cpus": os.cpu_count(), "load_avg": os.getloadavg(), "results": results}
     print(json.dumps(out, indent=None if args.json else 2))
+    if not args.json:
+        print(side_by_side(results), file=sys.stderr)
     return 0
 
 

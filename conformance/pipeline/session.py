@@ -26,6 +26,13 @@ logger.hadoop.level = off
 """
 
 
+# The driver JVM of a small input (in local mode the executors too) does seconds of work:
+# C2's background compilations and G1's threads would cost more CPU than they save (the
+# reasons and flags of fakebroker.realconnect.fast_start). A large input keeps the defaults,
+# whose compiled code pays off over minutes of work.
+FAST_START = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+
+
 class ConfError(ValueError):
     """A ``--conf`` argument that is not ``key=value``."""
 
@@ -50,10 +57,13 @@ def _log4j_file() -> str:
 
 
 def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
-                  app: str = "connect-conformance pipeline", progress: bool | None = None) -> SparkSession:
+                  app: str = "connect-conformance pipeline", progress: bool | None = None,
+                  fast_start: bool = False) -> SparkSession:
     """Get (or create) the session. ``progress``: Spark's console progress bar; on by
-    default only when stderr is a terminal (a bar in a log file is noise)."""
+    default only when stderr is a terminal (a bar in a log file is noise). ``fast_start``:
+    a driver JVM for a small input (see FAST_START)."""
     log4j = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
+    driver = " ".join((log4j, *(FAST_START if fast_start else ())))
     # Under spark-submit (a gateway already started) the master is spark-submit's.
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     master = master or os.environ.get("SPARK_MASTER") or (None if submitted else "local[*]")
@@ -64,10 +74,11 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
     if master:
         b = b.master(master)
     b = (b
-         .config("spark.driver.extraJavaOptions", log4j)
+         .config("spark.driver.extraJavaOptions", driver)
          .config("spark.executor.extraJavaOptions", log4j)
          .config("spark.ui.showConsoleProgress",
                  str(sys.stderr.isatty() if progress is None else progress).lower())
+         .config("spark.ui.enabled", "false")  # a web server nobody opens: its start is CPU on every run
          .config("spark.sql.session.timeZone", "UTC")
          .config("spark.sql.execution.arrow.pyspark.enabled", "true")
          .config("spark.sql.sources.partitionOverwriteMode", "dynamic"))

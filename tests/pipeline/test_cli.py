@@ -117,3 +117,24 @@ def test_garbage_refused_before_spark_starts(tmp_path, capsys):
     assert f"{junk}:line 1: invalid JSON (Expecting value at column 1): not a transcript" in err
     assert "bad-run/results.json: at (top level): no run times" in err
     assert "Spark" not in err and "Traceback" not in err
+
+
+# Spark jobs of `conformance audit` on a small recording, ingest through the report (AQE runs
+# a job per shuffle stage it plans). Each job costs a scheduling round and its plan's code
+# generation, which on a thousand exchanges outweigh the work: these three transcripts took
+# 40 jobs before the fixed costs were cut, 31 after (bench/README.md, "small audit"). Counted,
+# not timed, so it holds on a loaded machine; a change that adds a job raises this with a reason.
+AUDIT_JOBS_MAX = 31
+
+
+def test_small_audit_runs_a_bounded_number_of_spark_jobs(spark, goldens, tmp_path, capsys):
+    sc = spark.sparkContext
+    group = "small-audit-jobs"
+    sc.setJobGroup(group, "test_small_audit_runs_a_bounded_number_of_spark_jobs")
+    try:
+        assert main(["audit", str(goldens), "--warehouse", str(tmp_path / "wh")]) == 0
+    finally:
+        sc.setLocalProperty("spark.jobGroup.id", None)
+    jobs = sc.statusTracker().getJobIdsForGroup(group)
+    assert "0 violation(s)" in capsys.readouterr().out
+    assert 0 < len(jobs) <= AUDIT_JOBS_MAX, f"{len(jobs)} Spark jobs"

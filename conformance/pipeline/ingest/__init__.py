@@ -42,7 +42,8 @@ def _new(files: dict[str, str], known: set[str], summary: IngestSummary) -> dict
 def ingest(wh: Warehouse, inputs: Inputs) -> IngestSummary:
     spark = wh.spark
     summary = IngestSummary()
-    known = {r.source_hash for r in wh.read("sources", SOURCE).select("source_hash").collect()}
+    known = ({r.source_hash for r in wh.read("sources", SOURCE).select("source_hash").collect()}
+             if wh.exists("sources") else set())  # a new warehouse: no job to learn that
     parts: list[DataFrame] = []
     line_rejects: list[DataFrame] = []
     sources: list[tuple] = []
@@ -68,7 +69,8 @@ def ingest(wh: Warehouse, inputs: Inputs) -> IngestSummary:
         for p in parts[1:]:
             decoded = decoded.unionByName(p)
         summary.exchanges, bad = _write_decoded(wh, decoded)
-        line_rejects.append(bad)
+        if bad is not None:
+            line_rejects.append(bad)
     empty = [(p, kind, d, 0, "file", "empty file: nothing to read")
              for kind, files in (("transcript", tx), ("pcap", px)) for p, d in files.items()
              if _size(p) == 0]
@@ -90,11 +92,12 @@ def ingest(wh: Warehouse, inputs: Inputs) -> IngestSummary:
     return summary
 
 
-def _write_decoded(wh: Warehouse, decoded: DataFrame) -> tuple[int, DataFrame]:
+def _write_decoded(wh: Warehouse, decoded: DataFrame) -> tuple[int, DataFrame | None]:
     """Exchanges and rejects from one pass over the decode: written once, split by a
     partition column into the staging folder; the exchanges' files then move into their
     table (a rename) and the rejects (few) are read back from theirs. Returns the number
-    of exchanges (from the Parquet footers) and the rejects in the table's shape."""
+    of exchanges (from the Parquet footers) and the rejects in the table's shape, None when
+    the footers say there are none (a clean recording costs no jobs to write and count them)."""
     staged = decoded.select(
         *[c for c in EXCHANGE.fieldNames() if c != "day"], "reject",
         F.when(F.col("reject").isNull(), F.coalesce(
@@ -102,6 +105,8 @@ def _write_decoded(wh: Warehouse, decoded: DataFrame) -> tuple[int, DataFrame]:
         F.col("reject").isNull().alias("_exchange"))
     folder = wh.stage(staged, ["_exchange", *PARTITIONS["exchanges"]])
     exchanges = wh.adopt_staged(folder / "_exchange=true", "exchanges")
+    if not wh.staged_rows(folder / "_exchange=false"):
+        return exchanges, None
     rejects = wh.read_staged(folder / "_exchange=false", DECODED).select(
         "source", "source_kind", "source_hash", "ref",
         F.when(F.col("source_kind") == "pcap", "frame").otherwise("line").alias("ref_kind"),
