@@ -15,7 +15,7 @@ ROOT = Path(__file__).resolve().parent.parent
 CONTRACTS = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
 LAYERED = [c for c in CONTRACTS if c["type"] == "layers"]
 # The top layer has no contract of its own: every other contract names it above itself.
-TOP = ["conformance.cli", "conformance.plugin", "conformance.test_conformance"]
+TOP = ["conformance.cli", "conformance.plugin", "conformance.test_conformance", "conformance.test_chaos_scenarios"]
 WORKERS = "conformance.workers"  # a column of its own (the workers contract), beside the layers
 
 
