@@ -90,6 +90,7 @@ MUTANTS = frozenset({
     "revokes-and-assigns-same-round",
     "eager-tasks-to-one",
     "keeps-running-when-cut-off",
+    "stopped-work-not-restarted",
     "retries-refused-group",
 })
 
@@ -132,6 +133,7 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
         self.last_share: dict[str, set[Unit]] = {}  # (mutant eager-assigns-new-only)
         self.session_s = args.session_timeout_ms / 1000
         self.unreachable_since: float | None = None  # since when no coordinator is known
+        self.ghosts: set[Unit] = set()  # mutant stopped-work-not-restarted: stopped, taken for running
         self.second_round = False  # it sent the empty downgrade round: rejoin once it is installed
         # (generation, assignment) of a join + sync that completed while no one awaited it
         self.unclaimed: tuple[Any, bytes] | None = None
@@ -168,7 +170,7 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
     def running(self) -> set[Unit]:
         """What it runs now: its REST status (``rest_status``)."""
         with self.lock:
-            return set(self.owned)
+            return self.owned - self.ghosts
 
     def defect(self, name: str) -> bool:
         """Whether the worker runs as mutant ``name`` (one deliberate defect)."""
@@ -305,6 +307,8 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
                 self.owned = self.owned | assigned
             else:
                 self.owned = (self.owned - revoked) | assigned
+            # Its running set follows what it owns: a ghost it no longer owns is forgotten.
+            self.ghosts &= self.owned
             owned = sorted(self.owned)
         emit("assigned", generation=generation, protocol=protocol, version=version,
              assigned=sorted(assigned), revoked=sorted(revoked), delay=delay, owned=owned)
@@ -339,6 +343,8 @@ class Worker(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
         if now - self.unreachable_since > self.session_s and not self.defect("keeps-running-when-cut-off"):
             with self.lock:
                 released, self.owned = sorted(self.owned), set()
+                if self.defect("stopped-work-not-restarted"):
+                    self.ghosts |= set(released)
             if released:
                 emit("released", reason="coordinator unreachable past the session timeout", units=released)
 

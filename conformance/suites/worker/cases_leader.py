@@ -7,7 +7,7 @@ import asyncio
 import time
 
 from ...harness.cases import case
-from fakebroker.connect.embedded import METADATA, PROTOCOL_VERSIONS, units_of
+from fakebroker.connect.embedded import PROTOCOL_VERSIONS, units_of
 from ...harness.outcomes import Broken, NotApplicable, Violation
 from ...harness.worker import WorkerContext, WorkerProcess
 from ...invariants.balanced import spreads
@@ -241,65 +241,3 @@ async def missed_assignment_reassigned(ctx: WorkerContext) -> None:
     held = set().union(*rounds[-1].after.values())
     ctx.check(missed <= held, "the work p1 missed once the group settled", f"given out: {sorted(missed)}",
               f"{sorted(missed - held)} unassigned")
-
-
-@case("CONN-INC-19", suite=W, timeout_s=240)
-async def cut_off_worker_stops_and_forgets(ctx: WorkerContext) -> None:
-    """The worker leads alone and runs its work; then each connection of its group member is
-    closed on its next group request, past its session timeout (the coordinator expires it;
-    another worker could be given its work). It must stop that work (REST status) and, let
-    back, rejoin reporting no allocation it no longer runs and run the work it is given back
-    (Connect 2.3 kept running: KAFKA-9184; before 2.5.1 it took work it had stopped for still
-    running and never started it again: KAFKA-9851)."""
-    if not ctx.has_rest:
-        raise NotApplicable("the target has no REST API to read what the worker runs")
-    w, lead = await lead_alone(ctx)
-    if PROTOCOL_VERSIONS[lead.protocol] == 0:
-        raise NotApplicable("the group runs the eager protocol: no allocation to report")
-    ok, ran = await ctx.running_when(w, lambda r: any(t == -1 for _, t in r), 60_000)
-    if not ok:
-        raise Violation("connectors the worker runs before it is cut off (setup, REST status)", "some", sorted(ran))
-    session_ms = ctx.target.timing.session_timeout_ms
-    hook = ctx.recorder.cut_off(w.worker_id)
-    cut_at = time.monotonic()
-    ctx.note(f"cut off from the coordinator (each connection of {w.worker_id} closed on its next group request) "
-             f"while running {sorted(ran)}")
-    try:
-        # Connector instances are the evidence: a Connect task's REST status may lag its stop
-        # (fixtures/targets/apache-connect.md, as in CONN-EAGER-03); the allocation below covers all.
-        connectors = {u for u in ran if u[1] == -1}
-        stopped, now = await ctx.running_when(w, lambda r: not (r & connectors), 2 * session_ms + 10_000)
-        # Past the session timeout in any case: the coordinator has expired the member.
-        await asyncio.sleep(max(0.0, cut_at + 1.5 * session_ms / 1000 - time.monotonic()))
-    finally:
-        ctx.recorder.hooks.remove(hook)
-    back_at = time.monotonic()
-    ctx.note(f"let back after {back_at - cut_at:.1f} s")
-    ctx.check(stopped, f"connectors the worker runs once cut off from its coordinator past its session timeout "
-              f"({session_ms} ms; REST status)", "none", sorted(now & connectors))
-    rejoin = await ctx.maybe_next_request(w, "JoinGroup", within_ms=60_000,
-                                          where=lambda s: s.t_request > back_at and s.answered)
-    if rejoin is None:
-        raise Violation("the worker's JoinGroup once let back", "one within 60 s", "none")
-    for p in rejoin.request.protocols:
-        v, md = METADATA.decode_versioned(bytes(p.metadata))
-        if v >= 1:
-            stale = (units_of(decode_assignment(bytes(md.allocation), "allocation")[1].assignment)
-                     if md.allocation else set())
-            ctx.check(not stale, f"allocation the worker reports as it rejoins ({p.name}), having stopped its work",
-                      "none", sorted(stale))
-    # Alone again, it is given its work back (after the scheduled delay its own leadership may
-    # hold for the member it was): it must run it again, not take it for still running.
-    given: set[tuple[str, int]] = set()
-    after = rejoin
-    deadline = time.monotonic() + (ctx.target.timing.scheduled_rebalance_delay_ms + 60_000) / 1000
-    while not connectors <= given and time.monotonic() < deadline:
-        after = await ctx.worker_synced(w, after=after, within_ms=ctx.target.timing.scheduled_rebalance_delay_ms + 30_000)
-        _, asg = decode_assignment(bytes(after.response.assignment), "the worker's assignment once back")
-        given = (given - units_of(getattr(asg, "revoked", None))) | units_of(asg.assignment)
-    if not connectors <= given:
-        raise Violation("the worker's assignments once back (setup)", f"its connectors {sorted(connectors)} given back",
-                        sorted(given))
-    ok, now = await ctx.running_when(w, lambda r: connectors <= r, 30_000)
-    ctx.check(ok, "connectors the worker runs once given them back after the cut-off (REST status)",
-              sorted(connectors), sorted(now & connectors))
