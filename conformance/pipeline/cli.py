@@ -155,10 +155,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     groups = ex.select("source", "group_id").where("group_id is not null").distinct().count()
     print(f"audit: {n} exchange(s), {groups} group(s), {total} violation(s) "
           f"[{time.monotonic() - t0:.1f}s]")
-    for r in found.groupBy("invariant").count().orderBy("invariant").collect():
-        print(f"  {r['invariant']}: {r['count']}")
+    for r in found.groupBy("requirement", "invariant").count().orderBy("requirement", "invariant").collect():
+        print(f"  {r['requirement']} {r['invariant']}: {r['count']}")
     for v in found.orderBy("source", "ref").limit(args.show).collect():
-        print(f"  {v.source}:{v.ref_kind} {v.ref}: [{v.invariant}] group {v.group_id} "
+        print(f"  {v.source}:{v.ref_kind} {v.ref}: [{v.requirement} {v.invariant}] group {v.group_id} "
               f"gen/epoch {v.generation} {','.join(v.members or [])}: {v.detail}")
     html, md = write_report(wh)
     print(f"report: {html}\n        {md}")

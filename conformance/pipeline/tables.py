@@ -117,7 +117,8 @@ RUN = _fields(("run_id", S), ("report", S), ("target", S), ("implementation", S)
               # requirements with an outcome; those the run's scope left out (results.json)
               ("ran", L), ("left_out", UNITS))
 
-VIOLATION = _fields(("invariant", S), ("source", S), ("source_kind", S), ("ref", L),
+# ``requirement``: the catalogue id the violation breaks (the suites' ids: one language).
+VIOLATION = _fields(("invariant", S), ("requirement", S), ("source", S), ("source_kind", S), ("ref", L),
                     ("ref_kind", S), ("group_id", S), ("generation", I), ("members", ArrayType(S)),
                     ("unit", S), ("detail", S))
 
