@@ -228,3 +228,12 @@ def test_lost_work_counts_as_moved_and_paused(spark, tmp_path):
     assert [rows[g].units_moved for g in (1, 2, 3)] == [0, 0, 1]
     # from generation 2's first JoinGroup (w2 missing) to generation 3's last SyncGroup answer
     assert rows[3].pause_ms == rows[3].end_ms - rows[2].start_ms >= 6000
+
+
+def test_every_rule_names_catalogue_ids():
+    """Every id an audit rule may name is a requirement of the catalogue (the suites' ids)."""
+    from conformance.catalogue import load_catalogue
+    from conformance.pipeline.audit import AUDITED, CHECKS, DEFAULT_REQUIREMENT
+    cat = load_catalogue()
+    assert set(DEFAULT_REQUIREMENT) == set(CHECKS) and AUDITED
+    assert sorted(r for r in AUDITED if r not in cat) == []

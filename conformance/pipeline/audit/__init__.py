@@ -38,11 +38,6 @@ AUDITED = frozenset(r for m in (*ROUND_CHECKS, *ROW_CHECKS)
                     for r in getattr(m, "REQUIREMENTS", None) or (m.REQUIREMENT,))
 
 
-def audited(requirement_id: str) -> bool:
-    """Whether an audit rule names this catalogue id."""
-    return requirement_id in AUDITED
-
-
 ROUND_APIS = ("JoinGroup", "SyncGroup", "ConnectGroupHeartbeat")
 # What the round checks read (``group.Ex`` attributes): the rest stays in the JVM.
 ROUND_COLUMNS = ("source", "source_kind", "group_id", "ref", "resp_ref", "req_time", "resp_time",
