@@ -56,8 +56,8 @@ def classic_rounds(exs: list[Ex]) -> list[dict[str, Any]]:
     assignment), an incremental revocation (from the revoking round's first JoinGroup to
     the answer that gives the unit out again) and lost work (from the first round without
     its owner to the answer that gives it out again, KIP-415's scheduled delay included).
-    A round's ``units_paused`` and ``pause_ms`` are those of the pauses it started, or, for
-    lost work, ended. A group of another protocol (a consumer group) gets its rounds with
+    A round's ``units_paused`` and ``pause_ms`` (the longest) are those of the pauses it
+    started, or, for lost work, ended. A group of another protocol (a consumer group) gets its rounds with
     their members and times; its units are not Connect's and are not counted (null)."""
     rs = rounds(exs)
     answered = _sync_answers(exs)
@@ -103,7 +103,9 @@ def classic_rounds(exs: list[Ex]) -> list[dict[str, Any]]:
                        for u in sorted(set().union(*r.before.values(), *r.after.values()) - {p["unit"] for p in pauses})]
         out.append({**base, "mode": mode, "end_ms": r.last_sync_ms, "duration_ms": duration,
                     "units_moved": moved, "units_paused": len(pauses),
-                    "pause_ms": max((p["ms"] for p in pauses if p["ms"] is not None), default=0.0),
+                    # null: a unit it stopped does not run again by the end of the recording
+                    "pause_ms": None if any(p["ms"] is None for p in pauses) else max(
+                        (p["ms"] for p in pauses), default=0.0),
                     "assigned": _by_member({m: s.assigned for m, s in r.syncs.items()}),
                     "revoked": _by_member(revoked), "revocations": sum(len(u) for u in revoked.values()),
                     "pauses": pauses})

@@ -111,7 +111,7 @@ def test_audit_on_a_standalone_cluster_matches_local_mode(spark, cluster, tmp_pa
     out = subprocess.run([sys.executable, "-m", "conformance.cli", "audit", *map(str, RECORDINGS),
                           "--master", url, "--warehouse", str(tmp_path / "cluster")],
                          env=_loopback_env(PYTHONPATH=str(ROOT)), cwd=tmp_path,
-                         capture_output=True, text=True, timeout=600)
+                         capture_output=True, text=True, timeout=1800)
     assert out.returncode == 0, out.stderr[-2000:]
     assert f"Spark {spark.version} on {url}\n" in out.stderr  # where it runs
     assert "Traceback" not in out.stderr + out.stdout
@@ -142,7 +142,7 @@ def test_docs_spark_submit_line_runs_on_the_cluster(spark, cluster, tmp_path):
     env.pop("PYSPARK_PYTHON", None)
     env.pop("PYSPARK_DRIVER_PYTHON", None)
     out = subprocess.run(["bash", "-euo", "pipefail", "-c", script], cwd=tmp_path / "src", env=env,
-                         capture_output=True, text=True, timeout=900)
+                         capture_output=True, text=True, timeout=2400)
     assert out.returncode == 0, (out.stdout[-1500:], out.stderr[-2500:])
     assert f" on {url}\n" in out.stderr and "local[" not in out.stderr  # says where it runs
     for name in TABLES:
@@ -157,7 +157,7 @@ def test_failed_job_is_one_line_with_sparks_cause(cluster, tmp_path):
     out = subprocess.run([sys.executable, "-m", "conformance.cli", "audit", str(RECORDINGS[1]),
                           "--master", url, "--warehouse", str(tmp_path / "wh")],
                          env=_loopback_env(PYTHONPATH=str(ROOT), PYSPARK_PYTHON="./env/bin/python"),
-                         cwd=tmp_path, capture_output=True, text=True, timeout=600)
+                         cwd=tmp_path, capture_output=True, text=True, timeout=1800)
     assert out.returncode == 2, (out.stdout[-1000:], out.stderr[-2000:])
     err = [ln for ln in out.stderr.splitlines() if not ln.startswith("conformance audit: Spark ")]
     assert len(err) == 1, out.stderr[-3000:]
