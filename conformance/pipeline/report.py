@@ -164,12 +164,28 @@ def _rebalances(wh: Warehouse) -> tuple[list[str], list[str]]:
     md += [f"| `{r['group_id']}` | {Path(r['source']).name} | {r['n']} | {r['modes']} | {dash(r['median'])} "
            f"| {dash(r['longest'])} | {dash(r['pause'])} | {dash(r['moved'], '{}')} | {dash(r['paused'], '{}')} |"
            for r in per_group] + [""]
+    md += _pause_distribution(rb)
     md += ["A consumer group's partitions are not Connect's units: its unit columns read `-`. "
            "A pause is the time a unit ran nowhere: an eager round stops every unit from its first "
            "JoinGroup to its last assignment; an incremental round's revoked unit waits for the round "
            "that gives it out again; lost work (its owner left) waits from the first round without "
            "its owner, KIP-415's scheduled delay included.", ""]
     return md, [x for x in (_unit_timeline(rb), _pause_per_round(rb), _durations(rb)) if x]
+
+
+def _pause_distribution(rb) -> list[str]:  # noqa: ANN001
+    """Unit pauses by cause: how many, their spread, and how many had not ended by the end."""
+    rows = (rb.select(F.explode("pauses").alias("p")).groupBy("p.cause").agg(
+        F.count("*").alias("n"), F.count("p.ms").alias("ended"),
+        F.expr("percentile(p.ms, array(0.5, 0.95))").alias("q"), F.max("p.ms").alias("max"))
+        .orderBy("cause").collect())
+    if not rows:
+        return []
+    md = ["| unit pauses | count | median (ms) | 95th percentile (ms) | longest (ms) | not ended by the recording's end |",
+          "| --- | --- | --- | --- | --- | --- |"]
+    md += [f"| {r['cause']} | {r['n']} | {r['q'][0]:.0f} | {r['q'][1]:.0f} | {r['max']:.0f} | {r['n'] - r['ended']} |"
+           if r["ended"] else f"| {r['cause']} | {r['n']} | - | - | - | {r['n']} |" for r in rows]
+    return md + [""]
 
 
 def _unit_timeline(rb) -> str:  # noqa: ANN001

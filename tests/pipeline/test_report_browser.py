@@ -49,6 +49,8 @@ def test_report_first_screen_and_plots(spark, consumer_recording, tmp_path):
     assert "group <code>g1</code> generation 2 members w1, w2 unit c1-0" in dom
     assert "<pre>" not in dom and "<table>" in dom  # markdown rendered as HTML
     assert f"<code>{CONSUMER_GROUP}</code>" in dom and "no rate per hour" in dom
+    # the distribution of unit pauses by cause: Connect's revoked unit has not run again by the end
+    assert "<th>unit pauses</th>" in dom and re.search(r"<td>revoked</td>\s*<td>1</td>(\s*<td>-</td>){3}\s*<td>1</td>", dom)
     assert re.findall(r'<svg class="plot"[^>]*aria-label="([^"]+)"', dom) == PLOTS
     drawn = re.search(r'<body data-plots-drawn="(\d+)" data-bars-per-plot="([\d,]+)"', dom)
     assert drawn, dom[:300]
