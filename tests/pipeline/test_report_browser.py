@@ -46,7 +46,7 @@ def test_report_first_screen_and_plots(spark, consumer_recording, tmp_path):
     link = dom.index(f'<a href="{bad.resolve().as_uri()}"><code>double.jsonl</code> line 9</a>')
     summary, first_plot = dom.index("<h2>Rebalances</h2>"), dom.index('<svg class="plot"')
     assert verdict < violation < link < summary < first_plot
-    assert "group <code>g1</code> generation 2 members w1, w2 unit c1-0" in dom
+    assert "group <code>g1</code> generation 1 members w1, w2 unit c1-0" in dom
     assert "<pre>" not in dom and "<table>" in dom  # markdown rendered as HTML
     assert f"<code>{CONSUMER_GROUP}</code>" in dom and "no rate per hour" in dom
     # the distribution of unit pauses by cause: Connect's revoked unit has not run again by the end
