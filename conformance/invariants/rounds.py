@@ -180,8 +180,11 @@ def live_heartbeats(g: Group, state: dict[str, Any]) -> Iterator[Ex]:
 
 
 def violation(invariant: str, e: Ex, detail: str, *, generation: int | None = None,
-              members: Iterable[str | None] = (), unit: str | None = None) -> dict[str, Any]:
-    return {"invariant": invariant, "source": e.source, "source_kind": e.source_kind,
+              members: Iterable[str | None] = (), unit: str | None = None,
+              requirement: str | None = None) -> dict[str, Any]:
+    """A violation row; ``requirement``: the catalogue id it breaks, when the rule's one
+    id (its module's ``REQUIREMENT``) depends on the exchange."""
+    return {"invariant": invariant, "requirement": requirement, "source": e.source, "source_kind": e.source_kind,
             "ref": e.at, "ref_kind": "frame" if e.source_kind == "pcap" else "line",
             "group_id": e.group_id, "generation": generation,
             "members": sorted(m for m in members if m), "unit": unit, "detail": detail}

@@ -43,7 +43,7 @@ def register(sub: Any) -> None:
 def _guarded(name: str, fn: Any, args: argparse.Namespace) -> int:
     """One line on the screen for anything that goes wrong; details in the JVM log."""
     try:
-        from .session import ConfError, jvm_log, log_size, spark_cause
+        from .session import ConfError, job_cause, jvm_log, log_size, spark_cause
     except ImportError as e:  # a plain install: the pipeline is the `spark` extra
         print(f"conformance {name}: needs the data pipeline's packages: pip install "
               f"'connect-conformance[spark]' ({e})", file=sys.stderr)
@@ -57,10 +57,14 @@ def _guarded(name: str, fn: Any, args: argparse.Namespace) -> int:
         print(f"conformance {name}: interrupted", file=sys.stderr)
     except Exception as e:  # Spark/Java errors surface here: one line, never a trace
         first = (str(e).strip().splitlines() or [type(e).__name__])[0][:300]
-        # A Py4J error's message names only the Java call that failed; Spark logged the cause.
-        cause = spark_cause(since) if first.startswith("An error occurred while calling") else None
-        print(f"conformance {name}: {cause or f'{type(e).__name__}: {first}'} (Spark's log: {jvm_log()})",
-              file=sys.stderr)
+        # A failed job's text carries its task's root cause (e.g. an executor that cannot start
+        # its Python); a Py4J error's first line names only the Java call, Spark logged the rest.
+        root = job_cause(str(e))
+        if first.startswith("An error occurred while calling"):
+            said = root or spark_cause(since) or f"{type(e).__name__}: {first}"
+        else:
+            said = f"{type(e).__name__}: {first}" + (f" ({root})" if root and root not in first else "")
+        print(f"conformance {name}: {said} (Spark's log: {jvm_log()})", file=sys.stderr)
     return EXIT_NOTHING
 
 
@@ -165,14 +169,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
     wh.replace("violations", audit(ex))
     found = wh.read("violations", _violation_schema())
     wh.replace("rounds", rounds_table(ex))
-    counts = found.groupBy("invariant").count().orderBy("invariant").collect()
+    counts = found.groupBy("requirement", "invariant").count().orderBy("requirement", "invariant").collect()
     total = sum(r["count"] for r in counts)
     print(f"audit: {n} exchange(s), {groups} group(s), {total} violation(s) "
           f"[{time.monotonic() - t0:.1f}s]")
     for r in counts:
-        print(f"  {r['invariant']}: {r['count']}")
+        print(f"  {r['requirement']} {r['invariant']}: {r['count']}")
     for v in found.orderBy("source", "ref").limit(args.show).collect():
-        print(f"  {v.source}:{v.ref_kind} {v.ref}: [{v.invariant}] group {v.group_id} "
+        print(f"  {v.source}:{v.ref_kind} {v.ref}: [{v.requirement} {v.invariant}] group {v.group_id} "
               f"gen/epoch {v.generation} {','.join(v.members or [])}: {v.detail}")
     html, md = write_report(wh)
     print(f"report: {html}\n        {md}")

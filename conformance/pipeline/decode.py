@@ -90,13 +90,21 @@ def _draft_units(cat: dict[str, Any] | None) -> list[str] | None:
                       [(t["ConnectorId"], t["TaskId"]) for t in cat.get("Tasks") or ()])
 
 
+def group_of(req: dict[str, Any]) -> str | None:
+    """The group a request speaks for, in its API's own layout: ``GroupId``, or the one group
+    OffsetFetch v8+ lists (its ``GroupId`` is then the codec's empty default, not a group).
+    A request for several groups at once speaks for none of them alone: no group."""
+    listed = [g.get("GroupId") for g in req.get("Groups") or () if isinstance(g, dict)]
+    return req.get("GroupId") or (listed[0] if len(listed) == 1 else None)
+
+
 def exchange_fields(api: str, req: dict[str, Any], resp: dict[str, Any] | None) -> dict[str, Any]:
     """The columns the audit and the metrics read, from a decoded request/response pair
     (JSON forms, spec names). Connect's embedded bytes are decoded; anything of another
     protocol type is left as it is."""
     resp = resp or {}
     out: dict[str, Any] = {
-        "group_id": req.get("GroupId"), "member_id": req.get("MemberId"),
+        "group_id": group_of(req), "member_id": req.get("MemberId"),
         "generation": req.get("GenerationId"), "error_code": resp.get("ErrorCode"),
         "protocol_type": req.get("ProtocolType"), "protocol_name": req.get("ProtocolName"),
     }

@@ -14,7 +14,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from .audit.group import Ex, exchanges, rounds
+from .audit.group import Ex, Round, exchanges, rounds
 from .ingest.frames import in_groups
 from .tables import ROUND
 
@@ -25,8 +25,42 @@ def _by_member(units: dict[str, set[str]]) -> list[dict[str, Any]]:
     return [{"member": m, "units": sorted(u)} for m, u in sorted(units.items()) if u]
 
 
+def _unit_pause(unit: str, cause: str, start: float | None, end: float | None) -> dict[str, Any]:
+    """One stretch of time a unit ran nowhere; ``end`` None: not running again by the end of
+    the recording (how long is not known, so no length is claimed)."""
+    ms = None if start is None or end is None else max(0.0, end - start)
+    return {"unit": unit, "cause": cause, "from_ms": start, "to_ms": end, "ms": ms}
+
+
+def _given_back(rs: list[Round], after: int, unit: str) -> float | None:
+    """When a later round than ``after`` assigns ``unit`` again (its last SyncGroup answer)."""
+    for r in rs[after + 1:]:
+        if any(unit in s.assigned for s in r.syncs.values()) and r.last_sync_ms is not None:
+            return r.last_sync_ms
+    return None
+
+
+def _sync_answers(exs: list[Ex]) -> dict[int, float]:
+    """Each generation's last accepted SyncGroup answer, whatever the protocol (a consumer
+    group's assignment bytes are not Connect's: its rounds end here)."""
+    out: dict[int, float] = {}
+    for e in exs:
+        if e.api == "SyncGroup" and e.error_code == 0 and e.generation is not None and e.resp_ms is not None:
+            out[e.generation] = max(out.get(e.generation, e.resp_ms), e.resp_ms)
+    return out
+
+
 def classic_rounds(exs: list[Ex]) -> list[dict[str, Any]]:
+    """The classic rounds with, per round, each unit's time running nowhere (``pauses``):
+    eager stop-the-world (every unit from the round's first JoinGroup to its last
+    assignment), an incremental revocation (from the revoking round's first JoinGroup to
+    the answer that gives the unit out again) and lost work (from the first round without
+    its owner to the answer that gives it out again, KIP-415's scheduled delay included).
+    A round's ``units_paused`` and ``pause_ms`` (the longest) are those of the pauses it
+    started, or, for lost work, ended. A group of another protocol (a consumer group) gets its rounds with
+    their members and times; its units are not Connect's and are not counted (null)."""
     rs = rounds(exs)
+    answered = _sync_answers(exs)
     out = []
     # Each unit's last owner in any earlier round, and since when a unit whose owner left
     # the group has run nowhere (KIP-415: lost work waits for the scheduled delay).
@@ -36,30 +70,45 @@ def classic_rounds(exs: list[Ex]) -> list[dict[str, Any]]:
         for u, m in last_owner.items():
             if r.members and m not in r.members and r.first_join_ms is not None:
                 lost_since.setdefault(u, r.first_join_ms)
-        if r.first_join_ms is None or r.last_sync_ms is None or not r.syncs:
+        if r.first_join_ms is None:
+            continue
+        base = {"generation": r.generation, "protocol": r.protocol, "leader": r.leader,
+                "member_ids": sorted(r.members), "members": len(r.members), "start_ms": r.first_join_ms}
+        if not r.syncs:  # not Connect's assignments: a consumer group's round, if it completed
+            end = answered.get(r.generation)
+            if end is not None:
+                eager = "cooperative" not in (r.protocol or "")  # KIP-429's assignors revoke in steps
+                duration = max(0.0, end - r.first_join_ms)
+                out.append({**base, "mode": "eager" if eager else "incremental", "end_ms": end,
+                            "duration_ms": duration, "units_moved": None, "units_paused": None,
+                            "pause_ms": duration if eager else None, "assigned": [], "revoked": [],
+                            "revocations": None, "pauses": []})
+            continue
+        if r.last_sync_ms is None:
             continue
         duration = max(0.0, r.last_sync_ms - r.first_join_ms)
         owner_before = {**last_owner, **{u: m for m, us in r.before.items() for u in us}}
         moved = sum(1 for m, us in r.after.items() for u in us if owner_before.get(u, m) != m)
-        found = {u: r.last_sync_ms - lost_since.pop(u) for us in r.after.values() for u in us if u in lost_since}
+        given = {u for us in r.after.values() for u in us}
+        pauses = [_unit_pause(u, "lost", lost_since.pop(u), r.last_sync_ms) for u in sorted(given & set(lost_since))]
         last_owner.update({u: m for m, us in r.after.items() for u in us})
-        if r.incremental:
-            revoked = set().union(*(s.revoked for s in r.syncs.values()))
-            nxt = rs[i + 1] if i + 1 < len(rs) else None
-            # Revoked work stops now and runs again once the next round assigns it.
-            pause = ((nxt.last_sync_ms or r.last_sync_ms) - r.first_join_ms) if revoked and nxt else 0.0
-            mode, paused = "incremental", len(revoked)
-        else:  # eager: every member stops all its work from its JoinGroup to its assignment
-            mode, paused, pause = "eager", len(set().union(*r.before.values(), *r.after.values())), duration
-        if found:  # lost work reassigned: it ran nowhere from its owner's departure until now
-            paused, pause = paused + len(found), max(pause, max(found.values()))
         revoked = {m: s.revoked for m, s in r.syncs.items()}
-        out.append({"generation": r.generation, "mode": mode, "protocol": r.protocol, "leader": r.leader,
-                    "member_ids": sorted(r.members), "members": len(r.members),
-                    "start_ms": r.first_join_ms, "end_ms": r.last_sync_ms, "duration_ms": duration,
-                    "units_moved": moved, "units_paused": paused, "pause_ms": pause,
+        if r.incremental:
+            mode = "incremental"
+            pauses += [_unit_pause(u, "revoked", r.first_join_ms, _given_back(rs, i, u))
+                       for u in sorted(set().union(*revoked.values()))]
+        else:  # eager: every member stops all its work from its JoinGroup to its assignment
+            mode = "eager"
+            pauses += [_unit_pause(u, "eager", r.first_join_ms, r.last_sync_ms)
+                       for u in sorted(set().union(*r.before.values(), *r.after.values()) - {p["unit"] for p in pauses})]
+        out.append({**base, "mode": mode, "end_ms": r.last_sync_ms, "duration_ms": duration,
+                    "units_moved": moved, "units_paused": len(pauses),
+                    # null: a unit it stopped does not run again by the end of the recording
+                    "pause_ms": None if any(p["ms"] is None for p in pauses) else max(
+                        (p["ms"] for p in pauses), default=0.0),
                     "assigned": _by_member({m: s.assigned for m, s in r.syncs.items()}),
-                    "revoked": _by_member(revoked), "revocations": sum(len(u) for u in revoked.values())})
+                    "revoked": _by_member(revoked), "revocations": sum(len(u) for u in revoked.values()),
+                    "pauses": pauses})
     return out
 
 
@@ -90,7 +139,8 @@ def draft_rounds(exs: list[Ex]) -> list[dict[str, Any]]:
                         "member_ids": sorted(by_member), "members": len(by_member),
                         "start_ms": min(times), "end_ms": max(times), "duration_ms": max(times) - min(times),
                         "units_moved": moved.get(epoch, 0), "units_paused": 0, "pause_ms": 0.0,
-                        "assigned": _by_member(given.get(epoch, {})), "revoked": [], "revocations": 0})
+                        "assigned": _by_member(given.get(epoch, {})), "revoked": [], "revocations": 0,
+                        "pauses": []})
     return out
 
 

@@ -157,6 +157,18 @@ def spark_cause(since: int) -> str | None:
     return lines[0].split(": ", 2)[-1][:300] if lines else None  # the first: the root cause
 
 
+def job_cause(text: str) -> str | None:
+    """The root cause in a failed job's Java error text: the exception of the task's last
+    attempt (``most recent failure: Lost task ...: <cause>``), else the last ``Caused by:``
+    line; the rest of the text is a stack trace."""
+    import re
+    m = re.search(r"most recent failure: Lost task .*?\): (\S+.*)", text)
+    if m:
+        return m.group(1).strip()[:300]
+    causes = [ln.strip().removeprefix("Caused by: ") for ln in text.splitlines() if ln.strip().startswith("Caused by: ")]
+    return causes[-1][:300] if causes else None
+
+
 def log_size() -> int:
     try:
         return os.path.getsize(jvm_log())

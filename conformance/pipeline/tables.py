@@ -66,7 +66,9 @@ BODY = _fields(
     ("MemberEpoch", I), ("Protocols", ArrayType(_fields(("Name", S), ("Metadata", S)))),
     ("Members", ArrayType(_fields(("MemberId", S), ("Metadata", S)))),
     ("Assignments", ArrayType(_fields(("MemberId", S), ("Assignment", S)))), ("Assignment", S),
-    ("ClientAssignors", ArrayType(_fields(("Name", S), ("MinimumVersion", I), ("MaximumVersion", I)))), ("ConnectorsAndTasks", _UNIT_CAT))
+    ("ClientAssignors", ArrayType(_fields(("Name", S), ("MinimumVersion", I), ("MaximumVersion", I)))), ("ConnectorsAndTasks", _UNIT_CAT),
+    # OffsetFetch v8+ lists its groups (objects); DescribeGroups lists names: JSON text
+    ("Groups", S))
 
 
 # ---------------------------------------------------------------- warehouse tables
@@ -117,17 +119,22 @@ RUN = _fields(("run_id", S), ("report", S), ("target", S), ("implementation", S)
               # requirements with an outcome; those the run's scope left out (results.json)
               ("ran", L), ("left_out", UNITS))
 
-VIOLATION = _fields(("invariant", S), ("source", S), ("source_kind", S), ("ref", L),
+# ``requirement``: the catalogue id the violation breaks (the suites' ids: one language).
+VIOLATION = _fields(("invariant", S), ("requirement", S), ("source", S), ("source_kind", S), ("ref", L),
                     ("ref_kind", S), ("group_id", S), ("generation", I), ("members", ArrayType(S)),
                     ("unit", S), ("detail", S))
 
 _BY_MEMBER = ArrayType(_fields(("member", S), ("units", UNITS)))
-# One row per group and rebalance round (classic generation or the draft's member epoch).
+# A unit's stretch of running nowhere (cause: eager, revoked or lost; to_ms/ms null: not
+# running again by the end of the recording).
+_PAUSES = ArrayType(_fields(("unit", S), ("cause", S), ("from_ms", D), ("to_ms", D), ("ms", D)))
+# One row per group and rebalance round (classic generation or the draft's member epoch);
+# a consumer group's rounds have no Connect units: their unit counts are null.
 ROUND = _fields(("source", S), ("group_id", S), ("generation", I), ("mode", S), ("protocol", S),
                 ("leader", S), ("member_ids", ArrayType(S)), ("members", I), ("start_ms", D),
                 ("end_ms", D), ("duration_ms", D), ("units_moved", I), ("units_paused", I),
                 ("pause_ms", D), ("assigned", _BY_MEMBER), ("revoked", _BY_MEMBER),
-                ("revocations", I), ("span_ms", D))
+                ("revocations", I), ("pauses", _PAUSES), ("span_ms", D))
 
 # table name -> partition columns
 PARTITIONS: dict[str, list[str]] = {

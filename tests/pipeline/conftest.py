@@ -6,6 +6,13 @@ machine's two cores. The group is the suite's largest, so it starts first."""
 
 from __future__ import annotations
 
+import contextlib
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
 
 pyspark = pytest.importorskip("pyspark", reason="pyspark is not installed (pip install -e '.[spark]')")
@@ -25,3 +32,58 @@ def spark():
                                    "spark.default.parallelism": "2"}, progress=False)
     yield s
     s.stop()
+
+
+def free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextlib.contextmanager
+def recording_broker(port: int, record: Path, topic: str) -> Iterator[str]:
+    """`fakebroker serve --record` on 127.0.0.1:``port`` with ``topic`` (4 partitions);
+    yields its bootstrap address, stopped (SIGTERM: the recording closed) at the end."""
+    broker = subprocess.Popen([sys.executable, "-m", "fakebroker.cli", "serve", "--port", str(port),
+                               "--record", str(record), "--topic", f"{topic}:4",
+                               "--initial-rebalance-delay-ms", "0"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    try:
+        assert broker.stdout.readline().strip().endswith(f":{port}")  # type: ignore[union-attr]
+        yield f"127.0.0.1:{port}"
+    finally:
+        broker.send_signal(signal.SIGTERM)
+        broker.wait(30)
+
+
+@pytest.fixture(scope="session")
+def consumer_recording(tmp_path_factory):
+    """A real classic consumer group recorded by `fakebroker serve --record`: two
+    confluent-kafka (librdkafka) members share 4 partitions with the eager range assignor,
+    then one leaves and the other takes everything (two rounds, with the OffsetFetch each
+    assignment starts with). Returns the recording's transcripts."""
+    from tests.realclients.harness import Member, wait_until
+
+    d = tmp_path_factory.mktemp("consumers")
+    with recording_broker(free_port(), d / "rec", CONSUMER_TOPIC) as bootstrap:
+        members = [Member("confluent-kafka", bootstrap, CONSUMER_GROUP, CONSUMER_TOPIC, f"m{i}") for i in range(2)]
+        try:
+            wait_until(members, _holding([2, 2]), "2 confluent-kafka members to share 4 partitions")
+            members[1].close()
+            wait_until(members[:1], _holding([4]), "the remaining member to take all 4 partitions")
+        finally:
+            for m in members:
+                m.kill()
+    transcripts = sorted((d / "rec").rglob("*.jsonl"))
+    assert transcripts, "the broker recorded no transcript"
+    return transcripts
+
+
+CONSUMER_GROUP, CONSUMER_TOPIC = "operators", "orders"
+
+
+def _holding(counts: list[int]):  # noqa: ANN202
+    def ok(members) -> bool:  # noqa: ANN001
+        return sorted(len(m.assignment or ()) for m in members) == sorted(counts)
+    return ok

@@ -117,28 +117,28 @@ def settled_unbalanced() -> Script:
 CASES = {
     "clean-incremental": (incremental(), set()),
     "revocation-skipped": (incremental("revocation-skipped"),
-                           {("revoke-before-reassign", 13, "c1-1"), ("double-ownership", 13, "c1-1")}),
-    "revoked-same-round": (incremental("same-round"), {("revoke-before-reassign", 13, "c1-1")}),
-    "stale-accepted": (incremental("stale-accepted"), {("stale-generation-refused", 23, None)}),
-    "generation-backwards": (incremental("generation-backwards"), {("generation-monotonic", 27, None)}),
-    "session-expired": (incremental("session-expired"), {("session-timeout-fenced", 27, None)}),
+                           {("CONN-INV-02", "revoke-before-reassign", 13, "c1-1"), ("CONN-INV-01", "double-ownership", 13, "c1-1")}),
+    "revoked-same-round": (incremental("same-round"), {("CONN-INV-02", "revoke-before-reassign", 13, "c1-1")}),
+    "stale-accepted": (incremental("stale-accepted"), {("CLS-HB-01", "stale-generation-refused", 23, None)}),
+    "generation-backwards": (incremental("generation-backwards"), {("CLS-JOIN-11", "generation-monotonic", 27, None)}),
+    "session-expired": (incremental("session-expired"), {("CLS-SESS-01", "session-timeout-fenced", 27, None)}),
     "clean-eager": (eager(False), set()),
-    "double-eager": (eager(True), {("double-ownership", 9, "c1-0")}),
+    "double-eager": (eager(True), {("CONN-INV-01", "double-ownership", 9, "c1-0")}),
     "clean-delay": (delayed(False), set()),
-    "early-reassign": (delayed(True), {("scheduled-delay-honoured", 17, "c1-1")}),
-    "settled-unbalanced": (settled_unbalanced(), {("balanced-when-settled", 11, None)}),
+    "early-reassign": (delayed(True), {("CONN-INV-03", "scheduled-delay-honoured", 17, "c1-1")}),
+    "settled-unbalanced": (settled_unbalanced(), {("CONN-INV-04", "balanced-when-settled", 11, None)}),
     "clean-draft": (draft(False), set()),
-    "draft-unacknowledged": (draft(True), {("draft-revocation-acknowledged", 11, "c1-0")}),
-    "draft-epoch-backwards": (epochs_backwards(), {("generation-monotonic", 15, None)}),
+    "draft-unacknowledged": (draft(True), {("C848-RECON-03", "draft-revocation-acknowledged", 11, "c1-0")}),
+    "draft-epoch-backwards": (epochs_backwards(), {("C848-INV-02", "generation-monotonic", 15, None)}),
     "clean-assignors": (assignors(False, False), set()),
-    "assignors-disjoint-accepted": (assignors(True, False), {("draft-assignor-selection", 9, None)}),
-    "assignors-covered-refused": (assignors(False, True), {("draft-assignor-selection", 7, None)}),
+    "assignors-disjoint-accepted": (assignors(True, False), {("C848-HB-VAL-12", "draft-assignor-selection", 9, None)}),
+    "assignors-covered-refused": (assignors(False, True), {("C848-ASSIGNOR-03", "draft-assignor-selection", 7, None)}),
 }
 
 
 @pytest.fixture(scope="module")
 def audited(spark, tmp_path_factory) -> tuple[dict[str, set], dict[str, set]]:
-    """(Spark's audit, the plain-Python audit) of every case: invariant, line, unit, detail."""
+    """(Spark's audit, the plain-Python audit) of every case: catalogue id, invariant, line, unit, detail."""
     from conformance.pipeline.audit import audit, audit_group
     from conformance.pipeline.ingest import ingest
     from conformance.pipeline.inputs import resolve
@@ -153,20 +153,20 @@ def audited(spark, tmp_path_factory) -> tuple[dict[str, set], dict[str, set]]:
     ex = wh.read("exchanges", EXCHANGE)
     spark_side: dict[str, set] = {name: set() for name in CASES}
     for v in audit(ex).collect():
-        spark_side[Path(v.source).stem].add((v.invariant, v.ref, v.unit, v.detail))
+        spark_side[Path(v.source).stem].add((v.requirement, v.invariant, v.ref, v.unit, v.detail))
     groups: dict[tuple, list] = {}
     for r in ex.where("group_id is not null").collect():
         groups.setdefault((r.source, r.group_id), []).append(r.asDict(recursive=True))
     python_side: dict[str, set] = {name: set() for name in CASES}
     for (source, _), rows in groups.items():
         for v in audit_group(rows):
-            python_side[Path(source).stem].add((v["invariant"], v["ref"], v["unit"], v["detail"]))
+            python_side[Path(source).stem].add((v["requirement"], v["invariant"], v["ref"], v["unit"], v["detail"]))
     return spark_side, python_side
 
 
 @pytest.fixture(scope="module")
-def found(audited) -> dict[str, set[tuple[str, int, str | None]]]:
-    return {name: {v[:3] for v in vs} for name, vs in audited[0].items()}
+def found(audited) -> dict[str, set[tuple[str, str, int, str | None]]]:
+    return {name: {v[:4] for v in vs} for name, vs in audited[0].items()}
 
 
 def test_spark_and_python_audits_agree(audited):
@@ -186,7 +186,7 @@ def test_violation_points_at_evidence(found):
     numbers above are the transcript's own."""
     line = CASES["double-eager"][0].lines[9 - 1]
     assert (line["kind"], line["api"], line["conn"]) == ("response", "SyncGroup", "w2")
-    assert ("double-ownership", 9, "c1-0") in found["double-eager"]
+    assert ("CONN-INV-01", "double-ownership", 9, "c1-0") in found["double-eager"]
 
 
 def test_rounds_table_names_who_gave_up_and_got_what(spark, tmp_path):
@@ -228,3 +228,12 @@ def test_lost_work_counts_as_moved_and_paused(spark, tmp_path):
     assert [rows[g].units_moved for g in (1, 2, 3)] == [0, 0, 1]
     # from generation 2's first JoinGroup (w2 missing) to generation 3's last SyncGroup answer
     assert rows[3].pause_ms == rows[3].end_ms - rows[2].start_ms >= 6000
+
+
+def test_every_rule_names_catalogue_ids():
+    """Every id an audit rule may name is a requirement of the catalogue (the suites' ids)."""
+    from conformance.catalogue import load_catalogue
+    from conformance.pipeline.audit import AUDITED, CHECKS, DEFAULT_REQUIREMENT
+    cat = load_catalogue()
+    assert set(DEFAULT_REQUIREMENT) == set(CHECKS) and AUDITED
+    assert sorted(r for r in AUDITED if r not in cat) == []

@@ -32,7 +32,7 @@ def test_audit_clean_then_violation(spark, goldens, tmp_path, capsys):
     bad = eager(True).save(tmp_path / "double.jsonl")
     assert main(["audit", str(bad), "--warehouse", str(wh)]) == 1
     out = capsys.readouterr().out
-    assert f"{bad}:line 9: [double-ownership] group g1" in out
+    assert f"{bad}:line 9: [CONN-INV-01 double-ownership] group g1" in out
     # the report covers the warehouse: both audits' rebalances, the last audit's violations
     html = (wh / "report" / "index.html").read_text()
     assert html.count("<svg") >= 3 and "double-ownership" in (wh / "report" / "report.md").read_text()

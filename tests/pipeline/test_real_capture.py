@@ -6,9 +6,7 @@ from __future__ import annotations
 
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -16,16 +14,11 @@ import pytest
 
 from tests.realclients.harness import Member, partitions_split, wait_until
 
+from .conftest import free_port, recording_broker
 from .test_ingest import KEY
 
 pytestmark = pytest.mark.tshark
 TOPIC = "events"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _start_capture(port: int, out: Path) -> subprocess.Popen:
@@ -59,25 +52,18 @@ def recorded(tmp_path_factory):
     if shutil.which("tshark") is None:
         pytest.skip("tshark is not installed (Debian package tshark; .ci/setup.sh installs it)")
     d = tmp_path_factory.mktemp("real")
-    port = _free_port()
+    port = free_port()
     cap = _start_capture(port, d / "lo.pcap")
-    broker = subprocess.Popen([sys.executable, "-m", "fakebroker.cli", "serve", "--port", str(port),
-                               "--record", str(d / "rec"), "--topic", f"{TOPIC}:4",
-                               "--initial-rebalance-delay-ms", "0"],
-                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     try:
-        assert broker.stdout.readline().strip().endswith(f":{port}")  # type: ignore[union-attr]
-        members = [Member("kafka-python", f"127.0.0.1:{port}", "pipeline-real", TOPIC, f"m{i}")
-                   for i in range(2)]
-        try:
-            wait_until(members, partitions_split(TOPIC, 4), "2 kafka-python members to share 4 partitions",
-                       timeout=60)
-        finally:
-            for m in members:
-                m.close()
+        with recording_broker(port, d / "rec", TOPIC) as bootstrap:
+            members = [Member("kafka-python", bootstrap, "pipeline-real", TOPIC, f"m{i}") for i in range(2)]
+            try:
+                wait_until(members, partitions_split(TOPIC, 4), "2 kafka-python members to share 4 partitions",
+                           timeout=60)
+            finally:
+                for m in members:
+                    m.close()
     finally:
-        broker.send_signal(signal.SIGTERM)
-        broker.wait(30)
         _drain(d / "lo.pcap")
         cap.send_signal(signal.SIGINT)
         cap.wait(30)

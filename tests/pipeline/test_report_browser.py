@@ -1,5 +1,8 @@
-"""The HTML report in a real headless browser: Chromium renders the page and its inline
-SVG plots (the DOM it dumps after layout holds every plot with its bars)."""
+"""The HTML report in a real headless browser, over real recordings: a classic consumer
+group of confluent-kafka members (eager rounds) and Apache Kafka Connect 4.2.0's capture (an
+incremental round revoking work), with a planted double ownership for the violations.
+Chromium lays the page out; the DOM it dumps shows the first screen's order (verdict,
+violations with their evidence, then the rebalance summary) and every plot drawn with data."""
 
 from __future__ import annotations
 
@@ -9,7 +12,9 @@ import subprocess
 
 import pytest
 
-from .test_audit import delayed, eager, incremental
+from .conftest import CONSUMER_GROUP
+from .test_audit import eager
+from .test_operator_metrics import CONNECT
 
 
 def _chromium() -> str:
@@ -19,11 +24,16 @@ def _chromium() -> str:
     pytest.skip("no Chromium (Debian package chromium; .ci/setup.sh installs it)")
 
 
-def test_report_renders_its_plots(spark, tmp_path):
+PLOTS = ["unit unavailability: when each unit ran nowhere",
+         "pause per rebalance (longest time a unit ran nowhere)",
+         "rebalance duration distribution (first JoinGroup to last assignment)"]
+
+
+def test_report_first_screen_and_plots(spark, consumer_recording, tmp_path):
     from conformance.cli import main
-    for name, script in (("inc", incremental()), ("eager", eager(False)), ("delay", delayed(False))):
-        script.save(tmp_path / f"{name}.jsonl")
-    assert main(["audit", str(tmp_path), "--warehouse", str(tmp_path / "wh")]) == 0
+    bad = eager(True).save(tmp_path / "double.jsonl")
+    assert main(["audit", *map(str, consumer_recording), str(CONNECT), str(bad),
+                 "--warehouse", str(tmp_path / "wh")]) == 1
     page = tmp_path / "wh" / "report" / "index.html"
     out = subprocess.run([_chromium(), "--headless", "--no-sandbox", "--disable-gpu",
                           "--disable-dev-shm-usage", "--virtual-time-budget=5000", f"--user-data-dir={tmp_path / 'profile'}",
@@ -31,13 +41,26 @@ def test_report_renders_its_plots(spark, tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-500:]
     dom = out.stdout
-    plots = re.findall(r'<svg class="plot"[^>]*aria-label="([^"]+)"', dom)
-    assert plots == ["rebalance duration (ms)", "rebalances by units moved",
-                     "mean stop-the-world pause per rebalance (ms)"]
-    # bars with a real height: the plots have data, not just axes
-    heights = [float(h) for h in re.findall(r'<rect class="bar"[^>]*height="([0-9.]+)"', dom)]
-    assert len(heights) >= 3 and max(heights) > 0
-    assert "eager" in dom and "incremental" in dom
-    drawn = re.search(r'<body data-plots-drawn="(\d+)" data-bars-drawn="(\d+)"', dom)
+    # first screen: the verdict, the violation with its catalogue id and evidence, then the rebalances
+    verdict, violation = dom.index("Verdict: VIOLATIONS"), dom.index("<strong>CONN-INV-01</strong>")
+    link = dom.index(f'<a href="{bad.resolve().as_uri()}"><code>double.jsonl</code> line 9</a>')
+    summary, first_plot = dom.index("<h2>Rebalances</h2>"), dom.index('<svg class="plot"')
+    assert verdict < violation < link < summary < first_plot
+    assert "group <code>g1</code> generation 1 members w1, w2 unit c1-0" in dom
+    assert "<pre>" not in dom and "<table>" in dom  # markdown rendered as HTML
+    assert f"<code>{CONSUMER_GROUP}</code>" in dom and "no rate per hour" in dom
+    # the distribution of unit pauses by cause: Connect's revoked unit has not run again by the end
+    assert "<th>unit pauses</th>" in dom and re.search(r"<td>revoked</td>\s*<td>1</td>(\s*<td>-</td>){3}\s*<td>1</td>", dom)
+    assert re.findall(r'<svg class="plot"[^>]*aria-label="([^"]+)"', dom) == PLOTS
+    drawn = re.search(r'<body data-plots-drawn="(\d+)" data-bars-per-plot="([\d,]+)"', dom)
     assert drawn, dom[:300]
-    assert int(drawn.group(1)) == 3 and int(drawn.group(2)) == len(heights) - heights.count(0.0)
+    assert int(drawn.group(1)) == 3 and all(int(n) > 0 for n in drawn.group(2).split(","))
+    svgs = dict(zip(PLOTS, re.findall(r'<svg class="plot".*?</svg>', dom, re.S)))
+    # the timeline has the unit Connect 4.2.0 revoked
+    assert re.search(r"<title>\S+ conn-a: revoked from [\d.]+ s", svgs[PLOTS[0]])
+    # pauses of both modes, from the consumer group's eager rounds and Connect's incremental one
+    assert re.search(rf"<title>{CONSUMER_GROUP}/\d+ eager: [\d.]+ ms</title>", svgs[PLOTS[1]])
+    assert re.search(r"<title>\S+/\d+ incremental: [\d.]+ ms</title>", svgs[PLOTS[1]])
+    for svg in svgs.values():  # axes labelled with their unit
+        assert re.search(r"\((ms|s)[,)]", svg) or "count" in svg
+    assert dom.count('class="legend"') >= 3

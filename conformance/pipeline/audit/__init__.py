@@ -30,6 +30,14 @@ ROUND_CHECKS = (double_ownership, generations_monotonic, revoke_before_reassign,
                 revocation_ends, draft_revocation, assignor_selection)
 CHECKS: dict[str, Callable[[Group], Iterator[dict[str, Any]]]] = {
     m.NAME: m.check for m in (*ROUND_CHECKS, *ROW_CHECKS)}
+# Each rule's catalogue id, or the ids a rule names per violation (``REQUIREMENTS``: by the
+# API, or by which side of the rule broke): the suites' ids, one language for both.
+DEFAULT_REQUIREMENT: dict[str, str | None] = {m.NAME: getattr(m, "REQUIREMENT", None)
+                                              for m in (*ROUND_CHECKS, *ROW_CHECKS)}
+AUDITED = frozenset(r for m in (*ROUND_CHECKS, *ROW_CHECKS)
+                    for r in getattr(m, "REQUIREMENTS", None) or (m.REQUIREMENT,))
+
+
 ROUND_APIS = ("JoinGroup", "SyncGroup", "ConnectGroupHeartbeat")
 # What the round checks read (``group.Ex`` attributes): the rest stays in the JVM.
 ROUND_COLUMNS = ("source", "source_kind", "group_id", "ref", "resp_ref", "req_time", "resp_time",
@@ -42,7 +50,8 @@ ROUND_COLUMNS = ("source", "source_kind", "group_id", "ref", "resp_ref", "req_ti
 def audit_group(records: list[dict[str, Any]], checks: Any = None) -> list[dict[str, Any]]:
     """Violations in one group's exchanges, plain Python (every check unless ``checks``)."""
     g = Group(exchanges(records))
-    return [v for check in (checks or CHECKS.values()) for v in check(g)]
+    return [{**v, "requirement": v["requirement"] or DEFAULT_REQUIREMENT[v["invariant"]]}
+            for check in (checks or CHECKS.values()) for v in check(g)]
 
 
 def _audit_rounds(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:

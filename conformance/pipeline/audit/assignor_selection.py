@@ -12,6 +12,10 @@ from typing import Any
 from .group import Group, live_heartbeats, violation
 
 NAME = "draft-assignor-selection"
+# Admitted without an overlap (the draft's validation rule); refused although a member's
+# range covers every other's (refused outside the condition the draft's worker selection names).
+ADMITTED, REFUSED = "C848-HB-VAL-12", "C848-ASSIGNOR-03"
+REQUIREMENTS = (ADMITTED, REFUSED)
 UNSUPPORTED_ASSIGNOR = 112
 Ranges = dict[str, tuple[int, int]]  # assignor name -> (minimum, maximum) version
 
@@ -49,9 +53,9 @@ def check(g: Group) -> Iterator[dict[str, Any]]:
             if len(group) > 1 and not overlap(group):
                 yield violation(NAME, e, f"{m} admitted at epoch {e.resp_member_epoch} although no "
                                 "assignor every member names has a version all of them support",
-                                generation=e.resp_member_epoch, members=sorted(group))
+                                generation=e.resp_member_epoch, members=sorted(group), requirement=ADMITTED)
             members[m] = group[m]
         elif covered(group):
             yield violation(NAME, e, f"{m} refused with UNSUPPORTED_ASSIGNOR although a member's "
                             "version range covers every other member's", generation=e.member_epoch,
-                            members=sorted(group))
+                            members=sorted(group), requirement=REFUSED)

@@ -10,6 +10,7 @@ from typing import Any
 from .group import Group, live_heartbeats, violation
 
 NAME = "draft-revocation-acknowledged"
+REQUIREMENT = "C848-RECON-03"
 
 
 def check(g: Group) -> Iterator[dict[str, Any]]:

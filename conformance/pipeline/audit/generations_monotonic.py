@@ -9,6 +9,8 @@ from typing import Any
 from .group import FENCED, Ex, Group, violation
 
 NAME = "generation-monotonic"
+CLASSIC, DRAFT = "CLS-JOIN-11", "C848-INV-02"  # generations; the draft's member epochs
+REQUIREMENTS = (CLASSIC, DRAFT)
 
 
 def check(g: Group) -> Iterator[dict[str, Any]]:
@@ -19,7 +21,8 @@ def check(g: Group) -> Iterator[dict[str, Any]]:
             if last is not None and e.resp_generation < last.resp_generation:
                 yield violation(NAME, e, f"JoinGroup answered generation {e.resp_generation} after "
                                 f"generation {last.resp_generation} (line/frame {last.at})",
-                                generation=e.resp_generation, members=(e.resp_member_id,))
+                                generation=e.resp_generation, members=(e.resp_member_id,),
+                                requirement=CLASSIC)
             if last is None or e.resp_generation >= last.resp_generation:
                 last = e
         elif e.api == "ConnectGroupHeartbeat" and e.member_id:
@@ -34,5 +37,6 @@ def check(g: Group) -> Iterator[dict[str, Any]]:
             if prev is not None and e.resp_member_epoch < prev.resp_member_epoch:
                 yield violation(NAME, e, f"member {e.member_id} epoch {e.resp_member_epoch} after "
                                 f"{prev.resp_member_epoch} (line/frame {prev.at})",
-                                generation=e.resp_member_epoch, members=(e.member_id,))
+                                generation=e.resp_member_epoch, members=(e.member_id,),
+                                requirement=DRAFT)
             epochs[e.member_id] = e

@@ -13,6 +13,7 @@ from . import windows as W
 from .group import Group, violation
 
 NAME = "session-timeout-fenced"
+REQUIREMENT = "CLS-SESS-01"
 CHECKED = ("Heartbeat", "SyncGroup", "OffsetCommit")
 # On a real clock the coordinator's expiry timer and the capture's timestamps differ by
 # scheduling noise; on a virtual clock they agree exactly.
@@ -61,5 +62,5 @@ def spark_check(ex: DataFrame) -> tuple[DataFrame, Column]:
     gap = F.col("req_ms") - F.col("_active")
     bad = (F.col("m").isNotNull() & (F.col("m") != "") & api.isin(*CHECKED) & (t > 0)
            & (F.col("error_code") == 0) & (gap > t + slack))
-    return step, W.violation(bad, NAME, F.col("generation"), F.array("m"), F.format_string(
+    return step, W.violation(bad, NAME, F.lit(REQUIREMENT), F.col("generation"), F.array("m"), F.format_string(
         "%s from %s accepted after %.0f ms of silence, past its %d ms session timeout", "api", "m", gap, t))

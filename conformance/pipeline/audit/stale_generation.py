@@ -14,7 +14,10 @@ from . import windows as W
 from .group import Group, violation
 
 NAME = "stale-generation-refused"
-CHECKED = ("SyncGroup", "Heartbeat", "OffsetCommit")
+# Each API's own requirement: a generation other than the group's is refused with ILLEGAL_GENERATION.
+BY_API = {"SyncGroup": "CLS-SYNC-01", "Heartbeat": "CLS-HB-01", "OffsetCommit": "CLS-COMMIT-07"}
+CHECKED = tuple(BY_API)
+REQUIREMENTS = tuple(BY_API.values())
 
 
 def check(g: Group) -> Iterator[dict[str, Any]]:
@@ -31,7 +34,8 @@ def check(g: Group) -> Iterator[dict[str, Any]]:
               and e.error_code == 0 and e.ref > since):
             yield violation(NAME, e, f"{e.api} with generation {e.generation} accepted (error 0) "
                             f"while the group is at generation {current}; expected "
-                            "ILLEGAL_GENERATION (22)", generation=e.generation, members=(e.member_id,))
+                            "ILLEGAL_GENERATION (22)", generation=e.generation, members=(e.member_id,),
+                            requirement=BY_API[e.api])
 
 
 def spark_check(ex: DataFrame) -> tuple[DataFrame, Column]:
@@ -47,6 +51,7 @@ def spark_check(ex: DataFrame) -> tuple[DataFrame, Column]:
     bad = (F.col("api").isin(*CHECKED) & current.isNotNull() & F.col("generation").isNotNull()
            & (F.col("generation") >= 0) & (F.col("generation") < current)
            & (F.col("_member") == 1) & (F.col("error_code") == 0) & (F.col("ref") > F.col("_since")))
-    return step, W.violation(bad, NAME, F.col("generation"), F.array("member_id"), F.format_string(
+    return step, W.violation(bad, NAME, F.create_map(*[F.lit(x) for kv in BY_API.items() for x in kv])[F.col("api")],
+                             F.col("generation"), F.array("member_id"), F.format_string(
         "%s with generation %d accepted (error 0) while the group is at generation %d; expected "
         "ILLEGAL_GENERATION (22)", "api", "generation", current))

@@ -37,12 +37,12 @@ def joined() -> Column:
     return (F.col("api") == "JoinGroup") & (F.col("error_code") == 0) & F.col("resp_generation").isNotNull()
 
 
-def violation(bad: Column, invariant: str, generation: Column, members: Column,
+def violation(bad: Column, invariant: str, requirement: Column, generation: Column, members: Column,
               detail: Column) -> Column:
     """The violation row (``group.violation``'s shape, as a struct) of a row where ``bad``
     holds, else null: every check's column is computed in one pass over the windows."""
     return F.when(bad, F.struct(
-        F.lit(invariant).alias("invariant"), "source", "source_kind", F.col("at").alias("ref"),
+        F.lit(invariant).alias("invariant"), requirement.alias("requirement"), "source", "source_kind", F.col("at").alias("ref"),
         F.when(F.col("source_kind") == "pcap", "frame").otherwise("line").alias("ref_kind"),
         "group_id", generation.cast("int").alias("generation"),
         F.array_sort(F.filter(members, lambda x: x.isNotNull() & (x != ""))).alias("members"),

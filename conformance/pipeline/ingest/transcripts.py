@@ -166,6 +166,12 @@ def _draft_units(c: Column) -> Column:
     return F.when(c.isNull(), F.lit(None)).otherwise(names)
 
 
+def group_of(group_id: Column, groups: Column) -> Column:
+    """The group an exchange speaks for, in its API's own layout (``decode.group_of``)."""
+    listed = F.when(F.json_array_length(groups) == 1, F.get_json_object(groups, "$[0].GroupId"))
+    return F.coalesce(F.nullif(group_id, F.lit("")), listed)
+
+
 def _api_names() -> Column:
     reg = registry()
     return F.create_map(*[x for k in sorted(reg.requests) for x in (F.lit(k), F.lit(reg.api_name(k)))])
@@ -177,7 +183,7 @@ def _request_half(q: Column, api: Column) -> Column:
     join, sync, leave, hb = (api == JOIN), (api == SYNC), (api == LEAVE), (api == CONNECT_HB)
     leave_member = F.coalesce(F.nullif(q["MemberId"], F.lit("")), q["Members"][0]["MemberId"])
     return F.struct(
-        q["GroupId"].alias("group_id"),
+        group_of(q["GroupId"], q["Groups"]).alias("group_id"),
         F.when(leave, leave_member).otherwise(q["MemberId"]).alias("member_id"),
         q["GenerationId"].alias("generation"), q["ProtocolType"].alias("protocol_type"),
         q["ProtocolName"].alias("protocol_name"),
