@@ -232,7 +232,7 @@ def test_lost_work_counts_as_moved_and_paused(spark, tmp_path):
 
 def test_every_rule_names_catalogue_ids():
     """Every id an audit rule may name is a requirement of the catalogue (the suites' ids)."""
-    from conformance.catalogue import load_catalogue
+    from conformance.catalogue.requirements import load_catalogue
     from conformance.pipeline.audit import AUDITED, CHECKS, DEFAULT_REQUIREMENT
     cat = load_catalogue()
     assert set(DEFAULT_REQUIREMENT) == set(CHECKS) and AUDITED

@@ -122,9 +122,11 @@ def test_garbage_refused_before_spark_starts(tmp_path, capsys):
 # Spark jobs of `conformance audit` on a small recording, ingest through the report (AQE runs
 # a job per shuffle stage it plans). Each job costs a scheduling round and its plan's code
 # generation, which on a thousand exchanges outweigh the work: these three transcripts took
-# 40 jobs before the fixed costs were cut, 31 after (bench/README.md, "small audit"). Counted,
-# not timed, so it holds on a loaded machine; a change that adds a job raises this with a reason.
-AUDIT_JOBS_MAX = 31
+# 40 jobs before the fixed costs were cut, 31 after (bench/README.md, "small audit"), 33 since
+# the report draws the unit pauses by cause and the per-unit timeline (two queries of their own).
+# Counted, not timed, so it holds on a loaded machine; a change that adds a job raises this with
+# a reason.
+AUDIT_JOBS_MAX = 33
 
 
 def test_small_audit_runs_a_bounded_number_of_spark_jobs(spark, goldens, tmp_path, capsys):
