@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from conformance.harness.outcomes import Violation
-from conformance.suites.worker.cases_classic import leader_assignment_to
+from conformance.suites.worker.steps import leader_assignment_to
 from fakebroker.connect.embedded import assignment_bytes
 
 

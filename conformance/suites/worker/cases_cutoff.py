@@ -12,7 +12,7 @@ from fakebroker.connect.embedded import METADATA, PROTOCOL_VERSIONS, units_of
 from ...harness.cases import case
 from ...harness.context import REBALANCE_IN_PROGRESS
 from ...harness.outcomes import Broken, NotApplicable, Violation
-from .cases_classic import decode_assignment, peer_leads, scripted_leader, worker_runs_given_work
+from .steps import decode_assignment, peer_leads, scripted_leader, worker_runs_given_work
 from ...harness.worker import WorkerContext
 
 W = "worker"
