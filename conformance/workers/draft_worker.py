@@ -313,6 +313,11 @@ class DraftWorker:
         await self.conn.close()
 
 
+def _as_status(owned: Work) -> list[tuple[str, int]]:
+    """Units as Connect's REST status lists them: a connector as (name, -1), a task as (name, n)."""
+    return [(c, -1) for c in connectors_of(owned)] + tasks_of(owned)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--bootstrap", required=True)
@@ -327,8 +332,7 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     w = DraftWorker(a)
     # What it owns, as Connect's REST status says it (a chaos campaign's safety and liveness).
-    rest = serve_status(a.rest_port, [(c, -1) for c in w.universe.connectors] + list(w.universe.tasks),
-                        lambda: {(c, -1) for c in w.owned.connectors} | set(w.owned.tasks))
+    rest = serve_status(a.rest_port, _as_status(w.universe), lambda: set(_as_status(w.owned)))
 
     async def go() -> None:
         loop = asyncio.get_running_loop()
