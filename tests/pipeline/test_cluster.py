@@ -121,6 +121,13 @@ def test_audit_on_a_standalone_cluster_matches_local_mode(spark, cluster, tmp_pa
     assert len(_table(tmp_path / "local", "exchanges")) > 20 and _table(tmp_path / "local", "rounds")
 
 
+def _not_the_project(folder: str, names: list[str]) -> set[str]:
+    """What a copy of the checkout leaves out: caches and environments anywhere, and the run
+    output folders at its root only (``conformance/reports/`` is the suite's own package)."""
+    left = set(shutil.ignore_patterns(".git", ".venv", "env", "*.tar.gz", "__pycache__")(folder, names))
+    return left | ({"site", "reports"} & set(names) if Path(folder) == ROOT else set())
+
+
 def test_docs_spark_submit_line_runs_on_the_cluster(spark, cluster, tmp_path):
     """docs/pipeline.md's lines, as written, with its placeholders (master, inputs,
     warehouse) filled in: a packed virtual environment shipped with --archives."""
@@ -135,8 +142,7 @@ def test_docs_spark_submit_line_runs_on_the_cluster(spark, cluster, tmp_path):
         "hdfs:///conformance/wh", str(tmp_path / "wh"))
     script = script.replace("python -m venv env", f"{sys.executable} -m venv env", 1)
     _audit_locally(spark, tmp_path / "local")
-    shutil.copytree(ROOT, tmp_path / "src", ignore=shutil.ignore_patterns(".git", ".venv", "env", "*.tar.gz",
-                                                                          "__pycache__", "site", "reports"))
+    shutil.copytree(ROOT, tmp_path / "src", ignore=_not_the_project)
     env = _loopback_env(PATH=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
     env.pop("PYTHONPATH", None)  # the executors get the project from the shipped environment only
     env.pop("PYSPARK_PYTHON", None)
