@@ -151,10 +151,17 @@ def test_a_short_campaign_on_the_bundled_worker_shows_no_violation(tmp_path: Pat
 @pytest.mark.xdist_group("chaos")
 def test_a_short_campaign_refuses_a_planted_broken_worker(tmp_path: Path) -> None:
     """Seed 1's schedule (a kill and a stop with restarts: revocations) violated liveness in
-    every run seen, its rerun too; refused means the campaign found a violation."""
-    result = _campaign("mutant:allocation-keeps-revoked", tmp_path, seed=1, ops=6,
-                       duration_ms=20_000, confirm=False)  # one run: CI's budget
-    assert result.findings, "the broken worker went unnoticed"
+    every run seen on a quiet machine, but not in one run of CI's full suite (4 processes on 2
+    cores: the revoking round came too late to judge). A campaign is run as users run it, with
+    a budget: the next seed when a run finds nothing, two runs at most; refused means one of
+    them found a violation."""
+    for seed in (1, 2):
+        (tmp_path / f"seed{seed}").mkdir()
+        result = _campaign("mutant:allocation-keeps-revoked", tmp_path / f"seed{seed}", seed=seed, ops=6,
+                           duration_ms=20_000, confirm=False)  # no rerun: CI's budget
+        if result.findings:
+            break
+    assert result.findings, "the broken worker went unnoticed in two campaigns (seeds 1 and 2)"
     assert result.scenario is not None and read_scenario(result.scenario).schedule == result.minimal
 
 
