@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -197,13 +198,21 @@ def test_load_refuses_an_invalid_file(tmp_path, raw: dict) -> None:
 
 
 def test_nothing_reads_the_folder_beside_the_checkout() -> None:
-    """Users clone the project alone: no code, build or CI file reaches for ../shared (the
-    catalogue cites public documents by URL instead)."""
+    """Users clone the project alone: no code, build or CI file names a path that climbs out of
+    the checkout, by a relative ``../`` path or by ``Path(__file__).parents[N]`` (the catalogue
+    cites public documents by URL instead)."""
     root = Path(__file__).resolve().parents[2]
     files = [p for d in ("conformance", "fakebroker", "bench", ".ci", "examples") for p in (root / d).rglob("*")
              if p.is_file() and p.suffix in (".py", ".sh", ".yml", ".toml", "")]
     files += [root / "pyproject.toml", root / "Makefile", root / "Dockerfile"]
+    checked = 0
     for path in files:
         text = path.read_text(errors="replace")
-        for needle in ("../shared", 'parent / "shared"', "CONFORMANCE_SHARED_DIR", "_shared/"):
-            assert needle not in text, f"{path.relative_to(root)} names {needle}"
+        for m in re.finditer(r"\.\./[\w./-]*", text):
+            checked += 1
+            assert (path.parent / m.group()).resolve().is_relative_to(root), f"{path.relative_to(root)} names {m.group()}"
+        for m in re.finditer(r"__file__\)\.resolve\(\)\.parents\[(\d+)\]", text):
+            checked += 1
+            assert path.resolve().parents[int(m.group(1))].is_relative_to(root), \
+                f"{path.relative_to(root)} climbs {m.group(1)} folders up, out of the checkout"
+    assert checked > 10  # the project does name its own files this way: the check saw them
