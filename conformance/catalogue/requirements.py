@@ -154,12 +154,13 @@ class Catalogue:
 
 # ---------------------------------------------------------------- rules
 
-def rule_schema(data: Any, schema: dict[str, Any]) -> list[str]:
-    """The JSON Schema, every violation with its path."""
+def rule_schema(data: Any, schema: dict[str, Any], sep: str = "/", top: str = "(top)") -> list[str]:
+    """The JSON Schema, every violation with its path (its parts joined by ``sep``; ``top``
+    for the document itself)."""
     v = jsonschema.Draft202012Validator(schema)
     out = []
     for e in sorted(v.iter_errors(data), key=lambda e: list(e.absolute_path)):
-        where = "/".join(str(p) for p in e.absolute_path) or "(top)"
+        where = sep.join(str(p) for p in e.absolute_path) or top
         out.append(f"{where}: {e.message} (rule schema)")
     return out
 

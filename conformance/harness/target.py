@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-
+from ..catalogue.requirements import rule_schema as schema_violations
 from .mutant_declarations import PREFIX as MUTANT_PREFIX
 from .mutant_declarations import DeclarationError, mutant_target_data
 from fakebroker.parse_guard import InputLimit, guarded
@@ -184,12 +183,8 @@ def _placeholders(template: str) -> set[str]:
 # ---------------------------------------------------------------- rules
 
 def rule_schema(data: Any, schema: dict[str, Any]) -> list[str]:
-    v = jsonschema.Draft202012Validator(schema)
-    out = []
-    for e in sorted(v.iter_errors(data), key=lambda e: list(e.absolute_path)):
-        where = ".".join(str(p) for p in e.absolute_path) or "(top level)"
-        out.append(f"{where}: {e.message} (rule schema)")
-    return out
+    """The target schema's violations, each at its TOML path (``start.command``)."""
+    return schema_violations(data, schema, sep=".", top="(top level)")
 
 
 def rule_start_one_way(data: dict[str, Any]) -> list[str]:
