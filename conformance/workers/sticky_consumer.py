@@ -15,8 +15,9 @@ one assignor of ``partition_assignment_strategy``:
 
 It fetches nothing: the topics and their partition counts come from ``--topics`` (the
 fake broker keeps no topic metadata for a consumer group to read), so the cluster view the
-assignor sees is fixed. SIGTERM: leave the group and exit. ``--mutant NAME`` turns on one
-deliberate defect of ``MUTANTS`` (declared in ``fixtures/mutants/workers.toml``).
+assignor sees is fixed. SIGTERM: leave the group and exit. It has no
+mutants: kafka-python's sticky leader fails every K341 case of its own (it reads another
+user-data layout than Kafka's), so a planted defect's refusal would prove nothing.
 
     python -m conformance.workers.sticky_consumer --bootstrap H:P --group G --worker-id c1 \\
         --topics t0:3,t1:2
@@ -37,10 +38,6 @@ from kafka.net.compat import KafkaNetClient
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
 from conformance.workers.kp_runtime import emit, serve, start_client, stop_on_signals
-
-MUTANTS = frozenset({
-    "sticky-ignores-claims",
-})
 
 
 
@@ -63,10 +60,8 @@ class FixedCluster:
 class StickyConsumer(BaseCoordinator):  # type: ignore[misc]  # kafka-python is untyped
     DEFAULT_CONFIG = {**BaseCoordinator.DEFAULT_CONFIG, "metric_group_prefix": "consumer"}
 
-    def __init__(self, client: KafkaNetClient, cluster: FixedCluster, mutant: str | None = None,
-                 **configs: Any) -> None:
+    def __init__(self, client: KafkaNetClient, cluster: FixedCluster, **configs: Any) -> None:
         super().__init__(client, **configs)
-        self.mutant = mutant
         self.cluster = cluster
         self.assignor = StickyPartitionAssignor()
         self.topics = sorted(cluster.topics())
@@ -85,8 +80,6 @@ class StickyConsumer(BaseCoordinator):  # type: ignore[misc]  # kafka-python is 
             raise ValueError(f"coordinator selected unknown protocol {protocol!r}")
         for m in members:
             m.metadata = ConsumerProtocolSubscription.decode(bytes(m.metadata))
-            if self.mutant == "sticky-ignores-claims":
-                m.metadata.user_data = None
         out = self.assignor.assign(self.cluster, members)
         emit("lead", assignments={k: sorted(map(tuple, v.partitions())) for k, v in out.items()})
         return {k: v.encode() for k, v in out.items()}
@@ -114,13 +107,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--session-timeout-ms", type=int, default=10000)
     p.add_argument("--rebalance-timeout-ms", type=int, default=60000)
     p.add_argument("--heartbeat-interval-ms", type=int, default=3000)
-    p.add_argument("--mutant", choices=sorted(MUTANTS), help="run with this one deliberate defect")
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
 
     stop = stop_on_signals()
     client = start_client(args.bootstrap, args.worker_id)
-    consumer = StickyConsumer(client, FixedCluster(args.topics), args.mutant, group_id=args.group,
+    consumer = StickyConsumer(client, FixedCluster(args.topics), group_id=args.group,
                               api_version=client._manager.broker_version,
                               session_timeout_ms=args.session_timeout_ms,
                               heartbeat_interval_ms=args.heartbeat_interval_ms,

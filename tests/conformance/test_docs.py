@@ -64,7 +64,6 @@ def counts() -> dict[str, int]:
         "worker_mutants": len(workers),
         "kafka_python_mutants": workers.count("kafka-python-worker"),
         "draft_mutants": workers.count("draft-worker"),
-        "sticky_mutants": workers.count("kafka-python-sticky"),
     }
 
 
@@ -75,8 +74,8 @@ PHRASES = {
         ("with_transcripts", "listings", "golden_files", "with_live", "only_transcripts"),
     r"(\d+) golden transcripts": ("golden_files",),
     r"(\d+) coordinator mutants": ("coordinator_mutants",),
-    r"(\d+) worker mutants \((\d+) of the kafka-python worker,\s+`[^`]+`, (\d+) of the draft worker and (\d+) of the sticky":
-        ("worker_mutants", "kafka_python_mutants", "draft_mutants", "sticky_mutants"),
+    r"(\d+) worker mutants \((\d+) of the kafka-python worker,\s+`[^`]+`, and (\d+) of the draft worker\)":
+        ("worker_mutants", "kafka_python_mutants", "draft_mutants"),
     r"(\d+) worker\s+mutants, each": ("worker_mutants",),
 }
 

@@ -61,20 +61,11 @@ def test_worker_mutant_is_refused_by_its_designated_case(mutant: DeclaredMutant)
     assert mutant.refused_by in verdict.killed_by, verdict.killed_by
 
 
-#: Bases that fail a designated case themselves (so that mutant's kill is not its defect's
-#: doing): kafka-python 3.0.12's sticky leader cannot read Kafka-layout user data (README), and
-#: fails K341-02 as sticky-ignores-claims does. Strict: a pass here fails the test.
-BASE_FAILS = {("kafka-python-sticky", "K341-02")}
-
-
 def _designated() -> list[object]:
-    out: list[object] = []
-    for base, case, req_id in sorted({(m.base, m.first_case, m.refused_by) for m in MUTANTS}):
-        name = f"{base}-{case}" if case == req_id else f"{base}-{req_id} via {case}"
-        marks = [pytest.mark.xfail(strict=True, reason="the unmodified worker fails it too")] \
-            if (base, req_id) in BASE_FAILS else []
-        out.append(pytest.param((base, case, req_id), id=name, marks=marks))
-    return out
+    """Each (base, case, requirement) some mutant is designated to: the unmodified base must
+    pass it, or that mutant's refusal would not be its defect's doing."""
+    return [pytest.param((base, case, req_id), id=f"{base}-{case}" if case == req_id else f"{base}-{req_id} via {case}")
+            for base, case, req_id in sorted({(m.base, m.first_case, m.refused_by) for m in MUTANTS})]
 
 
 @pytest.mark.parametrize("designated", _designated())
