@@ -10,8 +10,8 @@ from fakebroker.protocol.error_codes import ErrorCode as E
 from fakebroker.testing.client import ScriptedClient
 
 from .classic_common import (CONNECT, DELAY, EVENTS, EVENTS_ID, MIN_SESSION, connect_metadata,
-                             first_member, joined_not_synced, probe, rebalancing,
-                             second_member_joined, static_member, two_members)
+                             first_member, follower_waiting, joined_not_synced, probe, rebalancing,
+                             refused_alike, second_member_joined, static_member, two_members)
 from .registry import golden
 from .session import Session
 
@@ -230,26 +230,14 @@ async def join_rejoin_completing(s: Session) -> None:
 
 # ============================================================================ SyncGroup
 
+refused_alike("SyncGroup", ScriptedClient.sync, {
+    "empty-group": "CLS-SYNC-10", "no-group": "CLS-SYNC-12", "unknown-member": "CLS-SYNC-02",
+    "other-generation": "CLS-SYNC-01", "fenced-instance": "CLS-SYNC-13"})
+
+
 probe("CLS-SYNC-11", "SyncGroup", "INCONSISTENT_GROUP_PROTOCOL",
       "A SyncGroup v5+ without ProtocolType or ProtocolName is refused with INCONSISTENT_GROUP_PROTOCOL.",
       send=lambda c, g, m: c.sync(g, m, 1, protocol_type=None, protocol_name=None), setup="joined")
-
-
-probe("CLS-SYNC-10", "SyncGroup", "INVALID_GROUP_ID", "A SyncGroup with an empty group id is refused with INVALID_GROUP_ID.",
-      send=lambda c, g, m: c.sync("", "w1-x", 1), group=False)
-
-
-probe("CLS-SYNC-12", "SyncGroup", "UNKNOWN_MEMBER_ID", "A SyncGroup for a group that does not exist is refused with UNKNOWN_MEMBER_ID.",
-      send=lambda c, g, m: c.sync(g, "w1-x", 1))
-
-
-probe("CLS-SYNC-02", "SyncGroup", "UNKNOWN_MEMBER_ID", "A SyncGroup from a member the group does not know is refused with UNKNOWN_MEMBER_ID.",
-      send=lambda c, g, m: c.sync(g, "w2-not-a-member", 1), setup="member", by="w2")
-
-
-probe("CLS-SYNC-01", "SyncGroup", "ILLEGAL_GENERATION",
-      "A SyncGroup with a generation other than the group's is refused with ILLEGAL_GENERATION.",
-      send=lambda c, g, m: c.sync(g, m, 2), setup="member")
 
 
 probe("CLS-SYNC-08", "SyncGroup", "INCONSISTENT_GROUP_PROTOCOL",
@@ -262,21 +250,12 @@ probe("CLS-SYNC-03", "SyncGroup", "REBALANCE_IN_PROGRESS",
       send=lambda c, g, m: c.sync(g, m, 1), setup="rebalancing")
 
 
-probe("CLS-SYNC-13", "SyncGroup", "FENCED_INSTANCE_ID",
-      "A SyncGroup naming a static member's group.instance.id with another member id is refused with FENCED_INSTANCE_ID.",
-      send=lambda c, g, m: c.sync(g, "inst-1-impostor", 1, instance="inst-1"),
-      setup="static", by="w2")
-
-
 @golden("CLS-SYNC-14", "SyncGroup", "REBALANCE_IN_PROGRESS",
         "A follower's SyncGroup parked for the leader's is answered REBALANCE_IN_PROGRESS when a new member starts a rebalance.")
 async def sync_parked_then_rebalance(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
-    m1 = await first_member(s, g, w1)
-    m2, _, _ = await second_member_joined(s, g, w1, m1, w2)
-    parked = await w2.sync_later(g, m2, 2)
-    s.check(s.parked(parked), "the follower waits for the leader")
+    m1, m2, parked = await follower_waiting(s, g, w1, w2)
     await (await s.client("w3")).new_member(g)
     r = await s.result(parked)
     s.check(r.error_code == E.REBALANCE_IN_PROGRESS, f"{r}")
@@ -287,10 +266,7 @@ async def sync_parked_then_rebalance(s: Session) -> None:
 async def sync_follower_waits(s: Session) -> None:
     g = s.group()
     w1, w2 = await s.client("w1"), await s.client("w2")
-    m1 = await first_member(s, g, w1)
-    m2, _, _ = await second_member_joined(s, g, w1, m1, w2)
-    parked = await w2.sync_later(g, m2, 2)
-    s.check(s.parked(parked), "the follower waits for the leader")
+    m1, m2, parked = await follower_waiting(s, g, w1, w2)
     r1 = await w1.sync(g, m1, 2, assignments={m1: b"for-w1", m2: b"for-w2"})
     r2 = await s.result(parked)
     s.check((r1.assignment, r2.assignment) == (b"for-w1", b"for-w2"), f"{r1} {r2}")

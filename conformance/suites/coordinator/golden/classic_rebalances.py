@@ -18,6 +18,19 @@ from .session import Session
 
 # ============================================================================ documented scenarios
 
+async def connect_pair_assigned(s: Session, g: str, leader: tuple[ScriptedClient, str, Any],
+                                follower: tuple[ScriptedClient, str, Any]) -> None:
+    """Two Connect workers answered the same generation (client, member id, JoinGroup answer
+    each): the first leads under 'sessioned' with both workers' metadata, the follower gets
+    none; the follower's SyncGroup waits for the leader's, which gives it its share."""
+    (w1, m1, j1), (w2, m2, j2) = leader, follower
+    s.check((j1.leader, j1.protocol_name, len(j1.members), j2.members) == (m1, "sessioned", 2, []),
+            f"{j1} {j2}")
+    parked = await w2.sync_later(g, m2, j1.generation_id)
+    await w1.sync(g, m1, j1.generation_id, assignments={m1: b"conn-a", m2: b"conn-a-task-0"})
+    s.check((await s.result(parked)).assignment == b"conn-a-task-0", "the follower's share")
+
+
 @golden("CLS-JOIN-31", "JoinGroup", "NONE",
         "Two Connect workers form a group: both join within the initial delay with Connect's metadata, the first is the leader and gets both workers' metadata, the follower's SyncGroup waits for the leader's, both get their assignments.", settings=DELAY)
 async def scenario_two_workers(s: Session) -> None:
@@ -27,10 +40,7 @@ async def scenario_two_workers(s: Session) -> None:
     m2, p2 = await w2.new_member(g, protocols=CONNECT)
     await s.advance(6000)
     j1, j2 = await s.result(p1), await s.result(p2)
-    s.check((j1.leader, j1.protocol_name, len(j1.members), j2.members) == (m1, "sessioned", 2, []), f"{j1} {j2}")
-    follower = await w2.sync_later(g, m2, 1)
-    await w1.sync(g, m1, 1, assignments={m1: b"conn-a", m2: b"conn-a-task-0"})
-    s.check((await s.result(follower)).assignment == b"conn-a-task-0", "the follower's share")
+    await connect_pair_assigned(s, g, (w1, m1, j1), (w2, m2, j2))
 
 
 @golden("CLS-JOIN-31.2", "JoinGroup", "NONE",
@@ -41,11 +51,7 @@ async def scenario_two_workers_no_delay(s: Session) -> None:
     w1, w2 = await s.client("worker-1"), await s.client("worker-2")
     m1 = await first_member(s, g, w1, protocols=CONNECT)
     m2, j1, j2 = await second_member_joined(s, g, w1, m1, w2, protocols=CONNECT)
-    s.check((j1.leader, j1.protocol_name, len(j1.members), j2.members) == (m1, "sessioned", 2, []),  # type: ignore[attr-defined]
-            f"{j1} {j2}")
-    follower = await w2.sync_later(g, m2, 2)
-    await w1.sync(g, m1, 2, assignments={m1: b"conn-a", m2: b"conn-a-task-0"})
-    s.check((await s.result(follower)).assignment == b"conn-a-task-0", "the follower's share")
+    await connect_pair_assigned(s, g, (w1, m1, j1), (w2, m2, j2))
 
 
 @golden("CLS-JOIN-32", "JoinGroup", "NONE",
