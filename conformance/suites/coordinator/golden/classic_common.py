@@ -58,10 +58,12 @@ async def static_member(s: Session, g: str, c: ScriptedClient, instance: str) ->
     return str(j.member_id)
 
 
-async def second_member_joined(s: Session, g: str, w1: ScriptedClient, m1: str, w2: ScriptedClient,
-                               **kw: object) -> tuple[str, object, object]:
-    """w2 joins w1's Stable group: w1 learns of the rebalance from its heartbeat and
-    rejoins; generation 2 is answered to both (not yet synced)."""
+async def second_member_joined(s: Session, g: str, w1: ScriptedClient, w2: ScriptedClient,
+                               **kw: object) -> tuple[str, str, Any, Any]:
+    """w1 forms generation 1 alone, then w2 joins: w1 learns of the rebalance from its
+    heartbeat and rejoins; generation 2 is answered to both (not yet synced). Returns both
+    member ids and both JoinGroup answers."""
+    m1 = await first_member(s, g, w1, **kw)
     m2, parked = await w2.new_member(g, **kw)
     s.check(s.parked(parked), "the newcomer waits for the rebalance")
     hb = await w1.heartbeat(g, m1, 1)
@@ -69,15 +71,14 @@ async def second_member_joined(s: Session, g: str, w1: ScriptedClient, m1: str, 
     j1 = await w1.join(g, m1, **kw)
     j2 = await s.result(parked)
     s.check((j1.generation_id, j2.generation_id, j1.leader) == (2, 2, m1), f"gen 2: {j1} {j2}")
-    return m2, j1, j2
+    return m1, m2, j1, j2
 
 
 async def follower_waiting(s: Session, g: str, w1: ScriptedClient,
                            w2: ScriptedClient) -> tuple[str, str, Pending]:
     """w1 and w2 joined at generation 2, w1 leading and not yet synced; w2's SyncGroup waits
     for the leader's. Returns both member ids and the parked SyncGroup."""
-    m1 = await first_member(s, g, w1)
-    m2, _, _ = await second_member_joined(s, g, w1, m1, w2)
+    m1, m2, _, _ = await second_member_joined(s, g, w1, w2)
     parked = await w2.sync_later(g, m2, 2)
     s.check(s.parked(parked), "the follower waits for the leader")
     return m1, m2, parked
@@ -85,9 +86,8 @@ async def follower_waiting(s: Session, g: str, w1: ScriptedClient,
 
 async def two_members(s: Session, g: str, w1: ScriptedClient, w2: ScriptedClient, **kw: object) -> tuple[str, str]:
     """w1 and w2 in a Stable group, generation 2, w1 leading."""
-    m1 = await first_member(s, g, w1, **kw)
-    m2, j1, _ = await second_member_joined(s, g, w1, m1, w2, **kw)
-    name = j1.protocol_name  # type: ignore[attr-defined]
+    m1, m2, j1, _ = await second_member_joined(s, g, w1, w2, **kw)
+    name = j1.protocol_name
     follower = await w2.sync_later(g, m2, 2, protocol_name=name)
     r1 = await w1.sync(g, m1, 2, assignments={m1: b"A1", m2: b"A2"}, protocol_name=name)
     r2 = await s.result(follower)

@@ -136,18 +136,15 @@ async def join_protocol_vote(s: Session) -> None:
 @golden("CLS-JOIN-26", "JoinGroup", "NONE",
         "The leader's JoinGroup answer lists every member with its metadata for the chosen protocol; a follower's lists none.")
 async def join_leader_and_follower(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
-    m1 = await first_member(s, g, w1)
-    m2, j1, j2 = await second_member_joined(s, g, w1, m1, w2)
+    g, w1, w2 = await s.pair()
+    m1, m2, j1, j2 = await second_member_joined(s, g, w1, w2)
     s.check(sorted(m.member_id for m in j1.members) == sorted([m1, m2]) and j2.members == [], f"{j1} {j2}")  # type: ignore[attr-defined]
 
 
 @golden("CLS-JOIN-15", "JoinGroup", "NONE",
         "A follower rejoining a Stable group with unchanged metadata gets the current generation; no rebalance starts.")
 async def join_follower_rejoins_unchanged(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2)
     j = await w2.join(g, m2)
     s.check((j.error_code, j.generation_id, j.leader) == (0, 2, m1), f"{j}")
@@ -158,8 +155,7 @@ async def join_follower_rejoins_unchanged(s: Session) -> None:
 @golden("CLS-JOIN-16", "JoinGroup", "NONE",
         "The leader rejoining a Stable group starts a rebalance: the others must rejoin, and a new generation follows.")
 async def join_leader_rejoins(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2)
     parked = await w1.join_later(g, m1)
     s.check(s.parked(parked), "the leader waits for the others")
@@ -173,8 +169,7 @@ async def join_leader_rejoins(s: Session) -> None:
 @golden("CLS-JOIN-27", "JoinGroup", "NONE",
         "A member rejoining a Stable group with changed metadata starts a rebalance; the leader then sees the new metadata.")
 async def join_metadata_changes(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2)
     parked = await w2.join_later(g, m2, protocols=(("sessioned", b"\x00\x02changed"),))
     hb = await w1.heartbeat(g, m1, 2)
@@ -253,8 +248,7 @@ probe("CLS-SYNC-03", "SyncGroup", "REBALANCE_IN_PROGRESS",
 @golden("CLS-SYNC-14", "SyncGroup", "REBALANCE_IN_PROGRESS",
         "A follower's SyncGroup parked for the leader's is answered REBALANCE_IN_PROGRESS when a new member starts a rebalance.")
 async def sync_parked_then_rebalance(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2, parked = await follower_waiting(s, g, w1, w2)
     await (await s.client("w3")).new_member(g)
     r = await s.result(parked)
@@ -264,8 +258,7 @@ async def sync_parked_then_rebalance(s: Session) -> None:
 @golden("CLS-SYNC-05", "SyncGroup", "NONE",
         "A follower's SyncGroup waits for the leader's; the leader's assignments then answer every member with its own assignment.")
 async def sync_follower_waits(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2, parked = await follower_waiting(s, g, w1, w2)
     r1 = await w1.sync(g, m1, 2, assignments={m1: b"for-w1", m2: b"for-w2"})
     r2 = await s.result(parked)
@@ -276,8 +269,7 @@ async def sync_follower_waits(s: Session) -> None:
 @golden("CLS-SYNC-07", "SyncGroup", "NONE",
         "A SyncGroup in a Stable group is answered at once with the member's stored assignment.")
 async def sync_stable(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     _, m2 = await two_members(s, g, w1, w2)
     r = await w2.sync(g, m2, 2)
     s.check((r.error_code, r.assignment) == (0, b"A2"), f"{r}")
@@ -286,10 +278,8 @@ async def sync_stable(s: Session) -> None:
 @golden("CLS-SYNC-06", "SyncGroup", "NONE",
         "A member the leader assigned nothing gets an empty assignment.")
 async def sync_no_assignment(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
-    m1 = await first_member(s, g, w1)
-    m2, _, _ = await second_member_joined(s, g, w1, m1, w2)
+    g, w1, w2 = await s.pair()
+    m1, m2, _, _ = await second_member_joined(s, g, w1, w2)
     await w1.sync(g, m1, 2, assignments={m1: b"everything"})
     r = await w2.sync(g, m2, 2)
     s.check((r.error_code, r.assignment) == (0, b""), f"{r}")

@@ -42,8 +42,7 @@ probe("CLS-HB-05", "Heartbeat", "NONE",
 @golden("CLS-SESS-01", "Heartbeat", "UNKNOWN_MEMBER_ID",
         "A member that does not heartbeat within its session timeout is removed and the group rebalances: the others get REBALANCE_IN_PROGRESS, the removed member UNKNOWN_MEMBER_ID.")
 async def timer_session_expiry(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2, session_ms=MIN_SESSION)
     await s.advance(3000)
     s.check((await w1.heartbeat(g, m1, 2)).error_code == 0, "w1 is alive")
@@ -70,8 +69,7 @@ async def timer_heartbeats_keep_alive(s: Session) -> None:
 @golden("CLS-REB-01", "JoinGroup", "NONE",
         "A member that does not rejoin within the rebalance timeout is removed when the join phase ends; the generation goes on without it.")
 async def timer_rebalance_timeout(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2, session_ms=MIN_SESSION, rebalance_ms=5000)
     parked = await w1.join_later(g, m1, session_ms=MIN_SESSION, rebalance_ms=5000)
     for _ in range(2):
@@ -87,10 +85,8 @@ async def timer_rebalance_timeout(s: Session) -> None:
 @golden("CLS-REB-02", "SyncGroup", "NONE",
         "Members that do not send SyncGroup within the rebalance timeout after the join phase are removed and the group rebalances.")
 async def timer_sync_timeout(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
-    m1 = await first_member(s, g, w1, session_ms=MIN_SESSION, rebalance_ms=5000)
-    m2, _, _ = await second_member_joined(s, g, w1, m1, w2, session_ms=MIN_SESSION, rebalance_ms=5000)
+    g, w1, w2 = await s.pair()
+    m1, m2, _, _ = await second_member_joined(s, g, w1, w2, session_ms=MIN_SESSION, rebalance_ms=5000)
     await w1.sync(g, m1, 2, assignments={m1: b"A1", m2: b"A2"})  # w2 never syncs
     await s.advance(3000)
     s.check((await w1.heartbeat(g, m1, 2)).error_code == 0, "stable so far")
@@ -162,8 +158,7 @@ probe("CLS-LEAVE-08", "LeaveGroup", "UNKNOWN_MEMBER_ID",
 @golden("CLS-LEAVE-04", "LeaveGroup", "UNKNOWN_MEMBER_ID",
         "In a LeaveGroup batch each member is answered on its own: an unknown one gets UNKNOWN_MEMBER_ID while the others leave.")
 async def leave_batch_partly_unknown(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2)
     r = await w1.leave(g, m2, "w9-not-a-member")
     s.check(r.error_code == 0 and [m.error_code for m in r.members] == [0, 25], f"{r}")
@@ -190,8 +185,7 @@ probe("CLS-LEAVE-10", "LeaveGroup", "UNKNOWN_MEMBER_ID",
 @golden("CLS-LEAVE-01", "LeaveGroup", "NONE",
         "A member leaving a Stable group starts a rebalance: the others get REBALANCE_IN_PROGRESS and form a new generation without it.")
 async def leave_rebalances(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2)
     r = await w2.leave(g, m2, reason="shutting down")
     s.check(r.error_code == 0 and r.members[0].error_code == 0, f"{r}")
@@ -227,8 +221,7 @@ async def leave_last_member(s: Session) -> None:
 @golden("CLS-LEAVE-12", "LeaveGroup", "NONE",
         "A member that leaves while its JoinGroup is parked has that JoinGroup answered UNKNOWN_MEMBER_ID.")
 async def leave_with_parked_join(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2)
     parked = await w1.join_later(g, m1)
     r = await (await s.client("w1")).leave(g, m1)

@@ -49,8 +49,7 @@ async def scenario_two_workers_no_delay(s: Session) -> None:
     # The same requirement as CLS-JOIN-31 without its initial delay: it is not about the delay.
     g = s.group()
     w1, w2 = await s.client("worker-1"), await s.client("worker-2")
-    m1 = await first_member(s, g, w1, protocols=CONNECT)
-    m2, j1, j2 = await second_member_joined(s, g, w1, m1, w2, protocols=CONNECT)
+    m1, m2, j1, j2 = await second_member_joined(s, g, w1, w2, protocols=CONNECT)
     await connect_pair_assigned(s, g, (w1, m1, j1), (w2, m2, j2))
 
 
@@ -92,8 +91,7 @@ async def scenario_worker_leaves(s: Session) -> None:
 @golden("CLS-JOIN-33", "JoinGroup", "NONE",
         "A worker bounces (restarts without leaving): its new incarnation joins with a new id, the old id never rejoins and is dropped when the join phase times out.")
 async def scenario_worker_bounces(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2, session_ms=MIN_SESSION, rebalance_ms=4000)
     await w2.close()  # the crash: no LeaveGroup
     again = await s.client("w2")
@@ -109,8 +107,7 @@ async def scenario_worker_bounces(s: Session) -> None:
 @golden("CLS-LEAD-04", "LeaveGroup", "NONE",
         "The leader leaves: the remaining worker rejoins and leads the next generation.")
 async def scenario_leader_leaves(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2)
     await w1.leave(g, m1)
     s.check((await w2.heartbeat(g, m2, 2)).error_code == E.REBALANCE_IN_PROGRESS, "rebalance")

@@ -324,8 +324,7 @@ async def _fenced(s: Session, ahead: int) -> None:
         "ERRATA 17), prepares (the group at its epoch), installs; each worker's heartbeats then carry its "
         "complete assignment at the new epoch once, and null once it has converged (ERRATA 16).")
 async def hb_happy_path(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     r = await heartbeat(w1, g, W1, 0)
     s.check((r.error_code, r.member_epoch) == (D.COMPUTE_ASSIGNMENT, 0), f"w1 join: {r}")
     s.check(r.heartbeat_interval_ms > 0, f"interval: {r}")
