@@ -53,32 +53,35 @@ async def scenario_two_workers_no_delay(s: Session) -> None:
     await connect_pair_assigned(s, g, (w1, m1, j1), (w2, m2, j2))
 
 
-@golden("CLS-JOIN-32", "JoinGroup", "NONE",
-        "A worker joins a Stable group: every member learns of the rebalance from its heartbeat, rejoins, and a generation of three follows.")
-async def scenario_worker_joins(s: Session) -> None:
+async def third_joins(s: Session, *, heartbeats: bool) -> tuple[
+        str, tuple[ScriptedClient, ScriptedClient, ScriptedClient], tuple[str, str, str], tuple[Any, Any, Any]]:
+    """w3 asks to join a Stable group of w1 and w2 (generation 2); w1 and w2 (after learning of
+    the rebalance from their heartbeats, with ``heartbeats``) rejoin. Returns the group, the
+    three clients, their member ids and their JoinGroup answers (generation 3)."""
     g = s.group()
     w1, w2, w3 = await s.client("w1"), await s.client("w2"), await s.client("w3")
     m1, m2 = await two_members(s, g, w1, w2)
     m3, p3 = await w3.new_member(g)
-    for c, m in ((w1, m1), (w2, m2)):
-        s.check((await c.heartbeat(g, m, 2)).error_code == E.REBALANCE_IN_PROGRESS, "rebalance")
+    if heartbeats:
+        for c, m in ((w1, m1), (w2, m2)):
+            s.check((await c.heartbeat(g, m, 2)).error_code == E.REBALANCE_IN_PROGRESS, "rebalance")
     p1 = await w1.join_later(g, m1)
     j2 = await w2.join(g, m2)
     j1, j3 = await s.result(p1), await s.result(p3)
+    return g, (w1, w2, w3), (m1, m2, m3), (j1, j2, j3)
+
+
+@golden("CLS-JOIN-32", "JoinGroup", "NONE",
+        "A worker joins a Stable group: every member learns of the rebalance from its heartbeat, rejoins, and a generation of three follows.")
+async def scenario_worker_joins(s: Session) -> None:
+    _, _, (m1, _, _), (j1, j2, j3) = await third_joins(s, heartbeats=True)
     s.check({j.generation_id for j in (j1, j2, j3)} == {3} and j1.leader == m1 and len(j1.members) == 3, f"{j1}")
 
 
 @golden("CLS-LEAVE-01.2", "LeaveGroup", "NONE",
         "A worker leaves a group of three: the remaining two rejoin and form the next generation.")
 async def scenario_worker_leaves(s: Session) -> None:
-    g = s.group()
-    w1, w2, w3 = await s.client("w1"), await s.client("w2"), await s.client("w3")
-    m1, m2 = await two_members(s, g, w1, w2)
-    m3, p3 = await w3.new_member(g)
-    p1 = await w1.join_later(g, m1)
-    await w2.join(g, m2)
-    await s.result(p1)
-    await s.result(p3)
+    g, (w1, w2, w3), (m1, m2, m3), _ = await third_joins(s, heartbeats=False)
     r = await w3.leave(g, m3)
     s.check(r.members[0].error_code == 0, f"{r}")
     s.check((await w1.heartbeat(g, m1, 3)).error_code == E.REBALANCE_IN_PROGRESS, "rebalance")
