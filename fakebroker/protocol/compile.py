@@ -12,6 +12,7 @@ to ``len(buf)``; encoders ``(obj, w: bytearray) -> None``.
 from __future__ import annotations
 
 import struct
+from collections.abc import Iterator
 from typing import Any, Callable
 
 from .errors import DecodeError, EncodeError
@@ -27,6 +28,8 @@ FIXED = {
     "int64": ("q", 8), "uint16": ("H", 2), "uint32": ("I", 4), "float64": ("d", 8),
     "uuid": ("16s", 16),
 }
+# The fixed-width kinds an array of which is read or written in one struct call.
+PACKED = frozenset(FIXED) - {"uuid"}
 
 _U16 = struct.Struct(">h")
 _U32 = struct.Struct(">i")
@@ -183,6 +186,22 @@ HELPERS: dict[str, Any] = {
 
 # ---------------------------------------------------------------- the generator
 
+def fixed_runs(fields: list[FieldSpec]) -> Iterator[tuple[list[FieldSpec], bool]]:
+    """The fields in order: each run of consecutive fixed-width ones together, read or written
+    in one struct call (True), any other alone (False)."""
+    run: list[FieldSpec] = []
+    for f in fields:
+        if f.type.kind in FIXED:
+            run.append(f)
+            continue
+        if run:
+            yield run, True
+            run = []
+        yield [f], False
+    if run:
+        yield run, True
+
+
 class _Gen:
     """Generates the code of one message at one version."""
 
@@ -270,7 +289,7 @@ class _Gen:
             out += self.read_length(f, k, ind, p, nullable, array=True)
             out.append(f"{ind}if n < 0: {target} = None")
             el = t.element
-            if el.kind in ("int32", "int64", "int16", "int8", "uint16", "uint32", "float64", "bool"):
+            if el.kind in PACKED:
                 fmt, size = FIXED[el.kind]
                 out.append(f"{ind}elif pos + n * {size} > end: raise _PE({p}, pos, n, end)")
                 out.append(f"{ind}else: {target} = list(_unpack('>%d{fmt}' % n, buf, pos)); pos += n * {size}")
@@ -283,15 +302,9 @@ class _Gen:
             idx = self.name("i")
             out.append(f"{i2}for {idx} in range(n):")
             i3 = i2 + "    "
-            if el.kind == "struct":
-                assert el.struct is not None
-                fn = self.struct_decoder(el.struct)
-                out.append(f"{i3}try: x, pos = {fn}(buf, pos)")
-                out.append(f"{i3}except _DE as e: raise e.prepend('%s[%d]' % ({p}, {idx})) from None")
-            else:
-                out.append(f"{i3}try:")
-                out += self.decode_value(el, f, "x", i3 + "    ", "", element=True)
-                out.append(f"{i3}except _DE as e: raise e.prepend('%s[%d]' % ({p}, {idx})) from None")
+            out += self.element(el, i3, p, idx, "_DE",
+                                lambda s: f"x, pos = {self.struct_decoder(s)}(buf, pos)",
+                                lambda i4: self.decode_value(el, f, "x", i4, "", element=True))
             out.append(f"{i3}{lst}.append(x)")
             out.append(f"{i2}{target} = {lst}")
             return out
@@ -311,6 +324,17 @@ class _Gen:
                 out.append(f"{ind}{target}, pos = {fn}(buf, pos)")
             return out
         raise AssertionError(k)
+
+    def element(self, el: TypeRef, ind: str, p: str, idx: str, error: str,
+                struct_call: Callable[[StructSpec], str],
+                value: Callable[[str], list[str]]) -> list[str]:
+        """An array element's code (a struct's call, else ``value(indent)``'s lines) in a
+        ``try`` whose ``error`` is prefixed with the element's path, ``p[idx]``."""
+        catch = f"{ind}except {error} as e: raise e.prepend('%s[%d]' % ({p}, {idx})) from None"
+        if el.kind == "struct":
+            assert el.struct is not None
+            return [f"{ind}try: {struct_call(el.struct)}", catch]
+        return [f"{ind}try:", *value(ind + "    "), catch]
 
     def read_length(self, f: FieldSpec, kind: str, ind: str, p: str, nullable: bool,
                     array: bool = False) -> list[str]:
@@ -343,33 +367,21 @@ class _Gen:
         body: list[str] = ["    end = len(buf)"]
         ind = "    "
         values: dict[str, str] = {}
-        run: list[FieldSpec] = []
 
-        def flush() -> None:
-            if not run:
-                return
+        def unpack(run: list[FieldSpec]) -> list[str]:
             fmt = ">" + "".join(FIXED[f.type.kind][0] for f in run)
             size = sum(FIXED[f.type.kind][1] for f in run)
             names = tuple(f.name for f in run)
             sizes = tuple(FIXED[f.type.kind][1] for f in run)
             st = self.const(struct.Struct(fmt))
             targets = [f"v_{f.attr}" for f in run]
-            body.append(f"{ind}if pos + {size} > end: raise _TR({self.const(names)}, {self.const(sizes)}, pos, end)")
-            body.append(f"{ind}{', '.join(targets)}, = {st}.unpack_from(buf, pos); pos += {size}")
-            for f in run:
-                values[f.attr] = f"v_{f.attr}"
-                if f.type.kind == "uuid":
-                    body.append(f"{ind}v_{f.attr} = _UUID(bytes=v_{f.attr})")
-            run.clear()
+            return [f"{ind}if pos + {size} > end: raise _TR({self.const(names)}, {self.const(sizes)}, pos, end)",
+                    f"{ind}{', '.join(targets)}, = {st}.unpack_from(buf, pos); pos += {size}",
+                    *(f"{ind}v_{f.attr} = _UUID(bytes=v_{f.attr})" for f in run if f.type.kind == "uuid")]
 
-        for f in regular:
-            if f.type.kind in FIXED:
-                run.append(f)
-                continue
-            flush()
-            body += self.decode_value(f.type, f, f"v_{f.attr}", ind, f.name)
-            values[f.attr] = f"v_{f.attr}"
-        flush()
+        for run, packed in fixed_runs(regular):
+            body += unpack(run) if packed else self.decode_value(run[0].type, run[0], f"v_{run[0].attr}", ind, run[0].name)
+        values.update((f.attr, f"v_{f.attr}") for f in regular)
         for f in tagged:
             body.append(f"{ind}v_{f.attr} = {self.default_expr(f)}")
             values[f.attr] = f"v_{f.attr}"
@@ -470,7 +482,7 @@ class _Gen:
                 return out
             assert t.element is not None
             el = t.element
-            if el.kind in ("int32", "int64", "int16", "int8", "uint16", "uint32", "float64", "bool"):
+            if el.kind in PACKED:
                 fmt = FIXED[el.kind][0]
                 out.append(f"{i2}w += _pack('>%d{fmt}' % {n}, *{src})")
                 return out
@@ -478,15 +490,8 @@ class _Gen:
             x = self.name("x")
             out.append(f"{i2}for {idx}, {x} in enumerate({src}):")
             i3 = i2 + "    "
-            if el.kind == "struct":
-                assert el.struct is not None
-                fn = self.struct_encoder(el.struct)
-                out.append(f"{i3}try: {fn}({x}, w)")
-                out.append(f"{i3}except _EE as e: raise e.prepend('%s[%d]' % ({p}, {idx})) from None")
-            else:
-                out.append(f"{i3}try:")
-                out += self.encode_value(el, f, x, i3 + "    ", "", element=True)
-                out.append(f"{i3}except _EE as e: raise e.prepend('%s[%d]' % ({p}, {idx})) from None")
+            out += self.element(el, i3, p, idx, "_EE", lambda s: f"{self.struct_encoder(s)}({x}, w)",
+                                lambda i4: self.encode_value(el, f, x, i4, "", element=True))
             return out
         if k == "struct":
             assert t.struct is not None
@@ -512,29 +517,22 @@ class _Gen:
         regular, tagged, absent = self.present(s)
         body: list[str] = []
         ind = "    "
-        run: list[FieldSpec] = []
 
-        def flush() -> None:
-            if not run:
-                return
+        def pack(run: list[FieldSpec]) -> list[str]:
             fmt = ">" + "".join(FIXED[f.type.kind][0] for f in run)
             st = self.const(struct.Struct(fmt))
             args = ", ".join(f"o.{f.attr}.bytes" if f.type.kind == "uuid" else f"o.{f.attr}" for f in run)
             info = ", ".join(self.const(tuple(getattr(f, a) for f in run)) for a in ("attr", "name"))
             fmts = self.const(tuple(FIXED[f.type.kind][0] for f in run))
-            body.append(f"{ind}try: w += {st}.pack({args})")
-            body.append(f"{ind}except Exception as e: raise _RF(o, {info}, {fmts}, e) from None")
-            run.clear()
+            return [f"{ind}try: w += {st}.pack({args})",
+                    f"{ind}except Exception as e: raise _RF(o, {info}, {fmts}, e) from None"]
 
-        for f in regular:
-            if f.type.kind in FIXED:
-                run.append(f)
-                continue
-            flush()
-            body.append(f"{ind}try:")
-            body += self.encode_value(f.type, f, f"o.{f.attr}", ind + "    ", f.name)
-            body.append(f"{ind}except Exception as e: raise _EF({f.name!r}, e) from None")
-        flush()
+        def one(f: FieldSpec) -> list[str]:
+            return [f"{ind}try:", *self.encode_value(f.type, f, f"o.{f.attr}", ind + "    ", f.name),
+                    f"{ind}except Exception as e: raise _EF({f.name!r}, e) from None"]
+
+        for run, packed in fixed_runs(regular):
+            body += pack(run) if packed else one(run[0])
         for f in absent:
             if f.ignorable:
                 continue

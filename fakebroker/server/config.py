@@ -21,6 +21,18 @@ DEFAULT_MAX_CONNECTIONS = 1000
 MIN_FRAME_BYTES = 12  # size of the smallest request header (v1, null client id)
 
 
+def name_and_number(text: str, what: str, form: str, number: str) -> tuple[str, int]:
+    """An option's ``NAME:N`` value (``form`` spells it, ``number`` names N), refused with a
+    one-line error naming the option ``what`` when a part is missing or N is not a number."""
+    name, sep, count = text.rpartition(":")
+    if not sep or not name:
+        raise ValueError(f"{what} {text!r}: expected {form}")
+    try:
+        return name, int(count)
+    except ValueError:
+        raise ValueError(f"{what} {text!r}: {number} {count!r} is not a number") from None
+
+
 @dataclass(frozen=True)
 class Topic:
     name: str
@@ -34,13 +46,7 @@ class Topic:
     @staticmethod
     def parse(text: str) -> Topic:
         """``NAME:PARTITIONS`` (the --topic option)."""
-        name, sep, count = text.rpartition(":")
-        if not sep or not name:
-            raise ValueError(f"topic {text!r}: expected NAME:PARTITIONS")
-        try:
-            n = int(count)
-        except ValueError:
-            raise ValueError(f"topic {text!r}: partition count {count!r} is not a number") from None
+        name, n = name_and_number(text, "topic", "NAME:PARTITIONS", "partition count")
         if n < 1:
             raise ValueError(f"topic {text!r}: partition count must be at least 1")
         return Topic(name, n)

@@ -50,6 +50,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ..client import KafkaConnection
 from ..protocol import DecodeError, Registry, Struct
 from ..protocol.framing import decode_response, encode_request, peek_request_key
+from .config import name_and_number
 
 if TYPE_CHECKING:
     from ..protocol.framing import Request
@@ -84,13 +85,7 @@ NO_REPLY: Any = NoReply()
 
 
 def parse_upstream(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not host:
-        raise ValueError(f"upstream {text!r}: expected HOST:PORT")
-    try:
-        n = int(port)
-    except ValueError:
-        raise ValueError(f"upstream {text!r}: port {port!r} is not a number") from None
+    host, n = name_and_number(text, "upstream", "HOST:PORT", "port")
     if not 0 < n < 65536:
         raise ValueError(f"upstream {text!r}: port {n} out of range")
     return host.strip("[]"), n

@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...harness.cases import case
 from fakebroker.connect.embedded import assignment_bytes, connect_protocols, metadata_bytes
 from ...harness.context import CoordinatorContext, Generation
-from .common import leader_and_followers, stable_group
+from .common import leader_and_followers, stable_group, stable_pair
 
 ALL = ("sessioned", "compatible", "default")
 
@@ -212,8 +212,7 @@ async def metadata_of_selected_protocol(ctx: CoordinatorContext) -> None:
 
 @case("CLS-META-03")
 async def new_metadata_after_rejoin(ctx: CoordinatorContext) -> None:
-    members, gen = await stable_group(ctx, 2)
-    leader, (follower,) = leader_and_followers(members, gen)
+    leader, follower, _ = await stable_pair(ctx)
     changed = [("sessioned", metadata_bytes(2, "http://follower/", 42))]
     p = follower.submit_join(protocols=changed)
     await ctx.until_answered([p], 0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...harness.cases import case
 from ...harness.context import CoordinatorContext
-from .common import distinct_previous, leader_and_followers, rebalance_round, stable_group
+from .common import distinct_previous, leader_and_followers, rebalance_round, stable_group, stable_pair
 
 
 @case("CLS-HB-01")
@@ -62,8 +62,7 @@ async def empty_group_id(ctx: CoordinatorContext) -> None:
 
 @case("CLS-HB-07")
 async def others_told_to_rejoin(ctx: CoordinatorContext) -> None:
-    members, gen = await stable_group(ctx, 2)
-    leader, (follower,) = leader_and_followers(members, gen)
+    leader, follower, _ = await stable_pair(ctx)
     p = leader.submit_join(protocols=[("sessioned", b"subscription-changed")])
     await ctx.until_answered([p], 0)
     ctx.expect_error(await follower.heartbeat(), "REBALANCE_IN_PROGRESS",

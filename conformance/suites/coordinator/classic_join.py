@@ -7,7 +7,7 @@ from fakebroker.protocol.error_codes import error_text
 from ...harness.cases import case
 from ...harness.context import CoordinatorContext
 from ...harness.outcomes import NotApplicable
-from .common import answered_without_rebalance, leader_and_followers, stable_group
+from .common import answered_without_rebalance, joined_pair, leader_and_followers, stable_group, stable_pair
 
 
 @case("CLS-JOIN-01")
@@ -141,9 +141,7 @@ async def protocol_type_in_response(ctx: CoordinatorContext) -> None:
 
 @case("CLS-JOIN-14")
 async def join_aborts_pending_sync(ctx: CoordinatorContext) -> None:
-    members = [await ctx.member(f"m{i}") for i in (1, 2)]
-    gen = await ctx.join_all(members)
-    leader, (follower,) = leader_and_followers(members, gen)
+    leader, follower, _ = await joined_pair(ctx)
     parked = follower.submit_sync()
     if await ctx.until_answered([parked], 0):
         early = (await parked.response()).error_code
@@ -163,8 +161,7 @@ async def join_aborts_pending_sync(ctx: CoordinatorContext) -> None:
 
 @case("CLS-JOIN-15", timeout_s=60)
 async def follower_rejoin_same_metadata(ctx: CoordinatorContext) -> None:
-    members, gen = await stable_group(ctx, 2)
-    leader, (follower,) = leader_and_followers(members, gen)
+    leader, follower, gen = await stable_pair(ctx)
     p = follower.submit_join()
     r = await answered_without_rebalance(ctx, p, leader,
                                          "follower rejoining a Stable group with unchanged metadata")
@@ -175,8 +172,7 @@ async def follower_rejoin_same_metadata(ctx: CoordinatorContext) -> None:
 
 @case("CLS-JOIN-16")
 async def leader_rejoin_forces_rebalance(ctx: CoordinatorContext) -> None:
-    members, gen = await stable_group(ctx, 2)
-    leader, (follower,) = leader_and_followers(members, gen)
+    leader, follower, _ = await stable_pair(ctx)
     p = leader.submit_join()
     await ctx.until_answered([p], 0)
     ctx.expect_error(await follower.heartbeat(), "REBALANCE_IN_PROGRESS",
@@ -185,8 +181,7 @@ async def leader_rejoin_forces_rebalance(ctx: CoordinatorContext) -> None:
 
 @case("CLS-JOIN-17")
 async def changed_metadata_rebalances(ctx: CoordinatorContext) -> None:
-    members, gen = await stable_group(ctx, 2)
-    leader, (follower,) = leader_and_followers(members, gen)
+    leader, follower, _ = await stable_pair(ctx)
     p = follower.submit_join(protocols=[("sessioned", b"new-config-offset")])
     await ctx.until_answered([p], 0)
     ctx.expect_error(await leader.heartbeat(), "REBALANCE_IN_PROGRESS",

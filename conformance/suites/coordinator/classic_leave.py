@@ -6,7 +6,7 @@ from fakebroker.protocol.error_codes import error_text
 
 from ...harness.cases import case
 from ...harness.context import CoordinatorContext
-from .common import leader_and_followers, stable_group
+from .common import leader_and_followers, stable_group, stable_pair
 
 
 @case("CLS-LEAVE-01")
@@ -45,8 +45,7 @@ async def unknown_member(ctx: CoordinatorContext) -> None:
 
 @case("CLS-LEAVE-03")
 async def heartbeat_after_leave(ctx: CoordinatorContext) -> None:
-    members, gen = await stable_group(ctx, 2)
-    leader, (follower,) = leader_and_followers(members, gen)
+    leader, follower, _ = await stable_pair(ctx)
     ctx.expect_error(await follower.leave(), "NONE", "LeaveGroup")
     ctx.expect_error(await follower.heartbeat(), "UNKNOWN_MEMBER_ID", "heartbeat of a member that left")
 

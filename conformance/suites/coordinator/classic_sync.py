@@ -5,7 +5,7 @@ from __future__ import annotations
 from ...harness.cases import case
 from fakebroker.connect.embedded import assignment_bytes
 from ...harness.context import CoordinatorContext
-from .common import distinct_previous, leader_and_followers, stable_group
+from .common import distinct_previous, joined_pair, leader_and_followers, stable_group, stable_pair
 
 
 @case("CLS-SYNC-01")
@@ -31,8 +31,7 @@ async def unknown_member(ctx: CoordinatorContext) -> None:
 
 @case("CLS-SYNC-03")
 async def sync_while_preparing(ctx: CoordinatorContext) -> None:
-    members, gen = await stable_group(ctx, 2)
-    leader, (follower,) = leader_and_followers(members, gen)
+    leader, follower, _ = await stable_pair(ctx)
     p = leader.submit_join()  # the leader rejoining starts a rebalance (PreparingRebalance)
     await ctx.until_answered([p], 0)
     ctx.expect_error(await follower.sync(), "REBALANCE_IN_PROGRESS",
@@ -54,9 +53,7 @@ async def assignment_byte_exact(ctx: CoordinatorContext) -> None:
 
 @case("CLS-SYNC-05")
 async def follower_waits_for_leader(ctx: CoordinatorContext) -> None:
-    members = [await ctx.member(f"m{i}") for i in (1, 2)]
-    gen = await ctx.join_all(members)
-    leader, (follower,) = leader_and_followers(members, gen)
+    leader, follower, _ = await joined_pair(ctx)
     parked = follower.submit_sync()
     answered_early = await ctx.until_answered([parked], 1000, keep_alive=[leader])
     ctx.check(not answered_early, "follower SyncGroup before the leader's", "held",
@@ -84,8 +81,7 @@ async def missing_assignment_is_empty(ctx: CoordinatorContext) -> None:
 
 @case("CLS-SYNC-07")
 async def resync_in_stable(ctx: CoordinatorContext) -> None:
-    members, gen = await stable_group(ctx, 2)
-    leader, (follower,) = leader_and_followers(members, gen)
+    leader, follower, gen = await stable_pair(ctx)
     first = bytes(gen.syncs[follower.name].assignment)
     r = await follower.sync()
     ctx.expect_error(r, "NONE", "SyncGroup repeated in a Stable group")
@@ -95,9 +91,7 @@ async def resync_in_stable(ctx: CoordinatorContext) -> None:
 
 @case("CLS-SYNC-08")
 async def inconsistent_protocol(ctx: CoordinatorContext) -> None:
-    members = [await ctx.member(f"m{i}") for i in (1, 2)]
-    gen = await ctx.join_all(members)
-    leader, (follower,) = leader_and_followers(members, gen)
+    leader, follower, _ = await joined_pair(ctx)
     ctx.expect_error(await follower.sync(protocol_type="consumer"), "INCONSISTENT_GROUP_PROTOCOL",
                      "SyncGroup v5 with protocol type consumer")
     ctx.expect_error(await follower.sync(protocol_name="not-the-selected-one"),

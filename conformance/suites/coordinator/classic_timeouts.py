@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from ...harness.cases import case
 from ...harness.context import CoordinatorContext
-from .common import leader_and_followers, stable_group
+from .common import joined_pair, leader_and_followers, stable_group, stable_pair
 
 
 @case("CLS-SESS-01")
@@ -56,9 +56,7 @@ async def laggard_removed_at_rebalance_timeout(ctx: CoordinatorContext) -> None:
 
 @case("CLS-REB-02")
 async def missing_sync_removed(ctx: CoordinatorContext) -> None:
-    members = [await ctx.member(f"m{i}") for i in (1, 2)]
-    gen = await ctx.join_all(members)
-    leader, (follower,) = leader_and_followers(members, gen)
+    leader, follower, _ = await joined_pair(ctx)
     ctx.expect_error(await leader.sync(assignments={leader.member_id: b"x", follower.member_id: b"y"}),
                      "NONE", "leader's SyncGroup")
     await ctx.advance(ctx.rebalance_ms + 2000, keep_alive=[leader, follower])
@@ -70,8 +68,7 @@ async def missing_sync_removed(ctx: CoordinatorContext) -> None:
 
 @case("CLS-REB-03")
 async def completes_when_all_rejoined(ctx: CoordinatorContext) -> None:
-    members, gen = await stable_group(ctx, 2)
-    leader, (follower,) = leader_and_followers(members, gen)
+    leader, follower, _ = await stable_pair(ctx)
     p1 = leader.submit_join()
     await ctx.until_answered([p1], 0)
     p2 = follower.submit_join()

@@ -27,6 +27,22 @@ def leader_and_followers(members: list[ScriptedMember], gen: Generation) -> tupl
     return leader[0], [m for m in members if m is not leader[0]]
 
 
+async def stable_pair(ctx: CoordinatorContext, **kw: Any) -> tuple[ScriptedMember, ScriptedMember, Generation]:
+    """A Stable group of two (m1, m2): its leader, its follower and the generation they synced."""
+    members, gen = await stable_group(ctx, 2, **kw)
+    leader, (follower,) = leader_and_followers(members, gen)
+    return leader, follower, gen
+
+
+async def joined_pair(ctx: CoordinatorContext) -> tuple[ScriptedMember, ScriptedMember, Generation]:
+    """Two members (m1, m2) joined and not yet synced (CompletingRebalance): the leader, the
+    follower and the generation they were answered."""
+    members = [await ctx.member(f"m{i}") for i in (1, 2)]
+    gen = await ctx.join_all(members)
+    leader, (follower,) = leader_and_followers(members, gen)
+    return leader, follower, gen
+
+
 async def rebalance_round(ctx: CoordinatorContext, members: list[ScriptedMember],
                           **join_kw: Any) -> Generation:
     """Every member rejoins (with its current id) and syncs: the next generation."""

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from typing import Any
 
 from fakebroker.protocol.error_codes import error_text
@@ -76,6 +78,24 @@ async def beat(p: DraftWorker, seconds: float, until: Any = None) -> None:
 
 def interval_ms(ctx: WorkerContext) -> int:
     return int(ctx.recorder.coordinator_config.connect_heartbeat_interval_ms)
+
+
+@asynccontextmanager
+async def selected_again(ctx: WorkerContext, w: WorkerProcess, api: str, error: str, *, after: Seen,
+                         what: str) -> AsyncIterator[Seen]:
+    """A peer joins, so the worker is selected to compute again; its next ``api`` request after
+    ``after`` is answered ``error`` (forged). Yields that request two heartbeat intervals
+    later, so what the worker sent next is in view; the peer heartbeats until the body ends."""
+    forge(ctx, w, api, ctx.target.error_code(error))
+    p = await peer(ctx)
+    await p.join()
+    task = asyncio.ensure_future(beat(p, 20.0))
+    try:
+        seen = await ctx.next_request(w, api, after=after, what=what)
+        await ctx.advance(2 * interval_ms(ctx))
+        yield seen
+    finally:
+        task.cancel()
 
 
 # ---------------------------------------------------------------- the heartbeat
@@ -260,23 +280,14 @@ async def prepare_errors(ctx: WorkerContext) -> None:
     ctx.check(between[:1] == [HB], "what the worker sent after a PrepareAssignment answered FENCED_MEMBER_EPOCH",
               "a heartbeat, then the retried PrepareAssignment", between + [PREP])
     done = await installed(ctx, w, after=retry)
-
-    w2 = w   # the same worker, selected again when a peer joins
-    forge(ctx, w2, PREP, ctx.target.error_code("UNKNOWN_MEMBER_ID"))
-    p = await peer(ctx)
-    await p.join()
-    task = asyncio.ensure_future(beat(p, 20.0))
-    try:
-        prep2 = await ctx.next_request(w2, PREP, after=done, what="the PrepareAssignment after a peer joined")
-        await ctx.advance(2 * interval_ms(ctx))
-        nxt = after_of(ctx, w2, prep2, (PREP, INST))
+    async with selected_again(ctx, w, PREP, "UNKNOWN_MEMBER_ID", after=done,
+                              what="the PrepareAssignment after a peer joined") as prep2:
+        nxt = after_of(ctx, w, prep2, (PREP, INST))
         ctx.check(not nxt or nxt[0].api == PREP, "what the worker sent after a PrepareAssignment answered UNKNOWN_MEMBER_ID",
                   "no InstallAssignment (the assignment abandoned)", [s.api for s in nxt[:3]])
         if prep2.response.error_code != ctx.target.error_code("UNKNOWN_MEMBER_ID"):
             raise Violation("the forged answer (harness)", "UNKNOWN_MEMBER_ID",
                             error_text(prep2.response.error_code, ctx.target.error_codes))
-    finally:
-        task.cancel()
 
 
 @case("C848-W-10", suite=W, timeout_s=90)
@@ -289,25 +300,16 @@ async def install_errors(ctx: WorkerContext) -> None:
     ctx.check(sent[:1] == [HB], "what the worker sent after an InstallAssignment answered FENCED_MEMBER_EPOCH",
               "a heartbeat, then the retry", sent)
     done = await installed(ctx, w, after=inst)
-
-    w2 = w   # the same worker, selected again when a peer joins
-    forge(ctx, w2, INST, ctx.target.error_code("INVALID_ASSIGNMENT"))
-    p = await peer(ctx)
-    await p.join()
-    task = asyncio.ensure_future(beat(p, 20.0))
-    try:
-        bad = await ctx.next_request(w2, INST, after=done, what="the InstallAssignment after a peer joined (answered INVALID_ASSIGNMENT, forged)")
-        await ctx.advance(2 * interval_ms(ctx))
+    async with selected_again(ctx, w, INST, "INVALID_ASSIGNMENT", after=done,
+                              what="the InstallAssignment after a peer joined (answered INVALID_ASSIGNMENT, forged)") as bad:
         compute = ctx.target.error_code("COMPUTE_ASSIGNMENT")
-        later = after_of(ctx, w2, bad, (HB, PREP, INST))
+        later = after_of(ctx, w, bad, (HB, PREP, INST))
         # a new attempt is legitimate only after a new COMPUTE_ASSIGNMENT
         first_new = next((i for i, s in enumerate(later) if s.api == HB and s.answered
                           and s.response.error_code == compute), len(later))
         retried = [s.api for s in later[:first_new] if s.api in (PREP, INST)]
         ctx.check(not retried, "what the worker sent after an InstallAssignment answered INVALID_ASSIGNMENT",
                   "no retry of the abandoned attempt", retried)
-    finally:
-        task.cancel()
 
 
 async def peer_leaves(ctx: WorkerContext) -> tuple[WorkerProcess, DraftWorker, Work, Seen, Work]:

@@ -7,15 +7,14 @@ from fakebroker.connect.embedded import PROTOCOL_VERSIONS, units_of
 
 from ...harness.cases import case
 from ...harness.worker import WorkerContext
-from .steps import (EXPECTED_PROTOCOLS, CONNECT_DEFAULT_PROTOCOL, W, PEER_SESSION_MS, decode_metadata,
+from .steps import (EXPECTED_PROTOCOLS, CONNECT_DEFAULT_PROTOCOL, W, PEER_SESSION_MS, first_join, offered_metadata,
                     decode_assignment, expect_layout, leader_assignment_to, metadata_sent, allocation_of,
                     alone, worker_leads_with_peer, peer_leads, scripted_leader)
 
 
 @case("CONN-PROT-01", suite=W, timeout_s=60)
 async def protocol_type_connect(ctx: WorkerContext) -> None:
-    w = await ctx.start_worker()
-    join = await ctx.next_request(w, "JoinGroup")
+    _, join = await first_join(ctx)
     ctx.expect_equal(join.request.protocol_type, "connect", "JoinGroup ProtocolType")
 
 
@@ -23,48 +22,40 @@ async def protocol_type_connect(ctx: WorkerContext) -> None:
 async def protocol_list_by_mode(ctx: WorkerContext) -> None:
     # The runner runs this case once per claimed protocol, the worker started at it.
     mode = ctx.connect_protocol
-    w = await ctx.start_worker()
-    join = await ctx.next_request(w, "JoinGroup")
+    _, join = await first_join(ctx)
     ctx.expect_equal([p.name for p in join.request.protocols], EXPECTED_PROTOCOLS[mode],
                      f"JoinGroup protocols with connect.protocol={mode}")
 
 
 @case("CONN-CFG-02", suite=W, timeout_s=60)
 async def default_protocol_list(ctx: WorkerContext) -> None:
-    w = await ctx.start_worker(unset=frozenset({"connect_protocol"}))
-    join = await ctx.next_request(w, "JoinGroup")
+    _, join = await first_join(ctx, unset=frozenset({"connect_protocol"}))
     ctx.expect_equal([p.name for p in join.request.protocols], EXPECTED_PROTOCOLS[CONNECT_DEFAULT_PROTOCOL],
                      "JoinGroup protocols with connect.protocol unset")
 
 
 @case("CONN-PROT-03", suite=W, timeout_s=60)
 async def metadata_version_per_protocol(ctx: WorkerContext) -> None:
-    w = await ctx.start_worker()
-    join = await ctx.next_request(w, "JoinGroup")
-    for p in join.request.protocols:
-        version, _ = decode_metadata(ctx, p.name, bytes(p.metadata))
-        ctx.expect_equal(version, PROTOCOL_VERSIONS.get(p.name), f"metadata version for protocol {p.name}")
+    _, join = await first_join(ctx)
+    for name, version, _ in offered_metadata(ctx, join.request):
+        ctx.expect_equal(version, PROTOCOL_VERSIONS.get(name), f"metadata version for protocol {name}")
 
 
 @case("CONN-META-01", suite=W, timeout_s=60)
 async def metadata_strict(ctx: WorkerContext) -> None:
-    w = await ctx.start_worker()
-    join = await ctx.next_request(w, "JoinGroup")
-    for p in join.request.protocols:
-        version, md = decode_metadata(ctx, p.name, bytes(p.metadata))
-        ctx.check(bool(md.url), f"url in the {p.name} metadata", "non-empty", md.url)
+    _, join = await first_join(ctx)
+    for name, version, md in offered_metadata(ctx, join.request):
+        ctx.check(bool(md.url), f"url in the {name} metadata", "non-empty", md.url)
         if version >= 1 and md.allocation is not None:
-            decode_assignment(bytes(md.allocation), f"allocation in the {p.name} metadata")
+            decode_assignment(bytes(md.allocation), f"allocation in the {name} metadata")
 
 
 @case("CONN-META-02", suite=W, timeout_s=120)
 async def allocation_reports_owned(ctx: WorkerContext) -> None:
-    w = await ctx.start_worker()
-    first = await ctx.next_request(w, "JoinGroup")
-    for p in first.request.protocols:
-        v, md = decode_metadata(ctx, p.name, bytes(p.metadata))
+    w, first = await first_join(ctx)
+    for name, v, md in offered_metadata(ctx, first.request):
         if v >= 1:
-            ctx.expect_equal(md.allocation, None, f"allocation of a worker owning nothing ({p.name})")
+            ctx.expect_equal(md.allocation, None, f"allocation of a worker owning nothing ({name})")
     sync = await ctx.worker_synced(w)
     v, a = decode_assignment(bytes(sync.response.assignment), "the worker's assignment")
     owned = units_of(a.assignment)
@@ -74,11 +65,9 @@ async def allocation_reports_owned(ctx: WorkerContext) -> None:
     rejoin = await ctx.next_request(w, "JoinGroup", after=sync, within_ms=2 * ctx.target.timing.session_timeout_ms,
                                     answered=False, what="the worker's rejoin after a peer joined")
     await ctx.until_answered([p], ctx.rebalance_ms)
-    for proto in rejoin.request.protocols:
-        v, md = decode_metadata(ctx, proto.name, bytes(proto.metadata))
+    for name, v, md in offered_metadata(ctx, rejoin.request):
         if v >= 1:
-            reported = units_of(decode_assignment(bytes(md.allocation), "allocation")[1].assignment) if md.allocation else set()
-            ctx.expect_equal(reported, owned, f"allocation reported in the rejoin ({proto.name})")
+            ctx.expect_equal(allocation_of(md), owned, f"allocation reported in the rejoin ({name})")
 
 
 @case("CONN-ASSIGN-01", suite=W, timeout_s=60)

@@ -31,6 +31,18 @@ def decode_metadata(ctx: WorkerContext, name: str, data: bytes) -> tuple[int, An
         raise Violation(f"worker metadata for protocol {name}", "strictly decodable Connect metadata", str(e)) from None
 
 
+def offered_metadata(ctx: WorkerContext, join_request: Any) -> list[tuple[str, int, Any]]:
+    """Each protocol a JoinGroup request offers: its name, its metadata's version and the
+    metadata itself, strictly decoded."""
+    return [(p.name, *decode_metadata(ctx, p.name, bytes(p.metadata))) for p in join_request.protocols]
+
+
+async def first_join(ctx: WorkerContext, **start: Any) -> tuple[WorkerProcess, Seen]:
+    """Start the worker (``start``: as ``ctx.start_worker``) and see its first JoinGroup."""
+    w = await ctx.start_worker(**start)
+    return w, await ctx.next_request(w, "JoinGroup")
+
+
 def decode_assignment(data: bytes, what: str) -> tuple[int, Any]:
     try:
         return ASSIGNMENT.decode_versioned(data)

@@ -1,14 +1,16 @@
 """Shared by the ConnectGroupPrepareAssignment and ConnectGroupInstallAssignment handlers:
-their common Request Validation and their group lookup (Request Handling, step 1)."""
+their common Request Validation and group lookup (Request Handling, step 1), and their
+error answer."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.error_codes import ErrorCode
-from ..modern import ConnectGroup
 from ..errors import RuleViolation
+from ..modern import ConnectGroup
 from ..reconcile.validation import require_member_id_present, require_non_empty
+from ._group_lookup import typed_group
 
 if TYPE_CHECKING:
     from ..view import CoordinatorView
@@ -24,15 +26,10 @@ def validate(b: Any) -> None:
         raise RuleViolation(E.INVALID_REQUEST, "member-epoch-not-negative", "MemberEpoch must be >= 0")
 
 
-def connect_group(coord: CoordinatorView, group_id: str) -> ConnectGroup:
-    """Step 1: GROUP_ID_NOT_FOUND when there is no connect group of that id."""
-    group = coord.groups.get(group_id)
-    if group is None:
-        raise RuleViolation(E.GROUP_ID_NOT_FOUND, "group-exists", f"Group {group_id} not found.")
-    if not isinstance(group, ConnectGroup):
-        raise RuleViolation(E.GROUP_ID_NOT_FOUND, "group-is-connect",
-                            f"Group {group_id} is not a connect group.")
-    return group
+def connect_group(coord: CoordinatorView, b: Any) -> ConnectGroup:
+    """The connect group a valid request names (GROUP_ID_NOT_FOUND when there is none)."""
+    validate(b)
+    return typed_group(coord, b.group_id, ConnectGroup, "connect")
 
 
 def error_response(coord: CoordinatorView, name: str, r: RuleViolation) -> Any:

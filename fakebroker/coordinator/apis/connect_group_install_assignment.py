@@ -21,7 +21,7 @@ from ...protocol import Struct
 from ..context import RequestContext
 from ..errors import RuleViolation
 from ..reconcile.connect import install_targets
-from ._connect_common import connect_group, error_response, validate
+from ._connect_common import connect_group, error_response
 
 if TYPE_CHECKING:
     from ..view import CoordinatorView
@@ -33,16 +33,13 @@ def handle(coord: CoordinatorView, ctx: RequestContext, body: Struct,
            prepared: object | None = None) -> None:
     b: Any = body
     try:
-        validate(b)
-        group = connect_group(coord, b.group_id)
+        group = connect_group(coord, b)
         engine = group.engine
         engine.require_installer(b.member_id, b.member_epoch)
         targets = install_targets(b)
         installed = engine.install_assignment(b.member_id, b.member_epoch, b.group_epoch, targets,
                                               coord.env.now_ms, error=b.error)
-        group.absorb(installed.outcome)
-        if installed.error:
-            raise RuleViolation(installed.error, installed.rule or "", installed.message or "")
+        group.settle(installed)
     except RuleViolation as r:
         coord.env.reply(ctx, error_response(coord, RESPONSE, r))
         return

@@ -18,7 +18,7 @@ from ...protocol import Struct
 from ..context import RequestContext
 from ..errors import RuleViolation
 from ..reconcile.units import split_connect_units
-from ._connect_common import connect_group, error_response, validate
+from ._connect_common import connect_group, error_response
 
 if TYPE_CHECKING:
     from ..view import CoordinatorView
@@ -30,12 +30,9 @@ def handle(coord: CoordinatorView, ctx: RequestContext, body: Struct,
            prepared: object | None = None) -> None:
     b: Any = body
     try:
-        validate(b)
-        group = connect_group(coord, b.group_id)
+        group = connect_group(coord, b)
         prepared = group.engine.prepare_assignment(b.member_id, b.member_epoch, coord.env.now_ms)
-        group.absorb(prepared.outcome)
-        if prepared.error:
-            raise RuleViolation(prepared.error, prepared.rule or "", prepared.message or "")
+        group.settle(prepared)
     except RuleViolation as r:
         coord.env.reply(ctx, error_response(coord, RESPONSE, r))
         return

@@ -20,7 +20,8 @@ from ..context import RequestContext
 from ..modern import ConsumerGroup
 from ..modern.consumer import MEMBER_TYPE_CONSUMER, by_topic
 from ..reconcile import TopicPartition
-from .describe_groups import GROUP_AUTHORIZED_OPERATIONS
+from ._group_lookup import not_found_message
+from .describe_groups import authorize_all
 
 if TYPE_CHECKING:
     from collections.abc import Iterable
@@ -39,9 +40,7 @@ def handle(coord: CoordinatorView, ctx: RequestContext, body: Struct,
                  for gid in ids if gid == ""]
     described += [_describe(coord, mt, ctx.api_version, gid) for gid in ids if gid != ""]
     if b.include_authorized_operations:
-        for d in described:
-            if d.error_code == ErrorCode.NONE:
-                d.authorized_operations = GROUP_AUTHORIZED_OPERATIONS
+        authorize_all(described)
     coord.env.reply(ctx, mt.new(groups=described))
 
 
@@ -49,10 +48,8 @@ def _describe(coord: CoordinatorView, mt: MessageType, v: int, group_id: str) ->
     cls: Any = mt.cls
     group = coord.groups.get(group_id)
     if not isinstance(group, ConsumerGroup):
-        message = (f"Group {group_id} not found." if group is None
-                   else f"Group {group_id} is not a consumer group.")
         return cls.DescribedGroup(group_id=group_id, error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
-                                  error_message=message)
+                                  error_message=not_found_message(group_id, group, "consumer"))
     e = group.engine
 
     def assignment(units: Iterable[TopicPartition]) -> Any:

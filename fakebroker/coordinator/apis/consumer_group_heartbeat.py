@@ -43,6 +43,7 @@ from ..modern.consumer import by_topic, owned_partitions
 from ..errors import RuleViolation
 from ..reconcile import Heartbeat, HeartbeatResult, TopicPartition
 from ..reconcile.validation import JOIN_EPOCH, LEAVE_EPOCH, STATIC_LEAVE_EPOCH, require_non_empty
+from ._group_lookup import typed_group
 
 if TYPE_CHECKING:
     from ..view import CoordinatorView
@@ -115,16 +116,6 @@ def validate(b: Any, api_version: int, assignors: tuple[str, ...]) -> None:
                                 f"{err}.") from None
 
 
-def _existing(coord: CoordinatorView, group_id: str) -> ConsumerGroup:
-    group = coord.groups.get(group_id)
-    if group is None:
-        raise RuleViolation(E.GROUP_ID_NOT_FOUND, "group-exists", f"Group {group_id} not found.")
-    if not isinstance(group, ConsumerGroup):
-        raise RuleViolation(E.GROUP_ID_NOT_FOUND, "group-is-consumer",
-                            f"Group {group_id} is not a consumer group.")
-    return group
-
-
 def _heartbeat(coord: CoordinatorView, ctx: RequestContext, b: Any) -> None:
     group_id: str = b.group_id
     existing = coord.groups.get(group_id)
@@ -180,13 +171,11 @@ def _heartbeat(coord: CoordinatorView, ctx: RequestContext, b: Any) -> None:
 
 
 def _leave(coord: CoordinatorView, ctx: RequestContext, b: Any) -> None:
-    group = _existing(coord, b.group_id)
+    group = typed_group(coord, b.group_id, ConsumerGroup, "consumer")
     member_id: str = b.member_id
     result = group.engine.heartbeat(Heartbeat(member_id=member_id, member_epoch=b.member_epoch,
                                               instance_id=b.instance_id), coord.env.now_ms)
-    group.absorb(result.outcome)
-    if result.error:
-        raise RuleViolation(result.error, result.rule or "", result.message or "")
+    group.settle(result)
     if b.member_epoch == LEAVE_EPOCH:
         group.racks.pop(member_id, None)
         group.subscriptions.pop(member_id, None)

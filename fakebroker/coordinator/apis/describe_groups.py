@@ -15,6 +15,7 @@ from ...protocol.error_codes import ErrorCode
 from ..classic.group import ClassicGroup
 from ..classic.state import ClassicGroupState
 from ..context import RequestContext
+from ._group_lookup import not_found_message
 
 if TYPE_CHECKING:
     from ..view import CoordinatorView
@@ -35,10 +36,15 @@ def handle(coord: CoordinatorView, ctx: RequestContext, body: Struct,
     with_ops = v >= 3 and b.include_authorized_operations
     described = [_describe(coord, mt, v, gid) for gid in b.groups]
     if with_ops:
-        for d in described:
-            if d.error_code == ErrorCode.NONE:
-                d.authorized_operations = GROUP_AUTHORIZED_OPERATIONS
+        authorize_all(described)
     coord.env.reply(ctx, mt.new(groups=described))
+
+
+def authorize_all(described: list[Any]) -> None:
+    """Every group described without error carries every group operation (no authorizer)."""
+    for d in described:
+        if d.error_code == ErrorCode.NONE:
+            d.authorized_operations = GROUP_AUTHORIZED_OPERATIONS
 
 
 def _describe(coord: CoordinatorView, mt: MessageType, v: int, group_id: str) -> Any:
@@ -47,10 +53,9 @@ def _describe(coord: CoordinatorView, mt: MessageType, v: int, group_id: str) ->
     if not isinstance(group, ClassicGroup):
         if v >= 6:
             # Kafka 4.2 names the state Dead alongside the error (as v0-5 do without one).
-            message = (f"Group {group_id} not found." if group is None
-                       else f"Group {group_id} is not a classic group.")
             return cls.DescribedGroup(group_id=group_id, error_code=int(ErrorCode.GROUP_ID_NOT_FOUND),
-                                      error_message=message, group_state=S.DEAD.value)
+                                      error_message=not_found_message(group_id, group, "classic"),
+                                      group_state=S.DEAD.value)
         return cls.DescribedGroup(group_id=group_id, group_state=S.DEAD.value)
 
     stable = group.state is S.STABLE

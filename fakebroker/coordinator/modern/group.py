@@ -16,11 +16,11 @@ target epoch), Stable.
 
 from __future__ import annotations
 
-from typing import Generic
+from typing import Generic, Protocol
 
 from ...protocol.error_codes import ErrorCode
 from ..env import Env
-from ..errors import RuleViolation
+from ..errors import Code, RuleViolation
 from ..events import StateChanged
 from ..reconcile import GroupEngine, Outcome
 from ..reconcile.units import U
@@ -30,6 +30,19 @@ ASSIGNING = "Assigning"
 RECONCILING = "Reconciling"
 STABLE = "Stable"
 
+
+class EngineAnswer(Protocol):
+    """What every engine call answers besides its result: a refusal (error, rule, message)
+    and the outcome to publish."""
+
+    @property
+    def error(self) -> Code: ...
+    @property
+    def rule(self) -> str | None: ...
+    @property
+    def message(self) -> str | None: ...
+    @property
+    def outcome(self) -> Outcome: ...
 
 
 class ModernGroup(Generic[U]):
@@ -114,6 +127,13 @@ class ModernGroup(Generic[U]):
             self.env.emit(StateChanged(self.group_id, self.env.now_ms, self._last_state, state))
             self._last_state = state
         self.arm()
+
+    def settle(self, result: EngineAnswer) -> None:
+        """Publish what an engine call did; a refusal it carries is raised as its rule's
+        RuleViolation (the engine changed nothing then, but a timer may have fired)."""
+        self.absorb(result.outcome)
+        if result.error:
+            raise RuleViolation(result.error, result.rule or "", result.message or "")
 
     def arm(self) -> None:
         deadline = self.engine.next_deadline()

@@ -11,6 +11,7 @@ from ...protocol.error_codes import ErrorCode as E
 from ..errors import RuleViolation
 from ..events import MemberEpochChanged, MemberJoined, MemberRemoved, RemovalReason
 from .api import Heartbeat, HeartbeatResult, Outcome
+from .member import CurrentAssignment, MemberMetadata, MemberTarget
 from .records import (CurrentAssignmentRecord, MemberMetadataRecord, Record, TargetAssignmentMemberRecord,
                       TargetMemberValue)
 from .state import REBALANCE, SESSION, GroupState, md_value
@@ -69,14 +70,7 @@ class StaticMembership(GroupState[U]):
         md, md_epoch = self._metadata[old]
         target = self.target(old)
         copy = replace(current, member_epoch=JOIN_EPOCH, previous_member_epoch=JOIN_EPOCH)
-        records: list[Record] = [
-            CurrentAssignmentRecord(self.group_id, old, None),
-            TargetAssignmentMemberRecord(self.group_id, old, None),
-            MemberMetadataRecord(self.group_id, old, None),
-            MemberMetadataRecord(self.group_id, new, md_value(md, md_epoch)),
-            TargetAssignmentMemberRecord(self.group_id, new, TargetMemberValue(
-                sorted_units(target.units), target.payload)),
-            self._current_record(new, copy)]
+        records = self._moved(old, new, md, md_epoch, target, copy)
         # (A rebalance deadline never fences a member at -2: only its session is kept.)
         session_deadline = self.deadline(SESSION, old)
         self._commit(records)
@@ -87,15 +81,21 @@ class StaticMembership(GroupState[U]):
                   MemberJoined(self.group_id, now_ms, new, md.instance_id, replaces=old))
         return Outcome(tuple(records), events)
 
+    def _moved(self, gone: str, to: str, md: MemberMetadata, md_epoch: int, target: MemberTarget[U],
+               current: CurrentAssignment[U]) -> list[Record]:
+        """The records that hand a static member's metadata, target and current assignment from
+        member id ``gone`` to ``to`` (a replacement, or its undoing)."""
+        return [
+            CurrentAssignmentRecord(self.group_id, gone, None),
+            TargetAssignmentMemberRecord(self.group_id, gone, None),
+            MemberMetadataRecord(self.group_id, gone, None),
+            MemberMetadataRecord(self.group_id, to, md_value(md, md_epoch)),
+            TargetAssignmentMemberRecord(self.group_id, to, TargetMemberValue(
+                sorted_units(target.units), target.payload)),
+            self._current_record(to, current)]
+
     def _undo_replacement(self, replaced: Outcome) -> None:
         old, md, md_epoch, target, current, new, session_deadline = self._undo
-        self._commit([
-            CurrentAssignmentRecord(self.group_id, new, None),
-            TargetAssignmentMemberRecord(self.group_id, new, None),
-            MemberMetadataRecord(self.group_id, new, None),
-            MemberMetadataRecord(self.group_id, old, md_value(md, md_epoch)),
-            TargetAssignmentMemberRecord(self.group_id, old, TargetMemberValue(
-                sorted_units(target.units), target.payload)),
-            self._current_record(old, current)])
+        self._commit(self._moved(new, old, md, md_epoch, target, current))
         if session_deadline is not None:
             self._schedule(SESSION, old, session_deadline)

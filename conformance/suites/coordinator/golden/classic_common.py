@@ -17,7 +17,7 @@ from typing import Any
 from fakebroker.protocol.error_codes import ErrorCode as E
 from fakebroker.protocol import default_registry
 from .registry import golden
-from fakebroker.testing.client import ScriptedClient
+from fakebroker.testing.client import Pending, ScriptedClient
 from .session import Session
 
 MIN_SESSION = 6000  # group.min.session.timeout.ms's default: the shortest a client may ask
@@ -58,10 +58,12 @@ async def static_member(s: Session, g: str, c: ScriptedClient, instance: str) ->
     return str(j.member_id)
 
 
-async def second_member_joined(s: Session, g: str, w1: ScriptedClient, m1: str, w2: ScriptedClient,
-                               **kw: object) -> tuple[str, object, object]:
-    """w2 joins w1's Stable group: w1 learns of the rebalance from its heartbeat and
-    rejoins; generation 2 is answered to both (not yet synced)."""
+async def second_member_joined(s: Session, g: str, w1: ScriptedClient, w2: ScriptedClient,
+                               **kw: object) -> tuple[str, str, Any, Any]:
+    """w1 forms generation 1 alone, then w2 joins: w1 learns of the rebalance from its
+    heartbeat and rejoins; generation 2 is answered to both (not yet synced). Returns both
+    member ids and both JoinGroup answers."""
+    m1 = await first_member(s, g, w1, **kw)
     m2, parked = await w2.new_member(g, **kw)
     s.check(s.parked(parked), "the newcomer waits for the rebalance")
     hb = await w1.heartbeat(g, m1, 1)
@@ -69,14 +71,23 @@ async def second_member_joined(s: Session, g: str, w1: ScriptedClient, m1: str, 
     j1 = await w1.join(g, m1, **kw)
     j2 = await s.result(parked)
     s.check((j1.generation_id, j2.generation_id, j1.leader) == (2, 2, m1), f"gen 2: {j1} {j2}")
-    return m2, j1, j2
+    return m1, m2, j1, j2
+
+
+async def follower_waiting(s: Session, g: str, w1: ScriptedClient,
+                           w2: ScriptedClient) -> tuple[str, str, Pending]:
+    """w1 and w2 joined at generation 2, w1 leading and not yet synced; w2's SyncGroup waits
+    for the leader's. Returns both member ids and the parked SyncGroup."""
+    m1, m2, _, _ = await second_member_joined(s, g, w1, w2)
+    parked = await w2.sync_later(g, m2, 2)
+    s.check(s.parked(parked), "the follower waits for the leader")
+    return m1, m2, parked
 
 
 async def two_members(s: Session, g: str, w1: ScriptedClient, w2: ScriptedClient, **kw: object) -> tuple[str, str]:
     """w1 and w2 in a Stable group, generation 2, w1 leading."""
-    m1 = await first_member(s, g, w1, **kw)
-    m2, j1, _ = await second_member_joined(s, g, w1, m1, w2, **kw)
-    name = j1.protocol_name  # type: ignore[attr-defined]
+    m1, m2, j1, _ = await second_member_joined(s, g, w1, w2, **kw)
+    name = j1.protocol_name
     follower = await w2.sync_later(g, m2, 2, protocol_name=name)
     r1 = await w1.sync(g, m1, 2, assignments={m1: b"A1", m2: b"A2"}, protocol_name=name)
     r2 = await s.result(follower)
@@ -126,3 +137,29 @@ def probe(id: str, api: str, expect: str, title: str,
         s.check(answer(r) == expected, f"{r}")
 
     golden(id, api, expect, title, **golden_kw)(scenario)
+
+
+def refused_alike(api: str, request: Callable[..., Awaitable[Any]], ids: dict[str, str]) -> None:
+    """Register the refusals Heartbeat and SyncGroup share: each names a group, a member and its
+    generation, which the coordinator checks alike. ``request(client, group, member,
+    generation, ...)`` sends ``api``; ``ids`` names each refusal's transcript, for all of them."""
+    refusals: dict[str, tuple[str, str, dict[str, Any], Callable[[ScriptedClient, str, str], Awaitable[Any]]]] = {
+        "empty-group": ("INVALID_GROUP_ID", "with an empty group id", {"group": False},
+                        lambda c, g, m: request(c, "", "w1-x", 1)),
+        "no-group": ("UNKNOWN_MEMBER_ID", "for a group that does not exist", {},
+                     lambda c, g, m: request(c, g, "w1-x", 1)),
+        "unknown-member": ("UNKNOWN_MEMBER_ID", "from a member the group does not know",
+                           {"setup": "member", "by": "w2"},
+                           lambda c, g, m: request(c, g, "w2-not-a-member", 1)),
+        # the next generation: a previous one may be -1
+        "other-generation": ("ILLEGAL_GENERATION", "with a generation other than the group's",
+                             {"setup": "member"}, lambda c, g, m: request(c, g, m, 2)),
+        "fenced-instance": ("FENCED_INSTANCE_ID",
+                            "naming a static member's group.instance.id with another member id",
+                            {"setup": "static", "by": "w2"},
+                            lambda c, g, m: request(c, g, "inst-1-impostor", 1, instance="inst-1")),
+    }
+    if set(ids) != set(refusals):
+        raise ValueError(f"{api}: ids for {sorted(ids)}, refusals are {sorted(refusals)}")
+    for key, (expect, what, how, send) in refusals.items():
+        probe(ids[key], api, expect, f"A {api} {what} is refused with {expect}.", send=send, **how)

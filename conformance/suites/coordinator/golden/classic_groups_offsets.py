@@ -38,8 +38,7 @@ probe("CLS-DESC-02", "DescribeGroups", "NONE",
 @golden("CLS-STATE-03", "DescribeGroups", "NONE",
         "A Stable group is described with its state, protocol type, chosen protocol and every member's id, client id, host, metadata and assignment.")
 async def describe_stable(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2)
     x = (await (await s.client("admin")).describe(g)).groups[0]
     s.check((x.group_state, x.protocol_type, x.protocol_data) == ("Stable", "connect", "sessioned"), f"{x}")

@@ -10,8 +10,8 @@ from fakebroker.protocol.error_codes import ErrorCode as E
 from fakebroker.testing.client import ScriptedClient
 
 from .classic_common import (CONNECT, DELAY, EVENTS, EVENTS_ID, MIN_SESSION, connect_metadata,
-                             first_member, joined_not_synced, probe, rebalancing,
-                             second_member_joined, static_member, two_members)
+                             first_member, follower_waiting, joined_not_synced, probe, rebalancing,
+                             refused_alike, second_member_joined, static_member, two_members)
 from .registry import golden
 from .session import Session
 
@@ -136,18 +136,15 @@ async def join_protocol_vote(s: Session) -> None:
 @golden("CLS-JOIN-26", "JoinGroup", "NONE",
         "The leader's JoinGroup answer lists every member with its metadata for the chosen protocol; a follower's lists none.")
 async def join_leader_and_follower(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
-    m1 = await first_member(s, g, w1)
-    m2, j1, j2 = await second_member_joined(s, g, w1, m1, w2)
+    g, w1, w2 = await s.pair()
+    m1, m2, j1, j2 = await second_member_joined(s, g, w1, w2)
     s.check(sorted(m.member_id for m in j1.members) == sorted([m1, m2]) and j2.members == [], f"{j1} {j2}")  # type: ignore[attr-defined]
 
 
 @golden("CLS-JOIN-15", "JoinGroup", "NONE",
         "A follower rejoining a Stable group with unchanged metadata gets the current generation; no rebalance starts.")
 async def join_follower_rejoins_unchanged(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2)
     j = await w2.join(g, m2)
     s.check((j.error_code, j.generation_id, j.leader) == (0, 2, m1), f"{j}")
@@ -158,8 +155,7 @@ async def join_follower_rejoins_unchanged(s: Session) -> None:
 @golden("CLS-JOIN-16", "JoinGroup", "NONE",
         "The leader rejoining a Stable group starts a rebalance: the others must rejoin, and a new generation follows.")
 async def join_leader_rejoins(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2)
     parked = await w1.join_later(g, m1)
     s.check(s.parked(parked), "the leader waits for the others")
@@ -173,8 +169,7 @@ async def join_leader_rejoins(s: Session) -> None:
 @golden("CLS-JOIN-27", "JoinGroup", "NONE",
         "A member rejoining a Stable group with changed metadata starts a rebalance; the leader then sees the new metadata.")
 async def join_metadata_changes(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2)
     parked = await w2.join_later(g, m2, protocols=(("sessioned", b"\x00\x02changed"),))
     hb = await w1.heartbeat(g, m1, 2)
@@ -230,26 +225,14 @@ async def join_rejoin_completing(s: Session) -> None:
 
 # ============================================================================ SyncGroup
 
+refused_alike("SyncGroup", ScriptedClient.sync, {
+    "empty-group": "CLS-SYNC-10", "no-group": "CLS-SYNC-12", "unknown-member": "CLS-SYNC-02",
+    "other-generation": "CLS-SYNC-01", "fenced-instance": "CLS-SYNC-13"})
+
+
 probe("CLS-SYNC-11", "SyncGroup", "INCONSISTENT_GROUP_PROTOCOL",
       "A SyncGroup v5+ without ProtocolType or ProtocolName is refused with INCONSISTENT_GROUP_PROTOCOL.",
       send=lambda c, g, m: c.sync(g, m, 1, protocol_type=None, protocol_name=None), setup="joined")
-
-
-probe("CLS-SYNC-10", "SyncGroup", "INVALID_GROUP_ID", "A SyncGroup with an empty group id is refused with INVALID_GROUP_ID.",
-      send=lambda c, g, m: c.sync("", "w1-x", 1), group=False)
-
-
-probe("CLS-SYNC-12", "SyncGroup", "UNKNOWN_MEMBER_ID", "A SyncGroup for a group that does not exist is refused with UNKNOWN_MEMBER_ID.",
-      send=lambda c, g, m: c.sync(g, "w1-x", 1))
-
-
-probe("CLS-SYNC-02", "SyncGroup", "UNKNOWN_MEMBER_ID", "A SyncGroup from a member the group does not know is refused with UNKNOWN_MEMBER_ID.",
-      send=lambda c, g, m: c.sync(g, "w2-not-a-member", 1), setup="member", by="w2")
-
-
-probe("CLS-SYNC-01", "SyncGroup", "ILLEGAL_GENERATION",
-      "A SyncGroup with a generation other than the group's is refused with ILLEGAL_GENERATION.",
-      send=lambda c, g, m: c.sync(g, m, 2), setup="member")
 
 
 probe("CLS-SYNC-08", "SyncGroup", "INCONSISTENT_GROUP_PROTOCOL",
@@ -262,21 +245,11 @@ probe("CLS-SYNC-03", "SyncGroup", "REBALANCE_IN_PROGRESS",
       send=lambda c, g, m: c.sync(g, m, 1), setup="rebalancing")
 
 
-probe("CLS-SYNC-13", "SyncGroup", "FENCED_INSTANCE_ID",
-      "A SyncGroup naming a static member's group.instance.id with another member id is refused with FENCED_INSTANCE_ID.",
-      send=lambda c, g, m: c.sync(g, "inst-1-impostor", 1, instance="inst-1"),
-      setup="static", by="w2")
-
-
 @golden("CLS-SYNC-14", "SyncGroup", "REBALANCE_IN_PROGRESS",
         "A follower's SyncGroup parked for the leader's is answered REBALANCE_IN_PROGRESS when a new member starts a rebalance.")
 async def sync_parked_then_rebalance(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
-    m1 = await first_member(s, g, w1)
-    m2, _, _ = await second_member_joined(s, g, w1, m1, w2)
-    parked = await w2.sync_later(g, m2, 2)
-    s.check(s.parked(parked), "the follower waits for the leader")
+    g, w1, w2 = await s.pair()
+    m1, m2, parked = await follower_waiting(s, g, w1, w2)
     await (await s.client("w3")).new_member(g)
     r = await s.result(parked)
     s.check(r.error_code == E.REBALANCE_IN_PROGRESS, f"{r}")
@@ -285,12 +258,8 @@ async def sync_parked_then_rebalance(s: Session) -> None:
 @golden("CLS-SYNC-05", "SyncGroup", "NONE",
         "A follower's SyncGroup waits for the leader's; the leader's assignments then answer every member with its own assignment.")
 async def sync_follower_waits(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
-    m1 = await first_member(s, g, w1)
-    m2, _, _ = await second_member_joined(s, g, w1, m1, w2)
-    parked = await w2.sync_later(g, m2, 2)
-    s.check(s.parked(parked), "the follower waits for the leader")
+    g, w1, w2 = await s.pair()
+    m1, m2, parked = await follower_waiting(s, g, w1, w2)
     r1 = await w1.sync(g, m1, 2, assignments={m1: b"for-w1", m2: b"for-w2"})
     r2 = await s.result(parked)
     s.check((r1.assignment, r2.assignment) == (b"for-w1", b"for-w2"), f"{r1} {r2}")
@@ -300,8 +269,7 @@ async def sync_follower_waits(s: Session) -> None:
 @golden("CLS-SYNC-07", "SyncGroup", "NONE",
         "A SyncGroup in a Stable group is answered at once with the member's stored assignment.")
 async def sync_stable(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     _, m2 = await two_members(s, g, w1, w2)
     r = await w2.sync(g, m2, 2)
     s.check((r.error_code, r.assignment) == (0, b"A2"), f"{r}")
@@ -310,10 +278,8 @@ async def sync_stable(s: Session) -> None:
 @golden("CLS-SYNC-06", "SyncGroup", "NONE",
         "A member the leader assigned nothing gets an empty assignment.")
 async def sync_no_assignment(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
-    m1 = await first_member(s, g, w1)
-    m2, _, _ = await second_member_joined(s, g, w1, m1, w2)
+    g, w1, w2 = await s.pair()
+    m1, m2, _, _ = await second_member_joined(s, g, w1, w2)
     await w1.sync(g, m1, 2, assignments={m1: b"everything"})
     r = await w2.sync(g, m2, 2)
     s.check((r.error_code, r.assignment) == (0, b""), f"{r}")

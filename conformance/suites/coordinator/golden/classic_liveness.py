@@ -10,7 +10,7 @@ from fakebroker.protocol.error_codes import ErrorCode as E
 from fakebroker.testing.client import ScriptedClient
 
 from .classic_common import (CONNECT, DELAY, EVENTS, EVENTS_ID, MIN_SESSION, connect_metadata,
-                             first_member, joined_not_synced, probe, rebalancing,
+                             first_member, joined_not_synced, probe, rebalancing, refused_alike,
                              second_member_joined, static_member, two_members)
 from .registry import golden
 from .session import Session
@@ -18,32 +18,14 @@ from .session import Session
 
 # ============================================================================ Heartbeat
 
-probe("CLS-HB-06", "Heartbeat", "INVALID_GROUP_ID", "A Heartbeat with an empty group id is refused with INVALID_GROUP_ID.",
-      send=lambda c, g, m: c.heartbeat("", "w1-x", 1), group=False)
-
-
-probe("CLS-HB-08", "Heartbeat", "UNKNOWN_MEMBER_ID", "A Heartbeat for a group that does not exist is refused with UNKNOWN_MEMBER_ID.",
-      send=lambda c, g, m: c.heartbeat(g, "w1-x", 1))
-
-
-probe("CLS-HB-03", "Heartbeat", "UNKNOWN_MEMBER_ID", "A Heartbeat from a member the group does not know is refused with UNKNOWN_MEMBER_ID.",
-      send=lambda c, g, m: c.heartbeat(g, "w2-not-a-member", 1), setup="member", by="w2")
-
-
-probe("CLS-HB-01", "Heartbeat", "ILLEGAL_GENERATION",
-      "A Heartbeat with a generation other than the group's is refused with ILLEGAL_GENERATION.",
-      send=lambda c, g, m: c.heartbeat(g, m, 2), setup="member")  # the next: a previous one may be -1
+refused_alike("Heartbeat", ScriptedClient.heartbeat, {
+    "empty-group": "CLS-HB-06", "no-group": "CLS-HB-08", "unknown-member": "CLS-HB-03",
+    "other-generation": "CLS-HB-01", "fenced-instance": "CLS-HB-09"})
 
 
 probe("CLS-HB-02", "Heartbeat", "REBALANCE_IN_PROGRESS",
       "A Heartbeat while the group prepares a rebalance is answered REBALANCE_IN_PROGRESS.",
       send=lambda c, g, m: c.heartbeat(g, m, 1), setup="rebalancing")
-
-
-probe("CLS-HB-09", "Heartbeat", "FENCED_INSTANCE_ID",
-      "A Heartbeat naming a static member's group.instance.id with another member id is refused with FENCED_INSTANCE_ID.",
-      send=lambda c, g, m: c.heartbeat(g, "inst-1-impostor", 1, instance="inst-1"),
-      setup="static", by="w2")
 
 
 probe("CLS-HB-04", "Heartbeat", "NONE", "A Heartbeat of a member of a Stable group, with its generation, is answered NONE.",
@@ -60,8 +42,7 @@ probe("CLS-HB-05", "Heartbeat", "NONE",
 @golden("CLS-SESS-01", "Heartbeat", "UNKNOWN_MEMBER_ID",
         "A member that does not heartbeat within its session timeout is removed and the group rebalances: the others get REBALANCE_IN_PROGRESS, the removed member UNKNOWN_MEMBER_ID.")
 async def timer_session_expiry(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2, session_ms=MIN_SESSION)
     await s.advance(3000)
     s.check((await w1.heartbeat(g, m1, 2)).error_code == 0, "w1 is alive")
@@ -88,8 +69,7 @@ async def timer_heartbeats_keep_alive(s: Session) -> None:
 @golden("CLS-REB-01", "JoinGroup", "NONE",
         "A member that does not rejoin within the rebalance timeout is removed when the join phase ends; the generation goes on without it.")
 async def timer_rebalance_timeout(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2, session_ms=MIN_SESSION, rebalance_ms=5000)
     parked = await w1.join_later(g, m1, session_ms=MIN_SESSION, rebalance_ms=5000)
     for _ in range(2):
@@ -105,10 +85,8 @@ async def timer_rebalance_timeout(s: Session) -> None:
 @golden("CLS-REB-02", "SyncGroup", "NONE",
         "Members that do not send SyncGroup within the rebalance timeout after the join phase are removed and the group rebalances.")
 async def timer_sync_timeout(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
-    m1 = await first_member(s, g, w1, session_ms=MIN_SESSION, rebalance_ms=5000)
-    m2, _, _ = await second_member_joined(s, g, w1, m1, w2, session_ms=MIN_SESSION, rebalance_ms=5000)
+    g, w1, w2 = await s.pair()
+    m1, m2, _, _ = await second_member_joined(s, g, w1, w2, session_ms=MIN_SESSION, rebalance_ms=5000)
     await w1.sync(g, m1, 2, assignments={m1: b"A1", m2: b"A2"})  # w2 never syncs
     await s.advance(3000)
     s.check((await w1.heartbeat(g, m1, 2)).error_code == 0, "stable so far")
@@ -180,37 +158,34 @@ probe("CLS-LEAVE-08", "LeaveGroup", "UNKNOWN_MEMBER_ID",
 @golden("CLS-LEAVE-04", "LeaveGroup", "UNKNOWN_MEMBER_ID",
         "In a LeaveGroup batch each member is answered on its own: an unknown one gets UNKNOWN_MEMBER_ID while the others leave.")
 async def leave_batch_partly_unknown(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2)
     r = await w1.leave(g, m2, "w9-not-a-member")
     s.check(r.error_code == 0 and [m.error_code for m in r.members] == [0, 25], f"{r}")
     s.check((await w1.heartbeat(g, m1, 2)).error_code == E.REBALANCE_IN_PROGRESS, "rebalance")
 
 
-@golden("CLS-LEAVE-09", "LeaveGroup", "FENCED_INSTANCE_ID",
-        "A LeaveGroup naming a static member's group.instance.id with another member id answers that member FENCED_INSTANCE_ID.")
-async def leave_fenced(s: Session) -> None:
-    g = s.group()
-    await static_member(s, g, await s.client("w1"), "inst-1")
-    r = await (await s.client("w2")).leave(g, ("inst-1-impostor", "inst-1"))
-    s.check(r.error_code == 0 and r.members[0].error_code == E.FENCED_INSTANCE_ID, f"{r}")
+def _first_answer(r: Any) -> tuple[int, int]:
+    """A LeaveGroup's error and its first member's (v3+: each member is answered on its own)."""
+    return r.error_code, r.members[0].error_code
 
 
-@golden("CLS-LEAVE-10", "LeaveGroup", "UNKNOWN_MEMBER_ID",
-        "Removing a member by group.instance.id alone (no member id) when no member has that instance id answers UNKNOWN_MEMBER_ID.")
-async def leave_unknown_instance(s: Session) -> None:
-    g = s.group()
-    await first_member(s, g, await s.client("w1"))
-    r = await (await s.client("admin")).leave(g, ("", "ghost"))
-    s.check(r.error_code == 0 and r.members[0].error_code == E.UNKNOWN_MEMBER_ID, f"{r}")
+probe("CLS-LEAVE-09", "LeaveGroup", "FENCED_INSTANCE_ID",
+      "A LeaveGroup naming a static member's group.instance.id with another member id answers that member FENCED_INSTANCE_ID.",
+      send=lambda c, g, m: c.leave(g, ("inst-1-impostor", "inst-1")), setup="static", by="w2",
+      answer=_first_answer, want=(0, E.FENCED_INSTANCE_ID))
+
+
+probe("CLS-LEAVE-10", "LeaveGroup", "UNKNOWN_MEMBER_ID",
+      "Removing a member by group.instance.id alone (no member id) when no member has that instance id answers UNKNOWN_MEMBER_ID.",
+      send=lambda c, g, m: c.leave(g, ("", "ghost")), setup="member", by="admin",
+      answer=_first_answer, want=(0, E.UNKNOWN_MEMBER_ID))
 
 
 @golden("CLS-LEAVE-01", "LeaveGroup", "NONE",
         "A member leaving a Stable group starts a rebalance: the others get REBALANCE_IN_PROGRESS and form a new generation without it.")
 async def leave_rebalances(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2)
     r = await w2.leave(g, m2, reason="shutting down")
     s.check(r.error_code == 0 and r.members[0].error_code == 0, f"{r}")
@@ -246,8 +221,7 @@ async def leave_last_member(s: Session) -> None:
 @golden("CLS-LEAVE-12", "LeaveGroup", "NONE",
         "A member that leaves while its JoinGroup is parked has that JoinGroup answered UNKNOWN_MEMBER_ID.")
 async def leave_with_parked_join(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     m1, m2 = await two_members(s, g, w1, w2)
     parked = await w1.join_later(g, m1)
     r = await (await s.client("w1")).leave(g, m1)

@@ -117,14 +117,20 @@ async def one_worker(s: Session, g: str, c: ScriptedClient) -> None:
             and owned_names(r.assignment.connectors_and_tasks) == {"AC0", "AT1"}, f"w1 epoch 1: {r}")
 
 
-async def selected(s: Session, g: str) -> tuple[ScriptedClient, ScriptedClient]:
+async def second_joined(s: Session, g: str) -> tuple[ScriptedClient, ScriptedClient]:
     """W1 at epoch 1 owning AC0 AT1 (target epoch 1); W2 joined (group epoch 2, W2 at member
-    epoch 1 with nothing); W1 told to compute the assignment for group epoch 2 (still at
-    member epoch 1)."""
+    epoch 1 with nothing)."""
     w1, w2 = await s.client("w1"), await s.client("w2")
     await one_worker(s, g, w1)
     r = await heartbeat(w2, g, W2, 0)
     s.check((r.error_code, r.member_epoch) == (0, 1), f"w2 join (the target's epoch, ERRATA 51): {r}")
+    return w1, w2
+
+
+async def selected(s: Session, g: str) -> tuple[ScriptedClient, ScriptedClient]:
+    """``second_joined``, then W1 told to compute the assignment for group epoch 2 (still at
+    member epoch 1)."""
+    w1, w2 = await second_joined(s, g)
     r = await heartbeat(w1, g, W1, 1, owned=("AC0", "AT1"))
     s.check((r.error_code, r.member_epoch) == (D.COMPUTE_ASSIGNMENT, 1), f"w1 selected: {r}")
     return w1, w2
@@ -234,10 +240,7 @@ async def hb_join_without_assignors(s: Session) -> None:
         "with UNSUPPORTED_ASSIGNOR and keeps its old assignors (ERRATA 19).")
 async def hb_assignor_change_breaks_overlap(s: Session) -> None:
     g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
-    await one_worker(s, g, w1)
-    r = await heartbeat(w2, g, W2, 0)
-    s.check(r.error_code == 0, f"w2 join: {r}")
+    w1, w2 = await second_joined(s, g)
     r = await heartbeat(w2, g, W2, 0, owned=(), assignors=[assignor(low=3, high=4)])
     s.check(r.error_code == E.UNSUPPORTED_ASSIGNOR, f"{r}")
     r = await heartbeat(w1, g, W1, 1, owned=("AC0", "AT1"))
@@ -321,8 +324,7 @@ async def _fenced(s: Session, ahead: int) -> None:
         "ERRATA 17), prepares (the group at its epoch), installs; each worker's heartbeats then carry its "
         "complete assignment at the new epoch once, and null once it has converged (ERRATA 16).")
 async def hb_happy_path(s: Session) -> None:
-    g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
+    g, w1, w2 = await s.pair()
     r = await heartbeat(w1, g, W1, 0)
     s.check((r.error_code, r.member_epoch) == (D.COMPUTE_ASSIGNMENT, 0), f"w1 join: {r}")
     s.check(r.heartbeat_interval_ms > 0, f"interval: {r}")
@@ -364,12 +366,7 @@ async def hb_leave(s: Session) -> None:
         "worker's next heartbeat is answered UNKNOWN_MEMBER_ID.")
 async def timer_session_timeout(s: Session) -> None:
     g = s.group()
-    w1, w2 = await s.client("w1"), await s.client("w2")
-    await one_worker(s, g, w1)
-    r = await heartbeat(w2, g, W2, 0)
-    s.check(r.error_code == 0, f"w2 join: {r}")
-    r = await heartbeat(w1, g, W1, 1, owned=("AC0", "AT1"))
-    s.check(r.error_code == D.COMPUTE_ASSIGNMENT, f"w1 selected: {r}")
+    w1, w2 = await selected(s, g)
     p = await prepare(w1, g, W1, 1)
     i = await install(w1, g, W1, 1, p.group_epoch, {W1: ("AC0", "AT1"), W2: ()})
     s.check(i.error_code == 0, f"install: {i}")
@@ -418,24 +415,10 @@ async def _probe_setup(s: Session, setup: bool, fields: dict[str, Any]) -> tuple
     return g, w1, fs
 
 
-_prep("C848-PREP-VAL-01", "INVALID_REQUEST", "A ConnectGroupPrepareAssignment with an empty GroupId is refused with "
-      "INVALID_REQUEST.", setup=False, group_id="")
-_prep("C848-PREP-VAL-02", "INVALID_REQUEST", "A ConnectGroupPrepareAssignment with an empty MemberId is refused with "
-      "INVALID_REQUEST.", setup=False, member_id="")
-_prep("C848-PREP-VAL-03", "INVALID_REQUEST", "A ConnectGroupPrepareAssignment with a negative MemberEpoch is refused "
-      "with INVALID_REQUEST.", setup=False, member_epoch=-1)
-_prep("C848-PREP-HND-01", "GROUP_ID_NOT_FOUND", "A ConnectGroupPrepareAssignment for a group that does not exist is "
-      "refused with GROUP_ID_NOT_FOUND.", setup=False)
-_prep("C848-PREP-HND-06", "GROUP_ID_NOT_FOUND", "A ConnectGroupPrepareAssignment for a group of another type is "
-      "refused with GROUP_ID_NOT_FOUND.", setup=False, classic=True)
-_prep("C848-PREP-HND-02", "UNKNOWN_MEMBER_ID", "A ConnectGroupPrepareAssignment from a member the group does not know "
-      "is refused with UNKNOWN_MEMBER_ID.", setup=True, member_id=W9)
 _prep("C848-PREP-HND-03", "FENCED_MEMBER_EPOCH", "A ConnectGroupPrepareAssignment at an epoch behind the member's is "
       "refused with FENCED_MEMBER_EPOCH.", setup=True, member_epoch=0)
 _prep("C848-PREP-HND-07", "FENCED_MEMBER_EPOCH", "A ConnectGroupPrepareAssignment at an epoch ahead of the member's is "
       "refused with FENCED_MEMBER_EPOCH.", setup=True, member_epoch=2)
-_prep("C848-PREP-HND-04", "UNKNOWN_MEMBER_ID", "A ConnectGroupPrepareAssignment from a member that was not selected to "
-      "compute the assignment is refused with UNKNOWN_MEMBER_ID.", setup=True, member_id=W2, member_epoch=1)
 
 
 @golden("C848-PREP-HND-05", PREP, "NONE",
@@ -474,22 +457,31 @@ def _inst(id: str, expect: str, title: str, *, setup: bool = True,
     golden(id, INST, expect, title)(scenario)
 
 
-_inst("C848-INST-VAL-01", "INVALID_REQUEST", "A ConnectGroupInstallAssignment with an empty GroupId is refused with "
-      "INVALID_REQUEST.", setup=False, group_id="")
-_inst("C848-INST-VAL-02", "INVALID_REQUEST", "A ConnectGroupInstallAssignment with an empty MemberId is refused with "
-      "INVALID_REQUEST.", setup=False, member_id="")
-_inst("C848-INST-VAL-03", "INVALID_REQUEST", "A ConnectGroupInstallAssignment with a negative MemberEpoch is refused "
-      "with INVALID_REQUEST.", setup=False, member_epoch=-1)
-_inst("C848-INST-HND-01", "GROUP_ID_NOT_FOUND", "A ConnectGroupInstallAssignment for a group that does not exist is "
-      "refused with GROUP_ID_NOT_FOUND.", setup=False)
-_inst("C848-INST-HND-06", "GROUP_ID_NOT_FOUND", "A ConnectGroupInstallAssignment for a group of another type is "
-      "refused with GROUP_ID_NOT_FOUND.", setup=False, classic=True)
-_inst("C848-INST-HND-02", "UNKNOWN_MEMBER_ID", "A ConnectGroupInstallAssignment from a member the group does not know "
-      "is refused with UNKNOWN_MEMBER_ID.", member_id=W9)
+# Refusals PrepareAssignment and InstallAssignment share (the same Request Validation and Handling
+# steps, _connect_common): the id's tail, the error, what the request does, whether a group is set up
+# first, and the fields that make it wrong.
+_SHARED_REFUSALS: tuple[tuple[str, str, str, bool, dict[str, Any]], ...] = (
+    ("VAL-01", "INVALID_REQUEST", "with an empty GroupId", False, {"group_id": ""}),
+    ("VAL-02", "INVALID_REQUEST", "with an empty MemberId", False, {"member_id": ""}),
+    ("VAL-03", "INVALID_REQUEST", "with a negative MemberEpoch", False, {"member_epoch": -1}),
+    ("HND-01", "GROUP_ID_NOT_FOUND", "for a group that does not exist", False, {}),
+    ("HND-06", "GROUP_ID_NOT_FOUND", "for a group of another type", False, {"classic": True}),
+    ("HND-02", "UNKNOWN_MEMBER_ID", "from a member the group does not know", True, {"member_id": W9}),
+    ("HND-04", "UNKNOWN_MEMBER_ID", "from a member that was not selected to compute the assignment", True,
+     {"member_id": W2, "member_epoch": 1}),
+)
+
+
+def _refused_alike() -> None:
+    for tag, api, register in (("PREP", PREP, _prep), ("INST", INST, _inst)):
+        for tail, expect, what, setup, fields in _SHARED_REFUSALS:
+            register(f"C848-{tag}-{tail}", expect, f"A {api} {what} is refused with {expect}.",
+                     setup=setup, **fields)
+
+
+_refused_alike()
 _inst("C848-INST-HND-03", "FENCED_MEMBER_EPOCH", "A ConnectGroupInstallAssignment at an epoch other than the member's "
       "is refused with FENCED_MEMBER_EPOCH.", member_epoch=0)
-_inst("C848-INST-HND-04", "UNKNOWN_MEMBER_ID", "A ConnectGroupInstallAssignment from a member that was not selected to "
-      "compute the assignment is refused with UNKNOWN_MEMBER_ID.", member_id=W2, member_epoch=1)
 _inst("C848-VALID-06", "INVALID_ASSIGNMENT", "An install whose GroupEpoch is ahead of the group's is refused with "
       "INVALID_ASSIGNMENT (ERRATA 20).", group_epoch=3)
 _inst("C848-VALID-07", "INVALID_ASSIGNMENT", "An install whose GroupEpoch is not newer than the current target's is "

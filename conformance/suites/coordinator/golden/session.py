@@ -77,6 +77,11 @@ class Session(ScriptedSession):
         unique per run (it is bound as ``group.<name>``)."""
         return super().group(name)
 
+    async def pair(self) -> tuple[str, ScriptedClient, ScriptedClient]:
+        """The scenario's group and two clients, w1 and w2 (most scenarios' cast)."""
+        g = self.group()
+        return g, await self.client("w1"), await self.client("w2")
+
     # ------------------------------------------------------------------ the policy
 
     def sent(self, pending: Pending) -> None:
