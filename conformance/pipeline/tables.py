@@ -129,7 +129,7 @@ _BY_MEMBER = ArrayType(_fields(("member", S), ("units", UNITS)))
 # running again by the end of the recording).
 _PAUSES = ArrayType(_fields(("unit", S), ("cause", S), ("from_ms", D), ("to_ms", D), ("ms", D)))
 # One row per group and rebalance round (classic generation or the draft's member epoch);
-# a consumer group's rounds have no Connect units: their unit counts are null.
+# units: Connect's connectors and tasks, or a consumer group's partitions (null: not decoded).
 ROUND = _fields(("source", S), ("group_id", S), ("generation", I), ("mode", S), ("protocol", S),
                 ("leader", S), ("member_ids", ArrayType(S)), ("members", I), ("start_ms", D),
                 ("end_ms", D), ("duration_ms", D), ("units_moved", I), ("units_paused", I),
