@@ -91,9 +91,11 @@ def consumer_work(rs: list[Round], exs: list[Ex]) -> dict[int, Work]:
     return out
 
 
-def _given_back(works: list[Work | None], after: int, unit: str) -> float | None:
-    """When a later round than ``after`` assigns ``unit`` again (its last assignment's answer)."""
-    for w in works[after + 1:]:
+def _given_back(works: list[Work | None], since: int, unit: str) -> float | None:
+    """When round ``since`` or a later one assigns ``unit`` again (that round's last
+    assignment answer). The revoking round itself gives it out only when it breaks KIP-415's
+    rule (CONN-INV-02): the unit then runs again, on its new owner, at once."""
+    for w in works[since:]:
         if w is not None and any(unit in us for us in w.assigned.values()):
             return w.end_ms
     return None
