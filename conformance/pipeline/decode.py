@@ -183,7 +183,7 @@ def exchange_fields(api: str, req: dict[str, Any], resp: dict[str, Any] | None) 
 
 
 def embedded_fields(api: str, req: dict[str, Any], resp: dict[str, Any]) -> dict[str, Any]:
-    """Connect's embedded bytes of a JoinGroup or SyncGroup (hex, as in the JSON forms),
+    """The embedded bytes of a JoinGroup or SyncGroup (hex, as in the JSON forms),
     decoded: the only part of an exchange Spark's own expressions cannot read. A consumer
     group's are its partitions (``consumer_fields``); a SyncGroup before v5 names no protocol
     type: Connect's bytes, else a consumer's."""

@@ -98,7 +98,8 @@ EXCHANGE = _fields(
 REJECT = _fields(("source", S), ("source_kind", S), ("source_hash", S), ("ref", L),
                  ("ref_kind", S), ("reason", S))
 
-# Connect's embedded bytes decoded (``decode.embedded_fields``): a subset of EXCHANGE.
+# The embedded bytes decoded (Connect's, a consumer group's; ``decode.embedded_fields``):
+# a subset of EXCHANGE.
 EMBEDDED = _fields(*[(f.name, f.dataType) for f in EXCHANGE.fields if f.name in (
     "meta_version", "owned", "members", "plan", "assignment_version", "assignment_error", "leader",
     "assigned", "revoked", "scheduled_delay_ms", "embedded_error")])
