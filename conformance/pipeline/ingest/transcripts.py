@@ -234,8 +234,7 @@ def _embedded(api: str, ptype: str | None, meta: str | None, plans: tuple[tuple[
               members: tuple[tuple[Any, Any], ...] | None, assignment: str | None,
               error: int | None) -> dict[str, Any] | None:
     """The embedded bytes of one JoinGroup or SyncGroup (``decode.embedded_fields``). Cached
-    per worker: a group's
-    rounds, and groups of the same workers, repeat the same bytes."""
+    per worker: a group's rounds, and groups of the same workers, repeat the same bytes."""
     req = {"ProtocolType": ptype, "Protocols": None if meta is None else [{"Metadata": meta}],
            "Assignments": None if plans is None else [{"MemberId": m, "Assignment": a} for m, a in plans]}
     resp = {"Members": None if members is None else [{"MemberId": m, "Metadata": d} for m, d in members],
