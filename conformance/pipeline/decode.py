@@ -83,6 +83,56 @@ def connect_metadata(data: str) -> tuple[int, list[str] | None]:
     return version, (connect_assignment(alloc.hex())["assigned"] if alloc else None)
 
 
+def partition_names(topics: Iterable[Any] | None) -> list[str]:
+    """A consumer's partitions as units, named as Kafka's ``TopicPartition`` prints them: ``orders-3``."""
+    return sorted({f"{t.topic}-{p}" for t in topics or () for p in t.partitions})
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def consumer_assignment(data: str) -> list[str]:
+    """A consumer's assignment (SyncGroup, hex; ConsumerProtocolAssignment v0-3): every
+    partition it is to own, under eager and cooperative assignors alike (KIP-429 revokes by
+    leaving a partition out). No bytes: nothing (the coordinator's answer to a member the
+    leader's plan leaves out)."""
+    if not data:
+        return []
+    _, a = registry()["ConsumerProtocolAssignment"].decode_versioned(bytes.fromhex(data))
+    return partition_names(a.assigned_partitions)
+
+
+@functools.lru_cache(maxsize=1 << 14)
+def consumer_owned(data: str) -> list[str] | None:
+    """The partitions a consumer reports owning as it joins (JoinGroup metadata, hex;
+    ConsumerProtocolSubscription v1+, KIP-429); None from v0, which does not say."""
+    version, s = registry()["ConsumerProtocolSubscription"].decode_versioned(bytes.fromhex(data))
+    return partition_names(s.owned_partitions) if version >= 1 else None
+
+
+def consumer_fields(api: str, req: dict[str, Any], resp: dict[str, Any]) -> dict[str, Any]:
+    """A consumer group's embedded bytes as units (topic partitions) in the columns Connect's
+    fill: ``owned`` and ``members`` (JoinGroup), ``plan`` and ``assigned`` (SyncGroup). The
+    Connect protocol's own columns (``meta_version``, ``assignment_version``, ``revoked``)
+    stay null: the invariants judge Connect's rounds only."""
+    out: dict[str, Any] = {}
+    if api == JOIN:
+        if req.get("Protocols"):
+            with _embedded(out, "Protocols[0].Metadata"):
+                out["owned"] = consumer_owned(req["Protocols"][0]["Metadata"] or "")
+        if resp.get("Members"):
+            with _embedded(out, "Members[*].Metadata"):
+                out["members"] = [{"member": m["MemberId"], "owned": consumer_owned(m["Metadata"] or "")}
+                                  for m in resp["Members"]]
+    elif api == SYNC:
+        if req.get("Assignments"):
+            with _embedded(out, "Assignments[*].Assignment"):
+                out["plan"] = [{"member": p["MemberId"], "assigned": consumer_assignment(p["Assignment"] or ""),
+                                "revoked": []} for p in req["Assignments"]]
+        if resp.get("Assignment") is not None and resp.get("ErrorCode") == 0:
+            with _embedded(out, "response Assignment"):
+                out["assigned"] = consumer_assignment(resp["Assignment"])
+    return out
+
+
 def _draft_units(cat: dict[str, Any] | None) -> list[str] | None:
     if cat is None:
         return None
@@ -133,8 +183,12 @@ def exchange_fields(api: str, req: dict[str, Any], resp: dict[str, Any] | None) 
 
 
 def embedded_fields(api: str, req: dict[str, Any], resp: dict[str, Any]) -> dict[str, Any]:
-    """Connect's embedded bytes of a JoinGroup or SyncGroup (hex, as in the JSON forms),
-    decoded: the only part of an exchange Spark's own expressions cannot read."""
+    """The embedded bytes of a JoinGroup or SyncGroup (hex, as in the JSON forms),
+    decoded: the only part of an exchange Spark's own expressions cannot read. A consumer
+    group's are its partitions (``consumer_fields``); a SyncGroup before v5 names no protocol
+    type: Connect's bytes, else a consumer's."""
+    if req.get("ProtocolType") == "consumer":
+        return consumer_fields(api, req, resp)
     out: dict[str, Any] = {}
     if api == JOIN and req.get("ProtocolType") == "connect":
         if req.get("Protocols"):
@@ -152,13 +206,18 @@ def embedded_fields(api: str, req: dict[str, Any], resp: dict[str, Any]) -> dict
         if resp.get("Assignment") and resp.get("ErrorCode") == 0:
             with _embedded(out, "response Assignment"):
                 out.update(connect_assignment(resp["Assignment"]))
+        if "embedded_error" in out and req.get("ProtocolType") is None:
+            consumer = consumer_fields(api, req, resp)  # each format's decoder consumes every byte
+            if "embedded_error" not in consumer:
+                return consumer
     return out
 
 
 @contextlib.contextmanager
 def _embedded(out: dict[str, Any], where: str) -> Iterator[None]:
-    """Connect's embedded bytes that are not Connect's (a test's placeholder metadata, another
-    protocol under the "connect" type): the exchange stays, the reason is kept beside it."""
+    """Embedded bytes their protocol type's decoder refuses (a test's placeholder metadata,
+    another protocol under the "connect" type, a truncated assignment): the exchange stays,
+    the reason is kept beside it (``embedded_error``, counted by the audit)."""
     try:
         yield
     except (DecodeError, ValueError) as e:  # ValueError: not hex

@@ -81,13 +81,16 @@ def _history(wh: Warehouse, baseline: str | None, candidate: str | None) -> tupl
     return md, [_outcome_legend(), timeline([r.label for r in rs], shown)] if shown else []
 
 
-# After layout the page records how many plots the browser drew with a size, and per plot
-# how many of its data marks, so a headless browser's DOM dump shows the plots carry data
-# (tests/pipeline/test_report_browser.py).
+# After layout the page records how many plots the browser drew with a size, per plot how
+# many of its data marks, and the text of the links laid out on the first screen (the
+# viewport before any scrolling), so a headless browser's DOM dump shows the plots carry
+# data and the evidence is seen first (tests/pipeline/test_report_browser.py).
 _LAID_OUT = ("<script>addEventListener('load',()=>{const v=e=>{const r=e.getBoundingClientRect();"
              "return r.width>0&&r.height>0};const b=document.body.dataset;"
              "const p=[...document.querySelectorAll('svg.plot')].filter(v);b.plotsDrawn=p.length;"
-             "b.barsPerPlot=p.map(s=>[...s.querySelectorAll('rect.bar')].filter(v).length).join(',')})</script>")
+             "b.barsPerPlot=p.map(s=>[...s.querySelectorAll('rect.bar')].filter(v).length).join(',');"
+             "b.firstScreenLinks=JSON.stringify([...document.querySelectorAll('a[href]')].filter("
+             "a=>v(a)&&a.getBoundingClientRect().bottom<=innerHeight).map(a=>a.textContent))})</script>")
 
 
 def write_report(wh: Warehouse, baseline: str | None = None, candidate: str | None = None) -> tuple[Path, Path]:
@@ -165,8 +168,8 @@ def _rebalances(wh: Warehouse) -> tuple[list[str], list[str]]:
            f"| {dash(r['longest'])} | {dash(r['pause'])} | {dash(r['moved'], '{}')} | {dash(r['paused'], '{}')} |"
            for r in per_group] + [""]
     md += _pause_distribution(rb)
-    md += ["A consumer group's partitions are not Connect's units: its unit columns read `-`. "
-           "A pause is the time a unit ran nowhere: an eager round stops every unit from its first "
+    md += ["A unit is a Connect connector or task, or a consumer group's partition (`topic-3`); a "
+           "round whose assignment bytes no decoder reads has its unit columns `-`. A pause is the time a unit ran nowhere: an eager round stops every unit from its first "
            "JoinGroup to its last assignment; an incremental round's revoked unit waits for the round "
            "that gives it out again; lost work (its owner left) waits from the first round without "
            "its owner, KIP-415's scheduled delay included.", ""]

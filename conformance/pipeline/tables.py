@@ -98,7 +98,8 @@ EXCHANGE = _fields(
 REJECT = _fields(("source", S), ("source_kind", S), ("source_hash", S), ("ref", L),
                  ("ref_kind", S), ("reason", S))
 
-# Connect's embedded bytes decoded (``decode.embedded_fields``): a subset of EXCHANGE.
+# The embedded bytes decoded (Connect's, a consumer group's; ``decode.embedded_fields``):
+# a subset of EXCHANGE.
 EMBEDDED = _fields(*[(f.name, f.dataType) for f in EXCHANGE.fields if f.name in (
     "meta_version", "owned", "members", "plan", "assignment_version", "assignment_error", "leader",
     "assigned", "revoked", "scheduled_delay_ms", "embedded_error")])
@@ -129,7 +130,7 @@ _BY_MEMBER = ArrayType(_fields(("member", S), ("units", UNITS)))
 # running again by the end of the recording).
 _PAUSES = ArrayType(_fields(("unit", S), ("cause", S), ("from_ms", D), ("to_ms", D), ("ms", D)))
 # One row per group and rebalance round (classic generation or the draft's member epoch);
-# a consumer group's rounds have no Connect units: their unit counts are null.
+# units: Connect's connectors and tasks, or a consumer group's partitions (null: not decoded).
 ROUND = _fields(("source", S), ("group_id", S), ("generation", I), ("mode", S), ("protocol", S),
                 ("leader", S), ("member_ids", ArrayType(S)), ("members", I), ("start_ms", D),
                 ("end_ms", D), ("duration_ms", D), ("units_moved", I), ("units_paused", I),

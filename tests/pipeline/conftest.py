@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -57,12 +58,22 @@ def recording_broker(port: int, record: Path, topic: str) -> Iterator[str]:
         broker.wait(30)
 
 
+@dataclass
+class ConsumerRun:
+    """A recording of real consumers, with what each member's client reported holding (the
+    evidence the pipeline's units are checked against: its own, not the recording's bytes)."""
+
+    transcripts: list[Path]
+    shared: dict[str, set[tuple[str, int]]]  # member name -> its partitions while both were in
+    alone: set[tuple[str, int]]  # the remaining member's, after the other left
+
+
 @pytest.fixture(scope="session")
-def consumer_recording(tmp_path_factory):
+def consumer_run(tmp_path_factory) -> ConsumerRun:
     """A real classic consumer group recorded by `fakebroker serve --record`: two
     confluent-kafka (librdkafka) members share 4 partitions with the eager range assignor,
     then one leaves and the other takes everything (two rounds, with the OffsetFetch each
-    assignment starts with). Returns the recording's transcripts."""
+    assignment starts with)."""
     from tests.realclients.harness import Member, wait_until
 
     d = tmp_path_factory.mktemp("consumers")
@@ -70,14 +81,22 @@ def consumer_recording(tmp_path_factory):
         members = [Member("confluent-kafka", bootstrap, CONSUMER_GROUP, CONSUMER_TOPIC, f"m{i}") for i in range(2)]
         try:
             wait_until(members, _holding([2, 2]), "2 confluent-kafka members to share 4 partitions")
+            shared = {m.name: set(m.assignment or ()) for m in members}
             members[1].close()
             wait_until(members[:1], _holding([4]), "the remaining member to take all 4 partitions")
+            alone = set(members[0].assignment or ())
         finally:
             for m in members:
                 m.kill()
     transcripts = sorted((d / "rec").rglob("*.jsonl"))
     assert transcripts, "the broker recorded no transcript"
-    return transcripts
+    return ConsumerRun(transcripts, shared, alone)
+
+
+@pytest.fixture(scope="session")
+def consumer_recording(consumer_run) -> list[Path]:
+    """The consumer run's transcripts."""
+    return consumer_run.transcripts
 
 
 CONSUMER_GROUP, CONSUMER_TOPIC = "operators", "orders"
@@ -87,3 +106,24 @@ def _holding(counts: list[int]):  # noqa: ANN202
     def ok(members) -> bool:  # noqa: ANN001
         return sorted(len(m.assignment or ()) for m in members) == sorted(counts)
     return ok
+
+
+# A planted broken worker and the case that leads it into its defect (fixtures/mutants/workers.toml):
+# as leader it gives the work it revokes from one member to another in the same round.
+VIOLATING_MUTANT, VIOLATING_CASE = "revokes-and-assigns-same-round", "CONN-ASSIGN-02 and sessioned"
+
+
+@pytest.fixture(scope="session")
+def violating_recording(tmp_path_factory) -> list[Path]:
+    """A recording that violates an invariant, made by a real producer: `conformance run`
+    on the planted broken worker (a real worker process) through the fake broker, the case's
+    exchanges recorded into its transcript (the report folder's Allure attachment). The
+    suite refuses the worker for CONN-INV-02; returns the transcripts."""
+    out = tmp_path_factory.mktemp("mutant") / "run"
+    run = subprocess.run([sys.executable, "-m", "conformance.cli", "run", "--target", f"mutant:{VIOLATING_MUTANT}",
+                          "-k", VIOLATING_CASE, "--no-html", "--reports", str(out), "-n", "0"],
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode != 0 and "FAIL   CONN-INV-02" in run.stdout, run.stdout[-2000:] + run.stderr[-2000:]
+    transcripts = sorted(out.rglob("*-attachment.jsonl"))
+    assert transcripts, f"the run attached no transcript: {sorted(p.name for p in out.rglob('*'))}"
+    return transcripts

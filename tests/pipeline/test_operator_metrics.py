@@ -1,6 +1,6 @@
-"""What an operator reads off real recordings: a classic consumer group's rounds (real
-confluent-kafka members through the fake broker), each API's own group id (no phantom ""
-group of OffsetFetch v8+ rows), no rate per hour from minutes of traffic, and per-unit
+"""What an operator reads off real recordings: a classic consumer group's rounds and
+partitions (real confluent-kafka members through the fake broker), each API's own group id
+(no phantom "" group of OffsetFetch v8+ rows), no rate per hour from minutes of traffic, and per-unit
 pauses of Apache Kafka Connect 4.2.0's incremental round (its capture)."""
 
 from __future__ import annotations
@@ -27,7 +27,15 @@ def _offset_fetch_groups(transcripts: list[Path]) -> list[tuple[int, str, list]]
     return out
 
 
-def test_consumer_group_rounds_and_group_ids(spark, consumer_recording, tmp_path, capsys):
+def _names(partitions) -> set[str]:  # noqa: ANN001
+    return {f"{t}-{p}" for t, p in partitions}
+
+
+def test_consumer_group_rounds_units_and_group_ids(spark, consumer_run, tmp_path, capsys):
+    """The consumer group's partitions are its units: each round's assignment is what the
+    clients reported holding, the departed member's partitions are the ones that move and
+    pause as lost work, and every pause lies within what the recording shows."""
+    consumer_recording = consumer_run.transcripts
     fetches = _offset_fetch_groups(consumer_recording)
     assert fetches, "the members fetched no offsets"
     wh = tmp_path / "wh"
@@ -39,14 +47,31 @@ def test_consumer_group_rounds_and_group_ids(spark, consumer_recording, tmp_path
     fetched = ex.where("api = 'OffsetFetch'").select("version", "group_id").collect()
     assert len(fetched) == len(fetches) and {r.group_id for r in fetched} == {CONSUMER_GROUP}
     assert "1 group(s)" in out
+    assert ex.where("embedded_error IS NOT NULL").count() == 0  # every consumer's bytes decoded
     rounds = sorted(spark.read.parquet(str(wh / "rounds")).where(f"group_id = '{CONSUMER_GROUP}'").collect(),
                     key=lambda r: r.generation)
     # both members in one round, then the one left alone, each an eager (range) round
     assert [r.members for r in rounds][-2:] == [2, 1], [(r.generation, r.member_ids) for r in rounds]
+    both, alone = rounds[-2:]
+    held = lambda r: sorted(sorted(a.units) for a in r.assigned)  # noqa: E731
+    assert held(both) == sorted(sorted(_names(p)) for p in consumer_run.shared.values())
+    assert held(alone) == [sorted(_names(consumer_run.alone))]
+    left = _names(consumer_run.shared["m1"])  # m1 left: its partitions are what moved
+    assert alone.units_moved == len(left) == 2
+    lost = {p.unit for p in alone.pauses if p.cause == "lost"}
+    assert lost == left and {p.unit for p in alone.pauses if p.cause == "eager"} == _names(consumer_run.shared["m0"])
+    assert both.units_paused == alone.units_paused == 4 and alone.revocations == 0  # eager: none revoked by name
+    assert alone.pause_ms >= alone.duration_ms
     for r in rounds:
         assert r.mode == "eager" and r.protocol == "range"
-        assert r.end_ms >= r.start_ms and r.pause_ms == r.duration_ms == r.end_ms - r.start_ms
-        assert r.units_moved is None and r.units_paused is None  # a consumer's partitions are not decoded
+        assert r.end_ms >= r.start_ms and r.duration_ms == r.end_ms - r.start_ms
+        assert 0 <= r.units_moved <= 4 and r.units_paused == len(r.pauses) <= 4
+        for p in r.pauses:  # within the recording: from a JoinGroup at or after the group began, to this round's end
+            assert p.to_ms == r.end_ms and rounds[0].start_ms <= p.from_ms <= r.start_ms
+            assert p.ms == p.to_ms - p.from_ms and (p.cause == "lost" or p.from_ms == r.start_ms)
+        assert r.pause_ms == max((p.ms for p in r.pauses), default=0.0)
+    # lost work runs nowhere from the first round without its owner: after the round it last ran in
+    assert all(p.from_ms >= both.end_ms for p in alone.pauses if p.cause == "lost")
     html = (wh / "report" / "index.html").read_text()
     assert "no rate per hour: no group was seen for an hour" in html
 

@@ -233,8 +233,8 @@ def _pairs_of(items: list[dict[str, Any]] | None, key: str, value: str) -> tuple
 def _embedded(api: str, ptype: str | None, meta: str | None, plans: tuple[tuple[Any, Any], ...] | None,
               members: tuple[tuple[Any, Any], ...] | None, assignment: str | None,
               error: int | None) -> dict[str, Any] | None:
-    """Connect's embedded bytes of one JoinGroup or SyncGroup. Cached per worker: a group's
-    rounds, and groups of the same workers, repeat the same bytes."""
+    """The embedded bytes of one JoinGroup or SyncGroup (``decode.embedded_fields``). Cached
+    per worker: a group's rounds, and groups of the same workers, repeat the same bytes."""
     req = {"ProtocolType": ptype, "Protocols": None if meta is None else [{"Metadata": meta}],
            "Assignments": None if plans is None else [{"MemberId": m, "Assignment": a} for m, a in plans]}
     resp = {"Members": None if members is None else [{"MemberId": m, "Metadata": d} for m, d in members],
