@@ -487,3 +487,14 @@ def test_notes_are_listed_apart_and_do_not_change_the_verdict() -> None:
     schema = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "certificate.schema.json").read_text())
     rows = jsonschema.validators.validator_for(schema)(schema).evolve(schema=schema["properties"]["requirements"])
     rows.validate(cert["requirements"])
+
+
+def test_list_by_source_counts_the_requirements_each_document_states() -> None:
+    r = conformance("list", "--by-source", "--suite", "coordinator", timeout=120)
+    assert r.returncode == 0, r.stderr
+    reqs = default_catalogue().for_suite("coordinator")
+    rows = {line.split()[0]: line.split()[1:] for line in r.stdout.splitlines()[1:]}
+    assert rows.pop("all") == [str(len(reqs)), *(str(sum(q.level == lv for q in reqs)) for lv in ("MUST", "SHOULD", "MAY"))]
+    behaviour = [q for q in reqs if q.source.doc.id == "KAFKA-BEHAVIOUR"]
+    assert rows["KAFKA-BEHAVIOUR"] == ["0", str(len(behaviour)), "0"]  # never a MUST (rule must-cites-spec)
+    assert sum(int(v[0]) for v in rows.values()) == sum(q.level == "MUST" for q in reqs)
