@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any
 
@@ -36,7 +37,7 @@ from fakebroker.cli_text import add_version, plain
 from fakebroker.exit_codes import EXIT_BROKEN, EXIT_FAILED, EXIT_OK, EXIT_PARTIAL, EXIT_USAGE
 
 from .reports.attestation import AttestationError, Ed25519PrivateKey, load_private_key, verify_file, write_attestation
-from .catalogue.requirements import default_catalogue
+from .catalogue.requirements import LEVELS, Catalogue, Requirement, default_catalogue
 from .reports.certificate import CertificateError, check_same_run
 from .harness.command import CommandError, preflight
 from .harness.pytest_run import pytest_command
@@ -103,6 +104,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="which requirements (default %(default)s)")
     lst.add_argument("--target", metavar="FILE", help="also show what applies to this target")
     lst.add_argument("--json", action="store_true", help="print the list as JSON (with the case ids per target)")
+    lst.add_argument("--by-source", action="store_true",
+                     help="print how many of the requirements each source document states, per level")
 
     mut = sub.add_parser("mutants", help="run the suites against every mutant: kill rate per suite")
     mut.add_argument("--suite", choices=("coordinator", "worker", "all"), default="all",
@@ -403,6 +406,9 @@ def cmd_list(args: argparse.Namespace) -> int:
             print(f"conformance: no requirement {', '.join(unknown)} in the catalogue", file=sys.stderr)
             return EXIT_USAGE
         reqs = [r for r in reqs if r.id in wanted]
+    if args.by_source:
+        _print_by_source(reqs, cat)
+        return 0
     rows = []
     for r in reqs:
         live = cases[r.id].name.removeprefix("conformance.suites.") if r.id in cases else (
@@ -437,6 +443,16 @@ def cmd_list(args: argparse.Namespace) -> int:
     print(f"\n{len(reqs)} requirements: {n['case']} with a case, {n['untestable']} not "
           f"checkable from outside, {n['missing']} without a case")
     return 0
+
+
+def _print_by_source(reqs: list[Requirement], cat: Catalogue) -> None:
+    """One row per cited document: how many of ``reqs`` it states at each level."""
+    n = Counter((r.source.doc.id, r.level) for r in reqs)
+    print(f"{'source':16} " + " ".join(f"{lv:>6}" for lv in LEVELS))
+    for doc in cat.cited():
+        if any(n[doc.id, lv] for lv in LEVELS):
+            print(f"{doc.id:16} " + " ".join(f"{n[doc.id, lv]:>6}" for lv in LEVELS))
+    print(f"{f'all {len(reqs)}':16} " + " ".join(f"{sum(r.level == lv for r in reqs):>6}" for lv in LEVELS))
 
 
 # ---------------------------------------------------------------- mutants

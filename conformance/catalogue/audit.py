@@ -16,7 +16,7 @@ from typing import Any
 
 from fakebroker.protocol import default_schema_dir
 
-from .requirements import LEVELS, Catalogue, default_catalogue
+from .requirements import Catalogue, default_catalogue
 
 AUDIT_FILE = "catalogue-audit.json"
 
@@ -35,7 +35,6 @@ def render(cat: Catalogue | None = None, audit: dict[str, dict[str, Any]] | None
     cat = cat or default_catalogue()
     audit = load_audit() if audit is None else audit
     outcomes = Counter(a["outcome"] for a in audit.values())
-    by_doc = Counter((r.source.doc.id, r.level) for r in cat)
     out = [
         "# Catalogue audit",
         "",
@@ -56,14 +55,8 @@ def render(cat: Catalogue | None = None, audit: dict[str, dict[str, Any]] | None
         "KIP-848 Connect draft (CONNECT-848), the classic protocol page (CLASSIC), KIP-341,",
         "KIP-415 and KIP-507.",
         "",
-        "## The catalogue by source",
-        "",
-        "| source | " + " | ".join(LEVELS) + " |",
-        "| --- | " + " | ".join("---:" for _ in LEVELS) + " |",
+        "How many requirements each source states, per level: `conformance list --by-source`.",
     ]
-    for doc in cat.cited():
-        out.append(f"| [{doc.id}]({doc.url}) | " + " | ".join(str(by_doc[doc.id, lv]) for lv in LEVELS) + " |")
-    out.append(f"| all {len(cat)} | " + " | ".join(str(sum(r.level == lv for r in cat)) for lv in LEVELS) + " |")
     out += ["", "## Audited requirements", "",
             "| id | level | source now | outcome | basis |", "| --- | --- | --- | --- | --- |"]
     for rid, a in audit.items():

@@ -37,19 +37,28 @@ class Session(Protocol):
     def context(self, requirement: Requirement, recording: Recorder) -> Any: ...
 
 
-def applicability(req: Requirement, target: Target, suite_case: Case | None) -> tuple[Outcome, str] | None:
-    """None when the case should run; otherwise the outcome and the reason."""
+def outside_claims(req: Requirement, target: Target) -> str | None:
+    """Why the catalogue entry and the target file alone make ``req`` NOT-APPLICABLE (its
+    kind, protocols, capabilities), or None. The expected outcomes of a calibration target
+    (``conformance.reports.expected``) leave these unlisted."""
     if req.untestable:
-        return Outcome.NOT_APPLICABLE, f"not checkable from outside: {req.untestable}"
+        return f"not checkable from outside: {req.untestable}"
     if target.kind not in req.binds:
-        return Outcome.NOT_APPLICABLE, f"binds {' and '.join(req.binds)}s, the target is a {target.kind}"
+        return f"binds {' and '.join(req.binds)}s, the target is a {target.kind}"
     if not target.claims(req.protocols):
-        return (Outcome.NOT_APPLICABLE,
-                f"the target claims none of {', '.join(req.protocols)} "
+        return (f"the target claims none of {', '.join(req.protocols)} "
                 f"(it claims {', '.join(sorted(target.protocols))})")
     missing = [n for n in req.needs if n not in target.capabilities]
     if missing:
-        return Outcome.NOT_APPLICABLE, f"needs capability {', '.join(missing)}, not claimed by the target"
+        return f"needs capability {', '.join(missing)}, not claimed by the target"
+    return None
+
+
+def applicability(req: Requirement, target: Target, suite_case: Case | None) -> tuple[Outcome, str] | None:
+    """None when the case should run; otherwise the outcome and the reason."""
+    why = outside_claims(req, target)
+    if why is not None:
+        return Outcome.NOT_APPLICABLE, why
     if suite_case is None and not req.transcripts:
         return Outcome.BROKEN, "no case is implemented for this requirement yet"
     return None

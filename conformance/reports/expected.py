@@ -6,6 +6,12 @@ shows, and the results page made from them (``docs/brokers.md``).
     python -m conformance.reports.expected check fixtures/expected/kfake.yaml --results reports/results.json
     python -m conformance.reports.expected docs [--out docs/brokers.md]
 
+The file lists deviations only: a requirement of the target's suite that it does not list is
+expected PASS, or NOT-APPLICABLE when the catalogue entry and the target file alone put it
+outside the target's claims (``conformance.harness.runner.outside_claims``, what the runner
+decides it with). Listed: every FAIL, NON-STRICT and BROKEN, and every other NOT-APPLICABLE
+(e.g. a version the broker did not advertise, learnt during the run).
+
 ``update`` writes the outcomes of a real run (``results.json``) and keeps the evidence
 already written; every FAIL (and NON-STRICT) needs a deviation entry by hand: one line of
 evidence (the spec's sentence, or Apache Kafka's behaviour and where in its source) and
@@ -18,14 +24,15 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from ..catalogue.requirements import LEVELS, default_catalogue
+from ..catalogue.requirements import default_catalogue
+from ..harness.runner import outside_claims
+from ..harness.target import TargetError, load_target
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPECTED_DIR = ROOT / "fixtures" / "expected"
@@ -45,7 +52,7 @@ class Expected:
     implementation: str
     version: str
     command: str           # what reproduces it
-    outcomes: dict[str, str]
+    outcomes: dict[str, str]  # every requirement of the suite (the file lists deviations: implied())
     deviations: dict[str, dict[str, Any]] = field(default_factory=dict)
     remarks: str = ""      # what holds for the whole run (by hand), e.g. why cases are BROKEN
     # Requirement id -> every outcome seen in real runs, where a broker's race made them
@@ -63,6 +70,21 @@ class Expected:
         return "NOT CERTIFIED" if any(o in ("FAIL", "BROKEN") for o in self.outcomes.values()) else "CERTIFIED"
 
 
+def implied(target: str) -> dict[str, str]:
+    """Requirement id -> the outcome a file leaves unlisted, for every requirement of the
+    suite of ``target`` (a target file, relative to the project): NOT-APPLICABLE when outside
+    its claims, else PASS."""
+    t = load_target(ROOT / target)
+    return {r.id: "PASS" if outside_claims(r, t) is None else "NOT-APPLICABLE"
+            for r in default_catalogue().for_suite(t.kind)}
+
+
+def listed(e: Expected) -> dict[str, str]:
+    """What the file lists: the outcomes that are not implied."""
+    base = implied(e.target)
+    return {i: o for i, o in e.outcomes.items() if base.get(i) != o}
+
+
 def load_expected(path: Path) -> Expected:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
@@ -73,8 +95,12 @@ def load_expected(path: Path) -> Expected:
     missing = [k for k in ("target", "implementation", "version", "command", "outcomes") if k not in data]
     if missing:
         raise ExpectedError(f"{path}: {missing[0]}: missing")
+    try:
+        base = implied(str(data["target"]))
+    except TargetError as err:
+        raise ExpectedError(f"{path}: target: {err.path}: {err.problems[0]}") from None
     return Expected(path, str(data["target"]), str(data["implementation"]), str(data["version"]),
-                    str(data["command"]), {str(k): str(v) for k, v in (data["outcomes"] or {}).items()},
+                    str(data["command"]), {**base, **{str(k): str(v) for k, v in (data["outcomes"] or {}).items()}},
                     {str(k): dict(v or {}) for k, v in (data.get("deviations") or {}).items()},
                     str(data.get("remarks") or ""),
                     {str(k): [str(o) for o in v] for k, v in (data.get("varies") or {}).items()},
@@ -123,23 +149,17 @@ def differences(e: Expected, actual: dict[str, str], messages: dict[str, str] | 
             for i in ids if not e.allows(i, actual.get(i)) and i not in raced]
 
 
-def counts(e: Expected) -> dict[str, Counter[str]]:
-    """Level -> outcome -> how many requirements."""
-    cat = default_catalogue()
-    out: dict[str, Counter[str]] = {level: Counter() for level in LEVELS}
-    for i, o in e.outcomes.items():
-        out[cat[i].level][o] += 1
-    return out
-
-
 # ---------------------------------------------------------------- writing
 
 def render_expected(e: Expected) -> str:
-    """The file's text: header, outcomes sorted by id, deviations with their evidence."""
+    """The file's text: header, the outcomes that are not implied sorted by id, deviations
+    with their evidence."""
     lines = [f"# Expected outcomes of {e.target} (the coordinator suite), checked by",
              "# tests/conformance/test_calibration_brokers.py: any change fails it. The outcomes are",
              "# written from a real run by `python -m conformance.reports.expected update`; the evidence of each",
              "# deviation by hand (upstream: true marks one worth reporting to the broker's authors).",
+             "# A requirement not listed in outcomes is PASS, or NOT-APPLICABLE when the target file",
+             "# puts it outside its claims (kind, protocols, capabilities).",
              f"target: {e.target}", f"implementation: {json.dumps(e.implementation)}",
              f"version: {json.dumps(e.version)}", f"command: {json.dumps(e.command)}",
              f"verdict: {e.verdict}"]
@@ -147,8 +167,9 @@ def render_expected(e: Expected) -> str:
         lines.append(f"remarks: {json.dumps(e.remarks)}")
     if e.race:
         lines.append(f"race: {json.dumps(e.race)}")
-    lines.append("outcomes:")
-    lines += [f"  {i}: {o}" for i, o in sorted(e.outcomes.items())]
+    shown = listed(e)
+    lines.append("outcomes:" if shown else "outcomes: {}")
+    lines += [f"  {i}: {o}" for i, o in sorted(shown.items())]
     lines.append("varies:" if e.varies else "varies: {}")
     lines += [f"  {i}: [{', '.join(seen)}]" for i, seen in sorted(e.varies.items())]
     lines.append("deviations:" if e.deviations else "deviations: {}")
@@ -190,31 +211,31 @@ def reproduce(target_path: str, expected_path: Path) -> str:
 
 
 def render_docs(files: list[Expected]) -> str:
-    """docs/brokers.md: per broker its version, verdict, counts, every deviation with its
-    evidence, and the command that reproduces it."""
+    """docs/brokers.md: per broker its version, verdict, every deviation with its evidence,
+    and the command that reproduces it. Only deviations are counted: a requirement added
+    that a broker passes leaves the page as it is."""
     out = ["# Results per broker", "",
            "The coordinator suite run on Kafka-compatible brokers nobody here wrote, as h2spec and",
            "Autobahn publish theirs for many servers. Generated from the checked-in expected outcomes",
            "(`fixtures/expected/*.yaml`) by `python -m conformance.reports.expected docs`; the tests check this",
            "page against them and re-run every broker against its file. Apache Kafka 4.2.0 (the",
            "reference) and the fake broker are CERTIFIED (`fixtures/targets/apache-kafka.md`).",
-           "A deviation marked **upstream** is worth reporting to the broker's authors.", ""]
-    out += ["| broker | version | verdict | MUST PASS | MUST FAIL | NOT-APPLICABLE | BROKEN |",
-            "| --- | --- | --- | --- | --- | --- | --- |"]
+           "A deviation marked **upstream** is worth reporting to the broker's authors.", "",
+           "A requirement not listed as a deviation passes, or is NOT-APPLICABLE (outside what the",
+           "target file claims, or at a version the broker does not offer). The `conformance run` of each",
+           "section's Reproduce block writes every outcome (`results.json`) and their counts per level",
+           "(`certificate.md`).", ""]
+    out += ["| broker | version | verdict | " + " | ".join(DEVIATION_KINDS) + " |",
+            "| --- | --- | --- |" + " --- |" * len(DEVIATION_KINDS)]
     for e in files:
-        c = counts(e)
-        na = sum(c[level]["NOT-APPLICABLE"] for level in LEVELS)
-        broken = sum(c[level]["BROKEN"] for level in LEVELS)
+        n = _deviation_counts(e)
         out.append(f"| [{e.implementation}](#{_anchor(e.implementation)}) | {e.version} | {e.verdict} | "
-                   f"{c['MUST']['PASS']} | {c['MUST']['FAIL']} | {na} | {broken} |")
+                   + " | ".join(str(n[k]) for k in DEVIATION_KINDS) + " |")
     cat = default_catalogue()
     for e in files:
-        c = counts(e)
         out += ["", f"## {e.implementation}", "",
                 f"Version {e.version}; target `{e.target}`; **{e.verdict}**. Reproduce:", "",
-                "```sh", e.command, "```", "",
-                "| level | " + " | ".join(OUTCOMES) + " |", "| --- |" + " --- |" * len(OUTCOMES)]
-        out += [f"| {level} | " + " | ".join(str(c[level][o]) for o in OUTCOMES) + " |" for level in LEVELS]
+                "```sh", e.command, "```"]
         deviating = sorted(i for i, o in e.outcomes.items() if o in DEVIATING or i in e.varies)
         out += ["", f"Deviations ({len(deviating)}):" if deviating else "No deviation.", ""]
         for i in deviating:
@@ -235,6 +256,17 @@ def render_docs(files: list[Expected]) -> str:
         if e.remarks:
             out += ["", e.remarks]
     return "\n".join(out) + "\n"
+
+
+# The summary's columns: what deviates, by kind (none moves when a passing requirement is added).
+DEVIATION_KINDS = ("MUST FAIL", "SHOULD NON-STRICT", "BROKEN", "varies")
+
+
+def _deviation_counts(e: Expected) -> dict[str, int]:
+    cat = default_catalogue()
+    fixed = [(cat[i].level, o) for i, o in e.outcomes.items() if i not in e.varies]
+    return {"MUST FAIL": fixed.count(("MUST", "FAIL")), "SHOULD NON-STRICT": fixed.count(("SHOULD", "NON-STRICT")),
+            "BROKEN": sum(o == "BROKEN" for _, o in fixed), "varies": len(e.varies)}
 
 
 def _anchor(title: str) -> str:

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 
-from conformance.reports.expected import (DOCS_PAGE, EXPECTED_DIR, Expected, bundled, differences, load_expected, main,
-                                  problems, render_docs, render_expected, updated)
+from conformance.catalogue.requirements import default_catalogue
+from conformance.reports.expected import (DOCS_PAGE, EXPECTED_DIR, Expected, bundled, differences, implied, listed,
+                                          load_expected, main, problems, render_docs, render_expected, updated)
 from conformance.harness.command import find_program
+from conformance.harness.runner import outside_claims
 from conformance.harness.target import load_target
 from tests.support.certification import run_certification
 
@@ -33,6 +35,48 @@ def test_the_expected_outcomes_are_sound(name: str) -> None:
     assert problems(e) == []
     assert (EXPECTED_DIR / f"{name}.yaml").read_text() == render_expected(e), \
         "written by `python -m conformance.reports.expected update` (its own layout), not by hand"
+
+
+@pytest.mark.parametrize("name", BROKERS)
+def test_the_file_lists_deviations_and_implies_the_rest(name: str, tmp_path: Path) -> None:
+    """Every requirement of the suite has an expected outcome; the file lists only those the
+    target file does not decide: unlisted is PASS, or NOT-APPLICABLE exactly when the runner's
+    own rule (outside_claims) puts it outside the target's claims. Written and read back, the
+    file gives the same full mapping."""
+    e = load_expected(EXPECTED_DIR / f"{name}.yaml")
+    target = load_target(ROOT / e.target)
+    suite = default_catalogue().for_suite(target.kind)
+    assert set(e.outcomes) == {r.id for r in suite}
+    shown = listed(e)
+    for r in suite:
+        if r.id not in shown:
+            assert e.outcomes[r.id] == ("PASS" if outside_claims(r, target) is None else "NOT-APPLICABLE"), r.id
+    assert all(o != implied(e.target)[i] for i, o in shown.items())
+    (tmp_path / "x.yaml").write_text(render_expected(e))
+    assert load_expected(tmp_path / "x.yaml").outcomes == e.outcomes
+
+
+def test_a_changed_unlisted_outcome_is_named() -> None:
+    """What the file leaves unlisted is still checked: an implied PASS or NOT-APPLICABLE that
+    a run changes fails the check with the requirement, the expected and the actual outcome."""
+    e = load_expected(EXPECTED_DIR / "librdkafka-mock.yaml")
+    shown, target = listed(e), load_target(ROOT / e.target)
+    cat = default_catalogue()
+    passed = next(i for i, o in sorted(e.outcomes.items()) if o == "PASS" and i not in shown)
+    outside = next(i for i in sorted(e.outcomes) if outside_claims(cat[i], target) is not None)
+    run_na = next(i for i, o in sorted(shown.items()) if o == "NOT-APPLICABLE")
+    actual = {**e.outcomes, passed: "NOT-APPLICABLE", outside: "PASS", run_na: "PASS"}
+    assert differences(e, actual) == sorted([f"{passed}: expected PASS, got NOT-APPLICABLE",
+                                             f"{outside}: expected NOT-APPLICABLE, got PASS",
+                                             f"{run_na}: expected NOT-APPLICABLE, got PASS"])
+
+
+def test_a_bad_target_in_the_file_is_one_line(tmp_path: Path) -> None:
+    f = tmp_path / "x.yaml"
+    f.write_text("target: fixtures/targets/nosuch.toml\nimplementation: x\nversion: '1'\ncommand: x\noutcomes: {}\n")
+    with pytest.raises(ValueError) as err:
+        load_expected(f)
+    assert str(err.value).startswith(f"{f}: target: ") and "\n" not in str(err.value)
 
 
 def test_the_docs_page_is_generated_from_the_expected_outcomes() -> None:

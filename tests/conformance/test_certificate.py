@@ -15,7 +15,9 @@ from pathlib import Path
 import jsonschema
 import pytest
 
+from conformance import suites
 from conformance.catalogue.requirements import default_catalogue
+from conformance.harness.cases import load_cases
 from conformance.reports.certificate import CertificateError, build_certificate, exit_code, render_markdown
 from conformance.reports.junit import junit_tree
 from conformance.reports.provenance import (artefact, artefact_files, ci_run, digest_files, implementation_text, spec_documents,
@@ -114,6 +116,7 @@ def test_a_suite_narrower_than_the_target_is_partial(tmp_path: Path) -> None:
 
 def test_goldens_not_found_are_left_out(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CONFORMANCE_GOLDEN_DIR", str(tmp_path))  # no rules.json there
+    load_cases(suites)  # as the runner's callers do (alone, no other test has loaded them)
     target = load_target(FAKEBROKER)
     recorded = {r.id for r in requirement_runs(requirements_of("coordinator"), target)}
     left = left_out(target, "coordinator", recorded)
@@ -487,3 +490,14 @@ def test_notes_are_listed_apart_and_do_not_change_the_verdict() -> None:
     schema = json.loads((Path(__file__).resolve().parents[2] / "schemas" / "certificate.schema.json").read_text())
     rows = jsonschema.validators.validator_for(schema)(schema).evolve(schema=schema["properties"]["requirements"])
     rows.validate(cert["requirements"])
+
+
+def test_list_by_source_counts_the_requirements_each_document_states() -> None:
+    r = conformance("list", "--by-source", "--suite", "coordinator", timeout=120)
+    assert r.returncode == 0, r.stderr
+    reqs = default_catalogue().for_suite("coordinator")
+    rows = {line.split()[0]: line.split()[1:] for line in r.stdout.splitlines()[1:]}
+    assert rows.pop("all") == [str(len(reqs)), *(str(sum(q.level == lv for q in reqs)) for lv in ("MUST", "SHOULD", "MAY"))]
+    behaviour = [q for q in reqs if q.source.doc.id == "KAFKA-BEHAVIOUR"]
+    assert rows["KAFKA-BEHAVIOUR"] == ["0", str(len(behaviour)), "0"]  # never a MUST (rule must-cites-spec)
+    assert sum(int(v[0]) for v in rows.values()) == sum(q.level == "MUST" for q in reqs)
