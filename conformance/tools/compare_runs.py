@@ -12,7 +12,8 @@ their target's name; two single runs are paired whatever their names (a target a
 mutant, ``mutant:NAME``). Exit 0 when nothing differs, 1 when something does, 2 when a folder is
 not a report folder. Unlike ``conformance history`` (Spark, one target's runs over time,
 requirements only), this reads two trees of any number of targets, case by case, without a
-warehouse.
+warehouse. An invariant's case that passed on one side and did not give it a round on the
+other is listed apart, as evidence that moved, and not counted.
 """
 
 from __future__ import annotations
@@ -27,10 +28,16 @@ from typing import Any
 
 from fakebroker.exit_codes import EXIT_USAGE
 
+from ..invariants.report import is_invariant
 from ..reports.results_file import ResultsError, read
 
 RESULTS, CERTIFICATE = "results.json", "certificate.json"
 ABSENT = "absent"  # the side that did not run the requirement or case
+# An invariant's cases are the cases that gave it rounds to judge; a case that ends at the
+# worker's first JoinGroup gives one or none depending on how far the worker got before the
+# case stopped it. Such a case passing on one side and absent on the other is evidence that
+# moved, not an outcome that changed: listed apart.
+UNJUDGED = {"PASS", ABSENT}
 
 
 class CompareError(ValueError):
@@ -47,6 +54,7 @@ class TargetRun:
     outcomes: dict[str, str]  # result id (requirement[protocol]) -> outcome
     cases: dict[tuple[str, str], str]  # (result id, case) -> outcome
     left_out: frozenset[str]
+    invariants: frozenset[str]  # result ids of the invariants (judged over the other cases)
 
     def must(self) -> str:
         """MUST PASS/FAIL (and BROKEN when any) as the table shows them."""
@@ -70,7 +78,7 @@ def read_run(folder: Path) -> TargetRun:
         run.doc["target"]["name"], folder, verdict, counts,
         {r["id"]: r["outcome"] for r in rows},
         {(r["id"], c["case"]): c["outcome"] for r in rows for c in r.get("cases") or []},
-        run.left_out)
+        run.left_out, frozenset(r["id"] for r in rows if is_invariant(r.get("requirement") or r["id"])))
 
 
 def read_tree(root: Path) -> dict[str, TargetRun]:
@@ -103,11 +111,12 @@ def _changed(before: dict[Any, str], after: dict[Any, str]) -> Iterator[tuple[An
             yield key, b, a
 
 
-def differences(before: TargetRun | None, after: TargetRun | None) -> list[str]:
-    """One line per thing that differs between two runs of a target (none: the same)."""
+def differences(before: TargetRun | None, after: TargetRun | None) -> tuple[list[str], list[str]]:
+    """One line per thing that differs between two runs of a target (none: the same), and
+    apart the invariants' evidence that moved (``UNJUDGED``)."""
     if before is None or after is None:
-        return [f"run only {'after' if before is None else 'before'}"]
-    out = []
+        return [f"run only {'after' if before is None else 'before'}"], []
+    out, evidence = [], []
     if before.verdict != after.verdict:
         out.append(f"verdict: {before.verdict} -> {after.verdict}")
     for level in sorted(before.counts.keys() | after.counts.keys()):
@@ -115,15 +124,17 @@ def differences(before: TargetRun | None, after: TargetRun | None) -> list[str]:
                                       {k: str(v) for k, v in after.counts.get(level, {}).items()}):
             out.append(f"count {level} {outcome}: {b} -> {a}")
     out += [f"{rid}: {b} -> {a}" for rid, b, a in _changed(before.outcomes, after.outcomes)]
-    out += [f"{rid} case {case}: {b} -> {a}" for (rid, case), b, a in _changed(before.cases, after.cases)]
+    for (rid, case), b, a in _changed(before.cases, after.cases):
+        moved = rid in before.invariants | after.invariants and {b, a} <= UNJUDGED
+        (evidence if moved else out).append(f"{rid} case {case}: {b} -> {a}")
     for rid in sorted(before.left_out ^ after.left_out):
         out.append(f"left out: {rid} only {'before' if rid in before.left_out else 'after'}")
-    return out
+    return out, evidence
 
 
 def compare(before: dict[str, TargetRun], after: dict[str, TargetRun]) -> tuple[list[str], int]:
-    """The table (target, verdict and MUST PASS/FAIL each side, differences) then every
-    difference; and how many there are."""
+    """The table (target, verdict and MUST PASS/FAIL each side, differences, evidence moved)
+    then every difference, then every move of evidence; and how many differences there are."""
     if len(before) == len(after) == 1 and before.keys() != after.keys():
         (b, run), = before.items()
         (a,) = after
@@ -133,11 +144,15 @@ def compare(before: dict[str, TargetRun], after: dict[str, TargetRun]) -> tuple[
     diffs = {n: differences(before.get(n), after.get(n)) for n in names}
     width = max([len(n) for n in names] + [len("target")])
     side = lambda r: f"{r.verdict} {r.must()}" if r else "-"  # noqa: E731
-    lines = [f"{'target':<{width}}  {'before (MUST pass/fail)':<32}  {'after (MUST pass/fail)':<32}  differences"]
-    lines += [f"{n:<{width}}  {side(before.get(n)):<32}  {side(after.get(n)):<32}  {len(diffs[n])}" for n in names]
+    lines = [f"{'target':<{width}}  {'before (MUST pass/fail)':<32}  {'after (MUST pass/fail)':<32}  "
+             "differences  evidence moved"]
+    lines += [f"{n:<{width}}  {side(before.get(n)):<32}  {side(after.get(n)):<32}  {len(diffs[n][0]):<11}  "
+              f"{len(diffs[n][1])}" for n in names]
     for n in names:
-        lines += [f"{n}: {d}" for d in diffs[n]]
-    return lines, sum(len(d) for d in diffs.values())
+        lines += [f"{n}: {d}" for d in diffs[n][0]]
+    for n in names:
+        lines += [f"{n}: evidence: {d}" for d in diffs[n][1]]
+    return lines, sum(len(d) for d, _ in diffs.values())
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -152,7 +167,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"compare_runs: {e}", file=sys.stderr)
         return EXIT_USAGE
     print("\n".join(lines))
-    print(f"{n} difference(s)")
+    print(f"{n} difference(s) (evidence moved not counted)")
     return 1 if n else 0
 
 
