@@ -166,8 +166,11 @@ def main(argv: list[str] | None = None) -> int:
     except CompareError as e:
         print(f"compare_runs: {e}", file=sys.stderr)
         return EXIT_USAGE
-    print("\n".join(lines))
-    print(f"{n} difference(s) (evidence moved not counted)")
+    try:
+        print("\n".join(lines))
+        print(f"{n} difference(s) (evidence moved not counted)", flush=True)
+    except BrokenPipeError:  # `compare_runs ... | head`: the reader stopped early, which is fine
+        sys.stdout = None  # type: ignore[assignment]  # keep Python from flushing again at exit
     return 1 if n else 0
 
 

@@ -111,3 +111,13 @@ def test_an_invariant_case_that_gave_no_round_is_evidence_moved_but_a_failing_on
     failed = dataclasses.replace(before, cases={**before.cases, key: "FAIL"})
     assert differences(before, failed) == (["CONN-INV-04[eager] case CONN-ASSIGN-01[eager]: PASS -> FAIL"], [])
     assert differences(before, before) == ([], [])
+
+
+def test_a_reader_that_stops_early_gets_no_traceback(runs: tuple[Path, Path]) -> None:
+    base, mutant = runs
+    p = subprocess.Popen([sys.executable, "-m", "conformance.tools.compare_runs", str(base), str(mutant)],
+                         cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert p.stdout is not None and p.stderr is not None
+    p.stdout.close()  # as `| head` does once it has its lines
+    err = p.stderr.read().decode()
+    assert p.wait(timeout=120) == 1 and err == ""
