@@ -4,7 +4,7 @@ pcaps share it and it is testable alone.
 
 A connection's frames arrive in wire order. Requests describe themselves; a response is
 decoded with the API and version of the request it answers (Kafka answers a connection's
-requests in order, so pairing is by correlation id, first in first out). A frame the codec
+requests in order: ``fakebroker.exchange.pairing``). A frame the codec
 refuses becomes a reject naming its line or frame and the codec's reason; nothing is dropped.
 """
 
@@ -16,6 +16,7 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from fakebroker.exchange.pairing import OpenRequests
 from fakebroker.protocol import DecodeError, Registry, default_registry
 from fakebroker.protocol.framing import decode_request, decode_response, strip_size_prefix
 
@@ -224,25 +225,25 @@ def _response_cid(f: Frame) -> int | None:
 def pair(frames: Iterable[Frame]) -> Iterator[dict[str, Any]]:
     """Exchange rows (and reject rows, with ``reject``) for one connection's frames."""
     reg = registry()
-    pending: list[tuple[Frame, int, int, int, str | None, dict[str, Any]]] = []
+    pending: OpenRequests[tuple[Frame, int, int, int, str | None, dict[str, Any]]] = OpenRequests()
     for f in frames:
         try:
             if f.kind == "request":
                 key, version, cid, client, body = _decode_request(reg, f)
-                pending.append((f, key, version, cid, client, body))
+                pending.sent(None, cid, (f, key, version, cid, client, body))
                 continue
             cid = _response_cid(f)
-            match = next((i for i, p in enumerate(pending) if p[3] == cid), None)
+            match = pending.answer(None, cid)
             if match is None:
                 raise Reject(f.ref, f"response with correlation id {cid} answers no open request")
-            req, key, version, cid, client, body = pending.pop(match)
+            req, key, version, cid, client, body = match
             yield _row(reg, req, f, key, version, cid, client, body,
                        _decode_response(reg, f, key, version))
         except Reject as r:
             yield {"ref": r.ref, "reject": r.reason}
         except Exception as e:  # a decoded body this module misreads: still one reject, never a crash
             yield {"ref": f.ref, "reject": f"cannot read exchange fields: {type(e).__name__}: {e}"}
-    for req, key, version, cid, client, body in pending:  # unanswered (e.g. capture ended)
+    for req, key, version, cid, client, body in pending.unanswered():  # e.g. the capture ended
         try:
             yield _row(reg, req, None, key, version, cid, client, body, None)
         except Exception as e:
