@@ -52,7 +52,7 @@ from fakebroker.connect.embedded import connect_protocols
 from .context import CaseContext
 from .outcomes import Broken, NotApplicable, Violation
 from ..invariants.report import findings
-from ..pipeline.decode import exchange_fields
+from fakebroker.exchange.fields import exchange_fields
 from .shared_kafka import TOPIC_PREFIX, prefix_of, real_kafka_for
 from .target import Target
 from .worker_host import WorkerHostProcess, start_worker_host
@@ -200,7 +200,7 @@ class RecordingBroker(FakeBroker):
 
 
 def exchange_rows(seen: list[Seen], source: str) -> tuple[list[dict[str, Any]], dict[int, str]]:
-    """The case's group exchanges as the exchanges table's rows (``conformance.pipeline.decode``
+    """The case's group exchanges as the exchanges table's rows (``fakebroker.exchange.fields``
     reads Connect's embedded bytes, as the audit does), refs in arrival order of requests and
     answers alike; and, per ref, the exchange as a person finds it in the case's transcript."""
     events = sorted([(s.t_request, 0, s) for s in seen] + [(s.t_response, 1, s) for s in seen if s.answered],

@@ -10,6 +10,7 @@ from typing import Any
 from pyspark.sql.types import (ArrayType, BooleanType, DataType, DoubleType, IntegerType,
                                LongType, StringType, StructField, StructType)
 
+from fakebroker.exchange.fields import FIELDS, Type
 from fakebroker.protocol import default_schema_dir
 
 S, I, L, D = StringType(), IntegerType(), LongType(), DoubleType()
@@ -73,35 +74,36 @@ BODY = _fields(
 
 # ---------------------------------------------------------------- warehouse tables
 
-# One row per request/response pair. ``ref``: the transcript line or pcap frame number of
-# the request (``resp_ref`` of the response), so a person can open the evidence.
+def spark_type(t: Type) -> DataType:
+    """A column type of the exchange's field table as Spark's."""
+    if isinstance(t, str):
+        return {"string": S, "int": I}[t]
+    kind, inner = t
+    if kind == "array":
+        return ArrayType(spark_type(inner))
+    return _fields(*[(n, spark_type(c)) for n, c in inner])
+
+
+# One row per request/response pair: where and when it is (the pipeline's), then the
+# exchange's fields (``fakebroker.exchange.fields.FIELDS``, one row each). ``ref``: the
+# transcript line or pcap frame number of the request (``resp_ref`` of the response), so a
+# person can open the evidence.
 EXCHANGE = _fields(
     ("source", S), ("source_kind", S), ("source_hash", S), ("conn", S),
     ("ref", L), ("resp_ref", L), ("req_time", D), ("resp_time", D),
     ("req_vtime_ms", L), ("resp_vtime_ms", L),
     ("api_key", I), ("api", S), ("version", I), ("correlation_id", I), ("client_id", S),
-    ("group_id", S), ("member_id", S), ("generation", I), ("error_code", I),
-    ("protocol_type", S), ("protocol_name", S), ("protocols", ArrayType(S)),
-    ("session_timeout_ms", I), ("rebalance_timeout_ms", I),
-    ("resp_generation", I), ("resp_member_id", S), ("leader", S),
-    ("member_epoch", I), ("resp_member_epoch", I),
-    ("meta_version", I), ("owned", UNITS),
-    ("members", ArrayType(_fields(("member", S), ("owned", UNITS)))),
-    ("plan", ArrayType(_fields(("member", S), ("assigned", UNITS), ("revoked", UNITS)))),
-    ("assignment_version", I), ("assignment_error", I),
-    ("assigned", UNITS), ("revoked", UNITS), ("scheduled_delay_ms", I),
-    ("embedded_error", S),
-    ("assignors", ArrayType(_fields(("name", S), ("min_version", I), ("max_version", I)))),
+    *[(f.name, spark_type(f.type)) for f in FIELDS],
     ("day", S),
 )
 
 REJECT = _fields(("source", S), ("source_kind", S), ("source_hash", S), ("ref", L),
                  ("ref_kind", S), ("reason", S))
 
-# Connect's embedded bytes decoded (``decode.embedded_fields``): a subset of EXCHANGE.
-EMBEDDED = _fields(*[(f.name, f.dataType) for f in EXCHANGE.fields if f.name in (
-    "meta_version", "owned", "members", "plan", "assignment_version", "assignment_error", "leader",
-    "assigned", "revoked", "scheduled_delay_ms", "embedded_error")])
+# Connect's embedded bytes decoded (``fakebroker.exchange.fields.embedded_fields``): the
+# columns some API takes from them, a subset of EXCHANGE.
+EMBEDDED = _fields(*[(f.name, spark_type(f.type)) for f in FIELDS
+                     if any(t.side == "embedded" for t in f.takes())])
 
 # The decode step emits exchanges and rejects in one frame; ``reject`` set means a reject.
 DECODED = StructType(EXCHANGE.fields + [StructField("reject", S, True)])
