@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql.types import (ArrayType, BooleanType, DataType, DoubleType, IntegerType,
                                LongType, StringType, StructField, StructType)
 
-from fakebroker.exchange.fields import FIELDS, Type
+from fakebroker.exchange.fields import FIELDS, Field, Type
 from fakebroker.protocol import default_schema_dir
 
 S, I, L, D = StringType(), IntegerType(), LongType(), DoubleType()
@@ -58,20 +59,6 @@ def transcript_line_schema() -> StructType:
 _UNIT_CAT = _fields(("Connectors", ArrayType(S)),
                     ("Tasks", ArrayType(_fields(("ConnectorId", S), ("TaskId", I)))))
 
-# The request and response body fields ingest reads, any API (JSON forms, spec names).
-# ``Assignment`` is hex for SyncGroup and an object for the draft's heartbeat: a string
-# column keeps an object's JSON text, parsed again where the API is known.
-BODY = _fields(
-    ("GroupId", S), ("MemberId", S), ("GenerationId", I), ("ErrorCode", I), ("ProtocolType", S),
-    ("ProtocolName", S), ("SessionTimeoutMs", I), ("RebalanceTimeoutMs", I), ("Leader", S),
-    ("MemberEpoch", I), ("Protocols", ArrayType(_fields(("Name", S), ("Metadata", S)))),
-    ("Members", ArrayType(_fields(("MemberId", S), ("Metadata", S)))),
-    ("Assignments", ArrayType(_fields(("MemberId", S), ("Assignment", S)))), ("Assignment", S),
-    ("ClientAssignors", ArrayType(_fields(("Name", S), ("MinimumVersion", I), ("MaximumVersion", I)))), ("ConnectorsAndTasks", _UNIT_CAT),
-    # OffsetFetch v8+ lists its groups (objects); DescribeGroups lists names: JSON text
-    ("Groups", S))
-
-
 # ---------------------------------------------------------------- warehouse tables
 
 def spark_type(t: Type) -> DataType:
@@ -84,26 +71,63 @@ def spark_type(t: Type) -> DataType:
     return _fields(*[(n, spark_type(c)) for n, c in inner])
 
 
-# One row per request/response pair: where and when it is (the pipeline's), then the
-# exchange's fields (``fakebroker.exchange.fields.FIELDS``, one row each). ``ref``: the
-# transcript line or pcap frame number of the request (``resp_ref`` of the response), so a
-# person can open the evidence.
-EXCHANGE = _fields(
-    ("source", S), ("source_kind", S), ("source_hash", S), ("conn", S),
-    ("ref", L), ("resp_ref", L), ("req_time", D), ("resp_time", D),
-    ("req_vtime_ms", L), ("resp_vtime_ms", L),
-    ("api_key", I), ("api", S), ("version", I), ("correlation_id", I), ("client_id", S),
-    *[(f.name, spark_type(f.type)) for f in FIELDS],
-    ("day", S),
-)
+def exchange_schema(fields: Sequence[Field] = FIELDS) -> StructType:
+    """One row per request/response pair: where and when it is (the pipeline's), then the
+    exchange's fields (``fakebroker.exchange.fields.FIELDS``, one row each). ``ref``: the
+    transcript line or pcap frame number of the request (``resp_ref`` of the response), so
+    a person can open the evidence."""
+    return _fields(
+        ("source", S), ("source_kind", S), ("source_hash", S), ("conn", S),
+        ("ref", L), ("resp_ref", L), ("req_time", D), ("resp_time", D),
+        ("req_vtime_ms", L), ("resp_vtime_ms", L),
+        ("api_key", I), ("api", S), ("version", I), ("correlation_id", I), ("client_id", S),
+        *[(f.name, spark_type(f.type)) for f in fields],
+        ("day", S),
+    )
+
+
+def embedded_schema(fields: Sequence[Field] = FIELDS) -> StructType:
+    """Connect's embedded bytes decoded (``fakebroker.exchange.fields.embedded_fields``): the
+    columns some API takes from them, a subset of the exchanges'."""
+    return _fields(*[(f.name, spark_type(f.type)) for f in fields if any(t.side == "embedded" for t in f.takes())])
+
+
+EXCHANGE = exchange_schema()
+
+
+# The request and response body fields ingest reads, any API (JSON forms, spec names):
+# what the readers read, typed here; ``body_schema`` adds a field a new column takes as is.
+# ``Assignment`` is hex for SyncGroup and an object for the draft's heartbeat: a string
+# column keeps an object's JSON text, parsed again where the API is known.
+_READ_BODY = _fields(
+    ("GroupId", S), ("MemberId", S), ("GenerationId", I), ("ErrorCode", I), ("ProtocolType", S),
+    ("ProtocolName", S), ("SessionTimeoutMs", I), ("RebalanceTimeoutMs", I), ("Leader", S),
+    ("MemberEpoch", I), ("Protocols", ArrayType(_fields(("Name", S), ("Metadata", S)))),
+    ("Members", ArrayType(_fields(("MemberId", S), ("Metadata", S)))),
+    ("Assignments", ArrayType(_fields(("MemberId", S), ("Assignment", S)))), ("Assignment", S),
+    ("ClientAssignors", ArrayType(_fields(("Name", S), ("MinimumVersion", I), ("MaximumVersion", I)))), ("ConnectorsAndTasks", _UNIT_CAT),
+    # OffsetFetch v8+ lists its groups (objects); DescribeGroups lists names: JSON text
+    ("Groups", S))
+
+
+def body_schema(fields: Sequence[Field] = FIELDS) -> StructType:
+    """The body fields ingest parses: the readers' inputs, and every top-level field a
+    column of ``fields`` takes as it is (typed as that column)."""
+    extra: dict[str, DataType] = {}
+    for f in fields:
+        for t in f.takes():
+            if t.side != "embedded" and t.how == "value" and "." not in t.path \
+                    and t.path not in _READ_BODY.fieldNames():
+                extra.setdefault(t.path, spark_type(f.type))
+    return StructType(_READ_BODY.fields + [StructField(n, t, True) for n, t in extra.items()])
+
+
+BODY = body_schema()
 
 REJECT = _fields(("source", S), ("source_kind", S), ("source_hash", S), ("ref", L),
                  ("ref_kind", S), ("reason", S))
 
-# Connect's embedded bytes decoded (``fakebroker.exchange.fields.embedded_fields``): the
-# columns some API takes from them, a subset of EXCHANGE.
-EMBEDDED = _fields(*[(f.name, spark_type(f.type)) for f in FIELDS
-                     if any(t.side == "embedded" for t in f.takes())])
+EMBEDDED = embedded_schema()
 
 # The decode step emits exchanges and rejects in one frame; ``reject`` set means a reject.
 DECODED = StructType(EXCHANGE.fields + [StructField("reject", S, True)])

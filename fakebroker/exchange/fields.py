@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import functools
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Union
 
@@ -125,8 +125,12 @@ FIELDS: tuple[Field, ...] = (
           only((CONNECT_HB, req("ClientAssignors", "assignors")))),
 )
 
-# The APIs whose exchanges carry Connect's embedded bytes (``embedded_fields`` reads them).
-EMBEDDED_APIS = tuple(sorted({a for f in FIELDS for a, t in f.by_api if t.side == "embedded"}))
+def embedded_apis(fields: Sequence[Field] = FIELDS) -> tuple[str, ...]:
+    """The APIs some column takes Connect's embedded bytes of (``embedded_fields`` reads them)."""
+    return tuple(sorted({a for f in fields for a, t in f.by_api if t.side == "embedded"}))
+
+
+EMBEDDED_APIS = embedded_apis()
 
 
 # ---------------------------------------------------------------------------- readers
@@ -180,13 +184,14 @@ READERS: dict[str, Callable[[dict[str, Any], str], Any]] = {
 }
 
 
-def exchange_fields(api: str, req: dict[str, Any], resp: dict[str, Any] | None) -> dict[str, Any]:
+def exchange_fields(api: str, req: dict[str, Any], resp: dict[str, Any] | None,
+                    fields: Sequence[Field] = FIELDS) -> dict[str, Any]:
     """The table's columns of one decoded request/response pair (JSON forms, spec names):
     every column the API has, null where the exchange does not carry it."""
     bodies = {"request": req, "response": resp or {}}
-    embedded = embedded_fields(api, req, bodies["response"]) if api in EMBEDDED_APIS else {}
+    embedded = embedded_fields(api, req, bodies["response"]) if api in embedded_apis(fields) else {}
     out: dict[str, Any] = {}
-    for f in FIELDS:
+    for f in fields:
         t = f.take(api)
         if t is not None:
             out[f.name] = embedded.get(t.path) if t.side == "embedded" else READERS[t.how](bodies[t.side], t.path)

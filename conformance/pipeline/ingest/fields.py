@@ -5,7 +5,7 @@ table row needs nothing here; a reader (``how``) needs its Spark form in ``READE
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -71,24 +71,25 @@ def _chain(f: Field, api: Column, value: Callable[[Take], Column], keep: Callabl
     return out
 
 
-def half(body: Column, api: Column, side: str, *extra: Column) -> Column:
+def half(body: Column, api: Column, side: str, *extra: Column, fields: Sequence[Field] = FIELDS) -> Column:
     """A request (``side`` "request") or response line's half of the exchange: every column
     it carries a take of, read from its ``body``, with ``extra`` columns beside them."""
     cols = []
-    for f in FIELDS:
+    for f in fields:
         c = _chain(f, api, lambda t: READERS[t.how](body, t.path), lambda t: t.side == side)
         if c is not None:
             cols.append(c.alias(f.name))
     return F.struct(*cols, *extra)
 
 
-def columns(q: Column, p: Column, embedded: Column, api: Column) -> list[Column]:
+def columns(q: Column, p: Column, embedded: Column, api: Column,
+            fields: Sequence[Field] = FIELDS) -> list[Column]:
     """The exchange's columns, in the table's order, from its request's half ``q``, its
     response's ``p`` and Connect's embedded bytes decoded (``embedded``, null where none)."""
     source = {"request": lambda t, n: q[n], "response": lambda t, n: p[n],
               "embedded": lambda t, n: embedded[t.path]}
     out = []
-    for f in FIELDS:
+    for f in fields:
         sides = {t.side for t in f.takes()}
         if len(sides) == 1 and sides != {"embedded"}:  # a half is null where the API has no take
             c: Column = source[sides.pop()](None, f.name)
