@@ -220,6 +220,32 @@ def parse_lines(lines: Iterable[str], registry: Registry, source: str = "<transc
     return t
 
 
+EMPTY_LINE = "empty line (every line is one JSON object)"
+
+
+def json_fault(e: json.JSONDecodeError, body: str, torn: bool = False) -> str:
+    """Why a line (``body``, without its newline) is no JSON: cut short, or invalid where."""
+    if e.pos >= len(body) or e.msg.startswith("Unterminated string") or torn:
+        return f"truncated line: the JSON object ends early (after {len(body)} characters)"
+    return f"invalid JSON: {e.msg} at column {e.colno}"
+
+
+def line_problem(text: str) -> str | None:
+    """Why one line, judged alone, is no transcript line (JSON, the schema), or None: what
+    a reader that sees lines one by one and out of order (the pipeline) can tell."""
+    if not text.strip():
+        return EMPTY_LINE
+    body = text.rstrip("\r\n")
+    try:
+        obj = loads_json(body)
+    except json.JSONDecodeError as e:
+        return json_fault(e, body)
+    except InputLimit as e:
+        return str(e)
+    errs = schema_errors(obj)
+    return errs[0] if errs else None
+
+
 def iter_events(lines: Iterable[str], registry: Registry, into: Transcript, *,
                 check_raw: bool = True) -> Iterator[Event]:
     """The events of ``lines`` one by one as they are read and checked (for inputs too big
@@ -230,7 +256,7 @@ def iter_events(lines: Iterable[str], registry: Registry, into: Transcript, *,
     n = kept = 0
     for n, text in enumerate(lines, 1):
         if not text.strip():
-            raise TranscriptError(source, n, "empty line (every line is one JSON object)")
+            raise TranscriptError(source, n, EMPTY_LINE)
         body = text.rstrip("\r\n")
         try:
             obj = loads_json(body)
@@ -242,10 +268,7 @@ def iter_events(lines: Iterable[str], registry: Registry, into: Transcript, *,
                     f"no newline): left out; kept {kept} event(s) from the {n - 1} complete "
                     "line(s)")
                 break
-            if e.pos >= len(body) or e.msg.startswith("Unterminated string") or torn:
-                raise TranscriptError(source, n, "truncated line: the JSON object ends early "
-                                      f"(after {len(body)} characters)") from None
-            raise TranscriptError(source, n, f"invalid JSON: {e.msg} at column {e.colno}") from None
+            raise TranscriptError(source, n, json_fault(e, body, torn)) from None
         except InputLimit as e:
             raise TranscriptError(source, n, str(e)) from None
         errs = schema_errors(obj)
@@ -441,5 +464,5 @@ def utc_stamp(t: float | None = None) -> str:
 
 
 __all__ = ["Event", "Transcript", "TranscriptError", "TranscriptWriter", "parse_lines", "load",
-           "iter_events", "open_lines",
+           "iter_events", "open_lines", "line_problem",
            "dumps", "new_header", "schema_errors", "peek_frame", "FORMAT", "VERSION"]

@@ -28,6 +28,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import StructType
 
+from fakebroker.exchange import transcript
 from fakebroker.exchange.fields import EMBEDDED_APIS, embedded_fields
 
 from ..archives import settle_archives
@@ -36,35 +37,21 @@ from ..tables import BODY, EMBEDDED, transcript_line_schema
 from .fields import columns, half
 from .frames import as_decoded
 
-KINDS = ("header", "request", "response", "close")
 REQUIRED = ("conn", "api_key", "version", "correlation_id", "body")
 
 
 def line_problem(text: str | None) -> str:
-    """Why a line Spark could not read as a transcript event is bad (rejected lines only)."""
-    if text is None or not text.strip():
-        return "empty line (every line is one JSON object)"
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        if e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string"):
-            return f"truncated line: the JSON object ends early (after {len(text)} characters)"
-        return f"invalid JSON: {e.msg} at column {e.colno}"
-    if not isinstance(obj, dict):
-        return f"expected a JSON object, got {type(obj).__name__}"
-    kind = obj.get("kind")
-    if kind not in KINDS:
-        return f"kind: {kind!r} is not one of {', '.join(KINDS)}"
-    if kind == "close":
-        return "conn: required for request, response and close lines"
+    """Why a line Spark could not read as a transcript event is bad (rejected lines only):
+    the transcript format's reason (``fakebroker.exchange.transcript.line_problem``), else
+    what Spark needs of a line that the format leaves open."""
+    problem = transcript.line_problem(text or "")
+    if problem is not None:
+        return problem
+    obj = json.loads(text or "")
+    kind = obj["kind"]
     missing = [k for k in REQUIRED if obj.get(k) is None]
-    if missing:
-        return f"{kind}: {', '.join(missing)} required"
-    bad = [k for k in ("api_key", "version", "correlation_id") if not isinstance(obj[k], int)]
-    if bad:
-        return f"{kind}: {', '.join(bad)} must be integers"
-    if not isinstance(obj["body"], dict):
-        return f"{kind}: body must be a JSON object"
+    if kind == "close" or missing:
+        return f"{kind}: {', '.join(missing or ['conn'])} required"
     return f"{kind}: api_key {obj['api_key']} is no API of the codec's registry"
 
 
