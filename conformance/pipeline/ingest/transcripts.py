@@ -1,12 +1,13 @@
 """Transcripts (.jsonl) into exchanges and rejects, in Spark's own engine: the JSON reader
 parses each line against the schema derived from ``schemas/transcript.schema.json`` (a body
 kept as its JSON text, then typed by ``tables.BODY`` in a column of its own, so it is parsed
-once), column expressions take each line's own half of the exchange's fields, a window pairs
-each connection's requests and responses, and Python runs only where no Spark expression
-can: the strict codec's check of every body and the reason a bad line is bad (``_problems``,
-one Arrow UDF in the same scan, the codec run once per body a worker has not seen lately),
-and Connect's embedded bytes (JoinGroup and SyncGroup only, an Arrow UDF with cached
-decoders).
+once), column expressions made from the exchange's field table (``ingest.fields``) take each
+line's own half of the exchange's fields, a window pairs each connection's requests and
+responses (``fakebroker.exchange.pairing``'s rule), and Python runs only where no Spark
+expression can: the strict codec's check of every body and the reason a bad line is bad
+(``_problems``, one Arrow UDF in the same scan, the codec run once per body a worker has
+not seen lately), and Connect's embedded bytes (JoinGroup and SyncGroup only, an Arrow UDF
+with cached decoders).
 
 The text is read twice: a cheap count of lines per file split (line numbers without a sort),
 then one scan that parses each line once. Shuffles: one, by (file, connection, correlation
