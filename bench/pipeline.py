@@ -11,14 +11,14 @@ length, so the raw bytes stay valid), and written as transcripts of ~50k exchang
 once per size into ``--cache`` (later runs reuse it). Both sides read the same files and
 apply the same rules: Spark ingests into a fresh warehouse and audits it (``ingest_s``,
 ``audit_s`` per run); the baseline reads each line with ``json.loads``, pairs answers by
-(connection, correlation id), takes the fields with ``decode.exchange_fields`` (Connect's
-embedded bytes through the codec) and runs ``audit.audit_group``. Memory: peak RSS of the
-JVM (driver and, in local mode, the executors) and of the JVM with its Python workers,
-sampled from /proc; the baseline runs in a child process under an address-space cap
-(``--memory-cap-mb``, default the machine's available memory less 4 GB) and reports its
-peak RSS, or how far it got when the cap stopped it. CPU seconds of each side (Spark: JVM,
-workers and driver), which a shared machine's load does not inflate the way it does wall
-time. Figures are medians.
+(connection, correlation id), takes the fields with ``exchange_fields`` of
+``fakebroker.exchange.fields`` (Connect's embedded bytes through the codec) and runs
+``audit.audit_group``. Memory: peak RSS of the JVM (driver and, in local mode, the
+executors) and of the JVM with its Python workers, sampled from /proc; the baseline runs
+in a child process under an address-space cap (``--memory-cap-mb``, default the machine's
+available memory less 4 GB) and reports its peak RSS, or how far it got when the cap
+stopped it. CPU seconds of each side (Spark: JVM, workers and driver), which a shared
+machine's load does not inflate the way it does wall time. Figures are medians.
 """
 
 from __future__ import annotations
@@ -124,7 +124,8 @@ def baseline(folder: Path, progress: dict[str, int] | None = None, out: Path | N
     from pyspark.sql.pandas.types import to_arrow_schema
 
     from conformance.pipeline.audit import audit_group
-    from conformance.pipeline.decode import exchange_fields, registry
+    from conformance.pipeline.decode import registry
+    from fakebroker.exchange.fields import exchange_fields
     from conformance.pipeline.ingest.transcripts import _refusal_cached
     from conformance.pipeline.tables import EXCHANGE, VIOLATION
     names = {k: registry().api_name(k) for k in registry().requests}

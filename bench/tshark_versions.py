@@ -29,7 +29,7 @@ sys.path.insert(0, str(ROOT))
 
 from fakebroker.protocol import default_registry  # noqa: E402
 from fakebroker.script.export import write_transcript_pcap  # noqa: E402
-from fakebroker.script.transcript import Transcript, load  # noqa: E402
+from fakebroker.exchange.transcript import Transcript, load  # noqa: E402
 
 FIELDS = ("frame.number", "kafka.api_key", "kafka.api_version", "kafka.request_frame", "_ws.malformed")
 

@@ -147,7 +147,7 @@ async def _replay_all(paths: tuple[Path, ...], target: Target, bootstrap: str | 
                       req: Requirement) -> list[tuple[Path, Any]]:
     from fakebroker.protocol import default_registry
     from fakebroker.script.replay import RealPacer, Report, precheck, replay, run_token
-    from fakebroker.script.transcript import load
+    from fakebroker.exchange.transcript import load
     reg = default_registry()
     out: list[tuple[Path, Any]] = []
     for path in paths:

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any
 
-from fakebroker.script.transcript import Transcript
+from fakebroker.exchange.transcript import Transcript
 
 
 class Outcome(str, Enum):

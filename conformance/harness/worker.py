@@ -36,7 +36,8 @@ from fakebroker.coordinator.config import CoordinatorConfig
 from fakebroker.realconnect.connectors import parse_connectors
 from fakebroker.intercept.hooks import Call, Close, Gate, Hold, Respond
 from fakebroker.script.recorder import Recorder
-from fakebroker.script.transcript import Event
+from fakebroker.exchange.pairing import OpenRequests
+from fakebroker.exchange.transcript import Event
 from fakebroker.server.acl import AclRule, Acls, Operation, ResourceType
 from fakebroker.server.authorize import Authorizer
 from fakebroker.server.broker import FakeBroker
@@ -51,7 +52,7 @@ from fakebroker.connect.embedded import connect_protocols
 from .context import CaseContext
 from .outcomes import Broken, NotApplicable, Violation
 from ..invariants.report import findings
-from ..pipeline.decode import exchange_fields
+from fakebroker.exchange.fields import exchange_fields
 from .shared_kafka import TOPIC_PREFIX, prefix_of, real_kafka_for
 from .target import Target
 from .worker_host import WorkerHostProcess, start_worker_host
@@ -98,7 +99,7 @@ class RecordingBroker(FakeBroker):
         super().__post_init__()
         self.seen: list[Seen] = []
         self._lock = threading.Lock()
-        self._seen_of: dict[tuple[Any, int], Seen] = {}
+        self._seen_of: OpenRequests[Seen] = OpenRequests()
         self.refused: set[str] = set()
         # First of all hooks: a forged answer (a later hook) is seen like any other.
         self.hooks.add(self._see_request, keep=True, name="seen")
@@ -110,11 +111,11 @@ class RecordingBroker(FakeBroker):
             seen = Seen(len(self.seen), int(call.conn), call.client_id or "", call.api,
                         call.version, call.request, time.monotonic())
             self.seen.append(seen)
-            self._seen_of[call.conn, call.correlation_id] = seen
+            self._seen_of.sent(call.conn, call.correlation_id, seen)
 
     def _see_response(self, call: Call) -> None:
         with self._lock:
-            seen = self._seen_of.pop((call.conn, call.correlation_id), None)
+            seen = self._seen_of.answer(call.conn, call.correlation_id)
             if seen is not None:
                 seen.response, seen.t_response = call.response, time.monotonic()
 
@@ -125,15 +126,14 @@ class RecordingBroker(FakeBroker):
         """The group frames since ``since`` of ``clients``, each with its client id; a
         response comes with its request (it answers one of the same connection)."""
         events = self.group_frames.events[:]  # the broker's thread appends; a copy is stable
-        client_of: dict[tuple[Any, Any], str] = {}  # (connection, correlation id) -> client
+        client_of: OpenRequests[str] = OpenRequests()
         out = []
         for ev in events[since:]:
-            key = (ev.conn, ev.correlation_id)
             if ev.kind == "request" and (ev.client_id or "") in clients:
-                client_of[key] = ev.client_id or ""
-                out.append((client_of[key], ev))
-            elif ev.kind == "response" and key in client_of:
-                out.append((client_of.pop(key), ev))
+                client_of.sent(ev.conn, ev.correlation_id, ev.client_id or "")
+                out.append((ev.client_id or "", ev))
+            elif ev.kind == "response" and (client := client_of.answer(ev.conn, ev.correlation_id)) is not None:
+                out.append((client, ev))
         return out
 
     def forge(self, client_id: str, api: str, answer: Any, where: Any = None) -> None:
@@ -200,7 +200,7 @@ class RecordingBroker(FakeBroker):
 
 
 def exchange_rows(seen: list[Seen], source: str) -> tuple[list[dict[str, Any]], dict[int, str]]:
-    """The case's group exchanges as the exchanges table's rows (``conformance.pipeline.decode``
+    """The case's group exchanges as the exchanges table's rows (``fakebroker.exchange.fields``
     reads Connect's embedded bytes, as the audit does), refs in arrival order of requests and
     answers alike; and, per ref, the exchange as a person finds it in the case's transcript."""
     events = sorted([(s.t_request, 0, s) for s in seen] + [(s.t_response, 1, s) for s in seen if s.answered],

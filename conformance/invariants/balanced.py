@@ -26,7 +26,7 @@ NAME = "balanced-when-settled"
 
 def kinds(units: set[str]) -> tuple[set[str], set[str]]:
     """(connectors, tasks) of ``units`` in the exchanges' names (``conn``, ``conn-3``, see
-    ``conformance.pipeline.decode.unit_names``): a name ending in a dash and a number is a
+    ``fakebroker.exchange.fields.unit_names``): a name ending in a dash and a number is a
     task (a connector named so would be counted as a task: the names keep no more)."""
     tasks = {u for u in units if u.rpartition("-")[0] and u.rpartition("-")[2].isdigit()}
     return units - tasks, tasks

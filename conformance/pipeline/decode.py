@@ -4,25 +4,21 @@ pcaps share it and it is testable alone.
 
 A connection's frames arrive in wire order. Requests describe themselves; a response is
 decoded with the API and version of the request it answers (Kafka answers a connection's
-requests in order, so pairing is by correlation id, first in first out). A frame the codec
+requests in order: ``fakebroker.exchange.pairing``). A frame the codec
 refuses becomes a reject naming its line or frame and the codec's reason; nothing is dropped.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from fakebroker.exchange.fields import exchange_fields
+from fakebroker.exchange.pairing import OpenRequests
 from fakebroker.protocol import DecodeError, Registry, default_registry
 from fakebroker.protocol.framing import decode_request, decode_response, strip_size_prefix
-
-# Classic APIs and the draft's heartbeat, by name: the registry gives their keys (the
-# draft's keys are the project's choice and may be overridden, so never hard-code them).
-JOIN, SYNC, HEARTBEAT, LEAVE, COMMIT = "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit"
-CONNECT_HB = "ConnectGroupHeartbeat"
 
 
 @functools.cache
@@ -51,184 +47,6 @@ class Reject(Exception):
     def __init__(self, ref: int, reason: str) -> None:
         super().__init__(reason)
         self.ref, self.reason = ref, reason
-
-
-def unit_names(connectors: Iterable[str] = (), tasks: Iterable[tuple[str, int]] = ()) -> list[str]:
-    """Connect's names for units: ``conn`` for a connector instance, ``conn-3`` for a task."""
-    out = set(connectors)
-    out.update(c if t == -1 else f"{c}-{t}" for c, t in tasks)
-    return sorted(out)
-
-
-def _connect_entries(entries: list[Any] | None) -> list[str]:
-    return unit_names(tasks=[(e.connector, t) for e in entries or () for t in e.tasks])
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def connect_assignment(data: str) -> dict[str, Any]:
-    """Connect's embedded assignment (SyncGroup, hex), decoded by the codec. Cached: a group's
-    rounds repeat the same bytes (callers must not change the result)."""
-    version, a = registry()["ConnectProtocolAssignment"].decode_versioned(bytes.fromhex(data))
-    return {"assignment_version": version, "assignment_error": a.error, "leader": a.leader,
-            "assigned": _connect_entries(a.assignment),
-            "revoked": _connect_entries(getattr(a, "revoked", None)),
-            "scheduled_delay_ms": getattr(a, "scheduled_delay", 0) or 0}
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def connect_metadata(data: str) -> tuple[int, list[str] | None]:
-    """A worker's JoinGroup metadata (hex): its version and the work it reports owning (v1+)."""
-    version, m = registry()["ConnectProtocolMetadata"].decode_versioned(bytes.fromhex(data))
-    alloc = getattr(m, "allocation", None)
-    return version, (connect_assignment(alloc.hex())["assigned"] if alloc else None)
-
-
-def partition_names(topics: Iterable[Any] | None) -> list[str]:
-    """A consumer's partitions as units, named as Kafka's ``TopicPartition`` prints them: ``orders-3``."""
-    return sorted({f"{t.topic}-{p}" for t in topics or () for p in t.partitions})
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def consumer_assignment(data: str) -> list[str]:
-    """A consumer's assignment (SyncGroup, hex; ConsumerProtocolAssignment v0-3): every
-    partition it is to own, under eager and cooperative assignors alike (KIP-429 revokes by
-    leaving a partition out). No bytes: nothing (the coordinator's answer to a member the
-    leader's plan leaves out)."""
-    if not data:
-        return []
-    _, a = registry()["ConsumerProtocolAssignment"].decode_versioned(bytes.fromhex(data))
-    return partition_names(a.assigned_partitions)
-
-
-@functools.lru_cache(maxsize=1 << 14)
-def consumer_owned(data: str) -> list[str] | None:
-    """The partitions a consumer reports owning as it joins (JoinGroup metadata, hex;
-    ConsumerProtocolSubscription v1+, KIP-429); None from v0, which does not say."""
-    version, s = registry()["ConsumerProtocolSubscription"].decode_versioned(bytes.fromhex(data))
-    return partition_names(s.owned_partitions) if version >= 1 else None
-
-
-def consumer_fields(api: str, req: dict[str, Any], resp: dict[str, Any]) -> dict[str, Any]:
-    """A consumer group's embedded bytes as units (topic partitions) in the columns Connect's
-    fill: ``owned`` and ``members`` (JoinGroup), ``plan`` and ``assigned`` (SyncGroup). The
-    Connect protocol's own columns (``meta_version``, ``assignment_version``, ``revoked``)
-    stay null: the invariants judge Connect's rounds only."""
-    out: dict[str, Any] = {}
-    if api == JOIN:
-        if req.get("Protocols"):
-            with _embedded(out, "Protocols[0].Metadata"):
-                out["owned"] = consumer_owned(req["Protocols"][0]["Metadata"] or "")
-        if resp.get("Members"):
-            with _embedded(out, "Members[*].Metadata"):
-                out["members"] = [{"member": m["MemberId"], "owned": consumer_owned(m["Metadata"] or "")}
-                                  for m in resp["Members"]]
-    elif api == SYNC:
-        if req.get("Assignments"):
-            with _embedded(out, "Assignments[*].Assignment"):
-                out["plan"] = [{"member": p["MemberId"], "assigned": consumer_assignment(p["Assignment"] or ""),
-                                "revoked": []} for p in req["Assignments"]]
-        if resp.get("Assignment") is not None and resp.get("ErrorCode") == 0:
-            with _embedded(out, "response Assignment"):
-                out["assigned"] = consumer_assignment(resp["Assignment"])
-    return out
-
-
-def _draft_units(cat: dict[str, Any] | None) -> list[str] | None:
-    if cat is None:
-        return None
-    return unit_names(cat.get("Connectors") or (),
-                      [(t["ConnectorId"], t["TaskId"]) for t in cat.get("Tasks") or ()])
-
-
-def group_of(req: dict[str, Any]) -> str | None:
-    """The group a request speaks for, in its API's own layout: ``GroupId``, or the one group
-    OffsetFetch v8+ lists (its ``GroupId`` is then the codec's empty default, not a group).
-    A request for several groups at once speaks for none of them alone: no group."""
-    listed = [g.get("GroupId") for g in req.get("Groups") or () if isinstance(g, dict)]
-    return req.get("GroupId") or (listed[0] if len(listed) == 1 else None)
-
-
-def exchange_fields(api: str, req: dict[str, Any], resp: dict[str, Any] | None) -> dict[str, Any]:
-    """The columns the audit and the metrics read, from a decoded request/response pair
-    (JSON forms, spec names). Connect's embedded bytes are decoded; anything of another
-    protocol type is left as it is."""
-    resp = resp or {}
-    out: dict[str, Any] = {
-        "group_id": group_of(req), "member_id": req.get("MemberId"),
-        "generation": req.get("GenerationId"), "error_code": resp.get("ErrorCode"),
-        "protocol_type": req.get("ProtocolType"), "protocol_name": req.get("ProtocolName"),
-    }
-    if api == JOIN:
-        out.update(session_timeout_ms=req.get("SessionTimeoutMs"),
-                   rebalance_timeout_ms=req.get("RebalanceTimeoutMs"),
-                   protocols=[p["Name"] for p in req.get("Protocols") or ()],
-                   resp_generation=resp.get("GenerationId"), resp_member_id=resp.get("MemberId"),
-                   leader=resp.get("Leader"), protocol_name=resp.get("ProtocolName"))
-    elif api == LEAVE:
-        ids = [m.get("MemberId") for m in req.get("Members") or ()]
-        out["member_id"] = req.get("MemberId") or (ids[0] if ids else None)
-    elif api == CONNECT_HB:
-        out.update(member_epoch=req.get("MemberEpoch"), resp_member_epoch=resp.get("MemberEpoch"),
-                   rebalance_timeout_ms=req.get("RebalanceTimeoutMs"),
-                   protocols=[a["Name"] for a in req.get("ClientAssignors") or ()],
-                   assignors=[{"name": a["Name"], "min_version": a["MinimumVersion"],
-                               "max_version": a["MaximumVersion"]} for a in req.get("ClientAssignors") or ()],
-                   owned=_draft_units(req.get("ConnectorsAndTasks")))
-        assignment = resp.get("Assignment")
-        if assignment is not None:
-            out.update(assigned=_draft_units(assignment.get("ConnectorsAndTasks")),
-                       assignment_error=assignment.get("Error"))
-    out.update(embedded_fields(api, req, resp))
-    return out
-
-
-def embedded_fields(api: str, req: dict[str, Any], resp: dict[str, Any]) -> dict[str, Any]:
-    """The embedded bytes of a JoinGroup or SyncGroup (hex, as in the JSON forms),
-    decoded: the only part of an exchange Spark's own expressions cannot read. A consumer
-    group's are its partitions (``consumer_fields``); a SyncGroup before v5 names no protocol
-    type: Connect's bytes, else a consumer's."""
-    if req.get("ProtocolType") == "consumer":
-        return consumer_fields(api, req, resp)
-    out: dict[str, Any] = {}
-    if api == JOIN and req.get("ProtocolType") == "connect":
-        if req.get("Protocols"):
-            with _embedded(out, "Protocols[0].Metadata"):
-                out["meta_version"], out["owned"] = connect_metadata(req["Protocols"][0]["Metadata"] or "")
-        if resp.get("Members"):
-            with _embedded(out, "Members[*].Metadata"):
-                out["members"] = [{"member": m["MemberId"], "owned": connect_metadata(m["Metadata"] or "")[1]}
-                                  for m in resp["Members"]]
-    elif api == SYNC and req.get("ProtocolType") in ("connect", None):
-        if req.get("Assignments"):
-            with _embedded(out, "Assignments[*].Assignment"):
-                out["plan"] = [{"member": p["MemberId"], **_plan_units(p["Assignment"])}
-                               for p in req["Assignments"]]
-        if resp.get("Assignment") and resp.get("ErrorCode") == 0:
-            with _embedded(out, "response Assignment"):
-                out.update(connect_assignment(resp["Assignment"]))
-        if "embedded_error" in out and req.get("ProtocolType") is None:
-            consumer = consumer_fields(api, req, resp)  # each format's decoder consumes every byte
-            if "embedded_error" not in consumer:
-                return consumer
-    return out
-
-
-@contextlib.contextmanager
-def _embedded(out: dict[str, Any], where: str) -> Iterator[None]:
-    """Embedded bytes their protocol type's decoder refuses (a test's placeholder metadata,
-    another protocol under the "connect" type, a truncated assignment): the exchange stays,
-    the reason is kept beside it (``embedded_error``, counted by the audit)."""
-    try:
-        yield
-    except (DecodeError, ValueError) as e:  # ValueError: not hex
-        out["embedded_error"] = f"{where}: {e}"
-
-
-def _plan_units(data: str | None) -> dict[str, Any]:
-    if not data:
-        return {"assigned": [], "revoked": []}
-    a = connect_assignment(data)
-    return {"assigned": a["assigned"], "revoked": a["revoked"]}
 
 
 def body_problem(reg: Registry, kind: str, api_key: int, body: Any) -> str | None:
@@ -283,25 +101,25 @@ def _response_cid(f: Frame) -> int | None:
 def pair(frames: Iterable[Frame]) -> Iterator[dict[str, Any]]:
     """Exchange rows (and reject rows, with ``reject``) for one connection's frames."""
     reg = registry()
-    pending: list[tuple[Frame, int, int, int, str | None, dict[str, Any]]] = []
+    pending: OpenRequests[tuple[Frame, int, int, int, str | None, dict[str, Any]]] = OpenRequests()
     for f in frames:
         try:
             if f.kind == "request":
                 key, version, cid, client, body = _decode_request(reg, f)
-                pending.append((f, key, version, cid, client, body))
+                pending.sent(None, cid, (f, key, version, cid, client, body))
                 continue
             cid = _response_cid(f)
-            match = next((i for i, p in enumerate(pending) if p[3] == cid), None)
+            match = pending.answer(None, cid)
             if match is None:
                 raise Reject(f.ref, f"response with correlation id {cid} answers no open request")
-            req, key, version, cid, client, body = pending.pop(match)
+            req, key, version, cid, client, body = match
             yield _row(reg, req, f, key, version, cid, client, body,
                        _decode_response(reg, f, key, version))
         except Reject as r:
             yield {"ref": r.ref, "reject": r.reason}
         except Exception as e:  # a decoded body this module misreads: still one reject, never a crash
             yield {"ref": f.ref, "reject": f"cannot read exchange fields: {type(e).__name__}: {e}"}
-    for req, key, version, cid, client, body in pending:  # unanswered (e.g. capture ended)
+    for req, key, version, cid, client, body in pending.unanswered():  # e.g. the capture ended
         try:
             yield _row(reg, req, None, key, version, cid, client, body, None)
         except Exception as e:

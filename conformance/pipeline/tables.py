@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import functools
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from pyspark.sql.types import (ArrayType, BooleanType, DataType, DoubleType, IntegerType,
                                LongType, StringType, StructField, StructType)
 
+from fakebroker.exchange.fields import FIELDS, Field, Type
 from fakebroker.protocol import default_schema_dir
 
 S, I, L, D = StringType(), IntegerType(), LongType(), DoubleType()
@@ -57,10 +59,47 @@ def transcript_line_schema() -> StructType:
 _UNIT_CAT = _fields(("Connectors", ArrayType(S)),
                     ("Tasks", ArrayType(_fields(("ConnectorId", S), ("TaskId", I)))))
 
-# The request and response body fields ingest reads, any API (JSON forms, spec names).
+# ---------------------------------------------------------------- warehouse tables
+
+def spark_type(t: Type) -> DataType:
+    """A column type of the exchange's field table as Spark's."""
+    if isinstance(t, str):
+        return {"string": S, "int": I}[t]
+    kind, inner = t
+    if kind == "array":
+        return ArrayType(spark_type(inner))
+    return _fields(*[(n, spark_type(c)) for n, c in inner])
+
+
+def exchange_schema(fields: Sequence[Field] = FIELDS) -> StructType:
+    """One row per request/response pair: where and when it is (the pipeline's), then the
+    exchange's fields (``fakebroker.exchange.fields.FIELDS``, one row each). ``ref``: the
+    transcript line or pcap frame number of the request (``resp_ref`` of the response), so
+    a person can open the evidence."""
+    return _fields(
+        ("source", S), ("source_kind", S), ("source_hash", S), ("conn", S),
+        ("ref", L), ("resp_ref", L), ("req_time", D), ("resp_time", D),
+        ("req_vtime_ms", L), ("resp_vtime_ms", L),
+        ("api_key", I), ("api", S), ("version", I), ("correlation_id", I), ("client_id", S),
+        *[(f.name, spark_type(f.type)) for f in fields],
+        ("day", S),
+    )
+
+
+def embedded_schema(fields: Sequence[Field] = FIELDS) -> StructType:
+    """Connect's embedded bytes decoded (``fakebroker.exchange.fields.embedded_fields``): the
+    columns some API takes from them, a subset of the exchanges'."""
+    return _fields(*[(f.name, spark_type(f.type)) for f in fields if any(t.side == "embedded" for t in f.takes())])
+
+
+EXCHANGE = exchange_schema()
+
+
+# The request and response body fields ingest reads, any API (JSON forms, spec names):
+# what the readers read, typed here; ``body_schema`` adds a field a new column takes as is.
 # ``Assignment`` is hex for SyncGroup and an object for the draft's heartbeat: a string
 # column keeps an object's JSON text, parsed again where the API is known.
-BODY = _fields(
+_READ_BODY = _fields(
     ("GroupId", S), ("MemberId", S), ("GenerationId", I), ("ErrorCode", I), ("ProtocolType", S),
     ("ProtocolName", S), ("SessionTimeoutMs", I), ("RebalanceTimeoutMs", I), ("Leader", S),
     ("MemberEpoch", I), ("Protocols", ArrayType(_fields(("Name", S), ("Metadata", S)))),
@@ -71,38 +110,24 @@ BODY = _fields(
     ("Groups", S))
 
 
-# ---------------------------------------------------------------- warehouse tables
+def body_schema(fields: Sequence[Field] = FIELDS) -> StructType:
+    """The body fields ingest parses: the readers' inputs, and every top-level field a
+    column of ``fields`` takes as it is (typed as that column)."""
+    extra: dict[str, DataType] = {}
+    for f in fields:
+        for t in f.takes():
+            if t.side != "embedded" and t.how == "value" and "." not in t.path \
+                    and t.path not in _READ_BODY.fieldNames():
+                extra.setdefault(t.path, spark_type(f.type))
+    return StructType(_READ_BODY.fields + [StructField(n, t, True) for n, t in extra.items()])
 
-# One row per request/response pair. ``ref``: the transcript line or pcap frame number of
-# the request (``resp_ref`` of the response), so a person can open the evidence.
-EXCHANGE = _fields(
-    ("source", S), ("source_kind", S), ("source_hash", S), ("conn", S),
-    ("ref", L), ("resp_ref", L), ("req_time", D), ("resp_time", D),
-    ("req_vtime_ms", L), ("resp_vtime_ms", L),
-    ("api_key", I), ("api", S), ("version", I), ("correlation_id", I), ("client_id", S),
-    ("group_id", S), ("member_id", S), ("generation", I), ("error_code", I),
-    ("protocol_type", S), ("protocol_name", S), ("protocols", ArrayType(S)),
-    ("session_timeout_ms", I), ("rebalance_timeout_ms", I),
-    ("resp_generation", I), ("resp_member_id", S), ("leader", S),
-    ("member_epoch", I), ("resp_member_epoch", I),
-    ("meta_version", I), ("owned", UNITS),
-    ("members", ArrayType(_fields(("member", S), ("owned", UNITS)))),
-    ("plan", ArrayType(_fields(("member", S), ("assigned", UNITS), ("revoked", UNITS)))),
-    ("assignment_version", I), ("assignment_error", I),
-    ("assigned", UNITS), ("revoked", UNITS), ("scheduled_delay_ms", I),
-    ("embedded_error", S),
-    ("assignors", ArrayType(_fields(("name", S), ("min_version", I), ("max_version", I)))),
-    ("day", S),
-)
+
+BODY = body_schema()
 
 REJECT = _fields(("source", S), ("source_kind", S), ("source_hash", S), ("ref", L),
                  ("ref_kind", S), ("reason", S))
 
-# The embedded bytes decoded (Connect's, a consumer group's; ``decode.embedded_fields``):
-# a subset of EXCHANGE.
-EMBEDDED = _fields(*[(f.name, f.dataType) for f in EXCHANGE.fields if f.name in (
-    "meta_version", "owned", "members", "plan", "assignment_version", "assignment_error", "leader",
-    "assigned", "revoked", "scheduled_delay_ms", "embedded_error")])
+EMBEDDED = embedded_schema()
 
 # The decode step emits exchanges and rejects in one frame; ``reject`` set means a reject.
 DECODED = StructType(EXCHANGE.fields + [StructField("reject", S, True)])
@@ -130,7 +155,7 @@ _BY_MEMBER = ArrayType(_fields(("member", S), ("units", UNITS)))
 # running again by the end of the recording).
 _PAUSES = ArrayType(_fields(("unit", S), ("cause", S), ("from_ms", D), ("to_ms", D), ("ms", D)))
 # One row per group and rebalance round (classic generation or the draft's member epoch);
-# units: Connect's connectors and tasks, or a consumer group's partitions (null: not decoded).
+# a consumer group's rounds have no Connect units: their unit counts are null.
 ROUND = _fields(("source", S), ("group_id", S), ("generation", I), ("mode", S), ("protocol", S),
                 ("leader", S), ("member_ids", ArrayType(S)), ("members", I), ("start_ms", D),
                 ("end_ms", D), ("duration_ms", D), ("units_moved", I), ("units_paused", I),

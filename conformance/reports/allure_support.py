@@ -21,7 +21,7 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from fakebroker.script.transcript import Event, Transcript
+from fakebroker.exchange.transcript import Event, Transcript
 
 from ..catalogue.requirements import Requirement
 from .certificate import GOLDEN_IN_REPORT, build_certificate, render_markdown

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ..protocol import Registry
-from .transcript import Transcript, TranscriptError, load_transcript
+from ..exchange.transcript import Transcript, TranscriptError, load_transcript
 
 EXIT_OK, EXIT_DIVERGED, EXIT_USAGE, EXIT_BROKEN = 0, 1, 2, 3
 
@@ -74,7 +74,7 @@ def cmd_pcap(args: argparse.Namespace, registry: Registry) -> int:
         return _fail("pcap", f"needs scapy ({e}); install it: pip install 'scapy>=2.6,<3'", EXIT_USAGE)
     if not 0 < args.server_port < 65536:
         return _fail("pcap", f"--server-port {args.server_port} is not a TCP port", EXIT_USAGE)
-    from .transcript import iter_events, open_lines
+    from ..exchange.transcript import iter_events, open_lines
     # Streamed: events are read, checked and written one by one, so a huge transcript
     # costs flat memory and a fault in it (or too many connections) stops the export at
     # the line where it is found, leaving no output file.

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Iterator
 
 from ..protocol import Registry
 from .pcap import Exchange, write_pcap
-from .transcript import Event, Transcript
+from ..exchange.transcript import Event, Transcript
 
 EPOCH_S = 1_700_000_000.0  # where a transcript without wall times starts
 

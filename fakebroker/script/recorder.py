@@ -20,7 +20,7 @@ from typing import Any
 
 from ..protocol import Registry, Struct
 from ..protocol.framing import add_size_prefix
-from .transcript import Event, Transcript, TranscriptWriter, new_header, peek_frame, utc_stamp
+from ..exchange.transcript import Event, Transcript, TranscriptWriter, new_header, peek_frame, utc_stamp
 
 Sink = Callable[[dict[str, Any]], None]
 WallClock = Callable[[int], float]  # the broker's clock (ms) -> seconds since the epoch

@@ -31,7 +31,8 @@ from ..protocol import DecodeError, Registry
 from ..protocol.framing import decode_response
 from ..intercept.matchers import (Bindings, Divergence, Unbound, check_value, compare_all, get_path,
                                   play, render_field)
-from .transcript import Event, Transcript
+from ..exchange.pairing import OpenRequests, response_of
+from ..exchange.transcript import Event, Transcript
 
 DEFAULT_TIMEOUT_S = 10.0
 DEFAULT_MAX_STEP_S = 30.0
@@ -319,8 +320,8 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
         pacer.begin()
     bindings = report.bindings = {**initial_bindings(transcript, unique), **(bindings or {})}
     conns: dict[Any, RawConnection] = {}
-    waiting: dict[tuple[Any, int], asyncio.Future[bytes]] = {}
-    answered = {(e.conn, e.correlation_id) for e in transcript.events if e.kind == "response"}
+    waiting: OpenRequests[asyncio.Future[bytes]] = OpenRequests()
+    answered = response_of(transcript.events)  # by id() of the requests the transcript answers
     events = transcript.events
     first = next((e.vtime_ms for e in events if e.vtime_ms is not None), 0)
     sent = 0
@@ -351,12 +352,12 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
                 report.exchanged.append(replace(ev, body=body, raw=frame, match={},
                                                 time=time.time()))
                 try:
-                    fut = conn.send(frame, ev.correlation_id, (ev.conn, ev.correlation_id) in answered)
+                    fut = conn.send(frame, ev.correlation_id, id(ev) in answered)
                 except ConnectionClosed as e:
                     report.fail(Failure(step, ev, f"cannot send: the connection was {e}"))
                     return report
                 if fut is not None:
-                    waiting[(ev.conn, ev.correlation_id)] = fut  # type: ignore[index]
+                    waiting.sent(ev.conn, ev.correlation_id, fut)
                 sent += 1
                 nxt = events[i + 1] if i + 1 < len(events) else None
                 await pacer.after_send(sent, nxt is not None and nxt.conn != ev.conn)
@@ -389,13 +390,13 @@ async def replay(transcript: Transcript, target: str, registry: Registry, *,
             await c.close()
 
 
-async def _check_response(ev: Event, step: int, waiting: dict[tuple[Any, int], asyncio.Future[bytes]],
+async def _check_response(ev: Event, step: int, waiting: OpenRequests[asyncio.Future[bytes]],
                           registry: Registry, bindings: Bindings, timeout_s: float,
                           report: Report) -> Failure | None:
     """The step's failure (None: every pinned field conforms); unpinned fields that differ
     become the report's notes, and the answer joins ``report.exchanged``."""
     assert ev.correlation_id is not None and ev.api_key is not None and ev.version is not None
-    fut = waiting.pop((ev.conn, ev.correlation_id), None)
+    fut = waiting.answer(ev.conn, ev.correlation_id)
     if fut is None:
         return Failure(step, ev, "its request was never sent (the transcript is out of order)")
     try:

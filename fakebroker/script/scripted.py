@@ -32,7 +32,7 @@ from ..intercept.hooks import Action, Call, Close, Defer, Drop, Respond
 from ..intercept.matchers import Bindings, Divergence, compare, join_path, play
 from .recorder import Recorder
 from .replay import Failure, Report, describe_event
-from .transcript import Event, Transcript, TranscriptError
+from ..exchange.transcript import Event, Transcript, TranscriptError
 
 
 class ScriptError(TranscriptError):

@@ -17,7 +17,7 @@ from ..server import event_loop
 from ..server.broker import FakeBroker
 from ..server.serve_cli import build_broker, stop_on_signals, write_ready_file
 from .recorder import Recorder
-from .transcript import Transcript
+from ..exchange.transcript import Transcript
 
 log = logging.getLogger("fakebroker")
 EXIT_OK, EXIT_DIVERGED, EXIT_USAGE = 0, 1, 2
@@ -49,7 +49,7 @@ def run(args: argparse.Namespace, registry: Registry) -> int:
     from .documents import DocumentError
     from .faults import install, load_plan
     from .scripted import ScriptError, prepare
-    from .transcript import TranscriptError, load_transcript
+    from ..exchange.transcript import TranscriptError, load_transcript
     script = None
     if args.script is not None:
         if args.faults is not None:

@@ -228,7 +228,7 @@ def test_non_strict_reads_as_a_should_not_met_never_as_skipped(non_strict_report
 
 def test_steps_span_their_exchanges_and_notes_have_no_empty_sections(non_strict_reports: Path) -> None:
     from fakebroker.protocol import default_registry
-    from fakebroker.script.transcript import load
+    from fakebroker.exchange.transcript import load
     [w01] = [r for r in allure_results(non_strict_reports) if labels(r, "as_id") == ["CLS-W-01"]]
     [source] = [a["source"] for a in w01["attachments"] if a["name"] == "transcript.jsonl"]
     t = load(non_strict_reports / "allure-results" / source, default_registry())
@@ -251,7 +251,7 @@ def test_the_transcript_attachment_is_the_projects_format_and_reads_back(non_str
     """`fakebroker pcap`, `replay`'s reader and `decode` take the attachment as it is; its pcap
     has the broker on 9092, where Wireshark looks for Kafka."""
     from fakebroker.protocol import default_registry
-    from fakebroker.script.transcript import load
+    from fakebroker.exchange.transcript import load
     [w01] = [r for r in allure_results(non_strict_reports) if labels(r, "as_id") == ["CLS-W-01"]]
     by_name = {a["name"]: non_strict_reports / "allure-results" / a["source"] for a in w01["attachments"]}
     transcript = by_name["transcript.jsonl"]

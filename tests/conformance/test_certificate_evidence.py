@@ -1,5 +1,5 @@
 """A target that never answers still leaves evidence: every request is in the case's
-transcript (the one format, fakebroker.script.transcript) when it is sent, and in the pcap
+transcript (the one format, fakebroker.exchange.transcript) when it is sent, and in the pcap
 made from it."""
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from fakebroker.protocol.framing import encode_response
 from fakebroker.script.export import exchanges
 from fakebroker.script.pcap import pcap_bytes
 from fakebroker.script.recorder import Recorder
-from fakebroker.script.transcript import parse_lines
+from fakebroker.exchange.transcript import parse_lines
 from fakebroker.script.recorded import RecordedConnection
 
 from conformance.catalogue.requirements import default_catalogue

@@ -20,7 +20,7 @@ from conformance.suites.coordinator.golden.registry import GOLDENS
 from fakebroker.protocol import default_registry
 from fakebroker.script.golden_broker import golden_broker
 from fakebroker.script.replay import VirtualPacer, replay, run_token
-from fakebroker.script.transcript import Transcript, load
+from fakebroker.exchange.transcript import Transcript, load
 
 REG = default_registry()
 

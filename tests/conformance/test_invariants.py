@@ -12,7 +12,7 @@ from typing import Any
 from conformance.invariants import group, violations
 from conformance.harness.invariant_results import results
 from conformance.invariants.report import findings
-from conformance.pipeline.decode import exchange_fields
+from fakebroker.exchange.fields import exchange_fields
 from conformance.harness.target import load_target
 from tests.pipeline.scenario import Script
 

@@ -147,7 +147,7 @@ def test_golden_is_re_encoded_at_the_broker_versions(capped: BrokerThread) -> No
     from conformance.harness.golden import golden_dir
     from fakebroker.script.recorder import Recorder
     from fakebroker.script.replay import RealPacer, at_versions, replay, run_token
-    from fakebroker.script.transcript import load
+    from fakebroker.exchange.transcript import load
     d = golden_dir()
     assert d is not None
     t = load(d / "CLS-JOIN-01.jsonl", REG)
@@ -218,7 +218,7 @@ def test_a_golden_step_that_needs_a_field_the_lower_version_lacks_is_not_applica
     reason (logged only, KIP-800) may be lost."""
     from conformance.harness.golden import golden_dir
     from fakebroker.script.replay import at_versions
-    from fakebroker.script.transcript import load
+    from fakebroker.exchange.transcript import load
     d = golden_dir()
     assert d is not None
     t = load(d / "CLS-JOIN-22.jsonl", REG)

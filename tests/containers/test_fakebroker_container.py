@@ -14,7 +14,7 @@ import pytest
 from fakebroker.containers.engine import EngineError, OWNER_LABEL, client
 from fakebroker.containers.fakebroker_container import FakeBrokerContainer
 from fakebroker.protocol import default_registry
-from fakebroker.script.transcript import load
+from fakebroker.exchange.transcript import load
 from tests.realclients.test_security import (PARTITIONS, TOPIC, WAIT_S, Pem, joins_with_kafka_python,
                                              kafka_python_conf)
 from tests.realclients.test_security import pem  # noqa: F401 - the fixture: a certificate made for the run

@@ -14,7 +14,7 @@ import pytest
 from conformance import cli as conformance_cli
 from fakebroker import cli as fakebroker_cli
 from fakebroker.protocol import Registry, default_registry, default_schema_dir
-from fakebroker.script.transcript import load
+from fakebroker.exchange.transcript import load
 
 HOSTILE = Path(__file__).resolve().parents[1] / "data" / "hostile"
 MAX_CPU_SECONDS = 10.0  # CPU time, not wall: other processes' load does not count; each

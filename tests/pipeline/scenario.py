@@ -10,7 +10,7 @@ from typing import Any
 from fakebroker.connect.embedded import assignment_bytes, metadata_bytes
 from fakebroker.protocol import default_registry
 from fakebroker.protocol.framing import encode_request, encode_response
-from fakebroker.script.transcript import dumps, new_header
+from fakebroker.exchange.transcript import dumps, new_header
 
 REG = default_registry()
 VERSIONS = {"JoinGroup": 7, "SyncGroup": 5, "Heartbeat": 4, "LeaveGroup": 4,

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from conformance.cli import main
-from conformance.pipeline.decode import embedded_fields
+from fakebroker.exchange.fields import embedded_fields
 
 from .conftest import CONSUMER_TOPIC
 

@@ -15,7 +15,7 @@ from scapy.utils import PcapWriter, rdpcap
 from fakebroker.protocol import default_registry
 from fakebroker.script.export import exchanges as export_exchanges
 from fakebroker.script.pcap import pcap_bytes
-from fakebroker.script.transcript import load
+from fakebroker.exchange.transcript import load
 
 from .scenario import Script
 from .test_audit import incremental

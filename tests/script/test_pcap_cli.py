@@ -14,7 +14,7 @@ import pytest
 from fakebroker.client import KafkaConnection
 from fakebroker.intercept.hooks import Close
 from fakebroker.script.recorder import Recorder
-from fakebroker.script.transcript import load
+from fakebroker.exchange.transcript import load
 from fakebroker.server.broker import FakeBroker
 
 from .helpers import REG, api_versions, heartbeat, join, new_broker, run_with, until

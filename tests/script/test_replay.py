@@ -23,7 +23,7 @@ from fakebroker.cli import main
 from fakebroker.script.faults import install, parse_plan
 from fakebroker.script.golden_broker import golden_broker
 from fakebroker.script.replay import VirtualPacer, replay
-from fakebroker.script.transcript import Transcript, load
+from fakebroker.exchange.transcript import Transcript, load
 
 from .helpers import GOLDEN_DIR, REG
 

@@ -18,7 +18,7 @@ from fakebroker.coordinator.config import CoordinatorConfig
 from fakebroker.script.recorder import Recorder
 from fakebroker.script.replay import RealPacer, replay
 from fakebroker.script.scripted import ScriptError, ScriptPlayer, ScriptState, prepare
-from fakebroker.script.transcript import Event, Transcript, load, parse_lines
+from fakebroker.exchange.transcript import Event, Transcript, load, parse_lines
 from fakebroker.server.broker import FakeBroker
 from fakebroker.server.config import BrokerConfig, Topic
 from fakebroker.server.thread import BrokerThread

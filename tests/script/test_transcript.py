@@ -10,7 +10,7 @@ import pytest
 
 from fakebroker.client import KafkaConnection
 from fakebroker.script.recorder import Recorder
-from fakebroker.script.transcript import (Event, Transcript, TranscriptError, load,
+from fakebroker.exchange.transcript import (Event, Transcript, TranscriptError, load,
                                           parse_lines, schema_errors)
 from fakebroker.server.broker import FakeBroker
 

@@ -1,12 +1,13 @@
 """Transcripts (.jsonl) into exchanges and rejects, in Spark's own engine: the JSON reader
 parses each line against the schema derived from ``schemas/transcript.schema.json`` (a body
 kept as its JSON text, then typed by ``tables.BODY`` in a column of its own, so it is parsed
-once), column expressions take each line's own half of the exchange's fields, a window pairs
-each connection's requests and responses, and Python runs only where no Spark expression
-can: the strict codec's check of every body and the reason a bad line is bad (``_problems``,
-one Arrow UDF in the same scan, the codec run once per body a worker has not seen lately),
-and Connect's embedded bytes (JoinGroup and SyncGroup only, an Arrow UDF with cached
-decoders).
+once), column expressions made from the exchange's field table (``ingest.fields``) take each
+line's own half of the exchange's fields, a window pairs each connection's requests and
+responses (``fakebroker.exchange.pairing``'s rule), and Python runs only where no Spark
+expression can: the strict codec's check of every body and the reason a bad line is bad
+(``_problems``, one Arrow UDF in the same scan, the codec run once per body a worker has
+not seen lately), and Connect's embedded bytes (JoinGroup and SyncGroup only, an Arrow UDF
+with cached decoders).
 
 The text is read twice: a cheap count of lines per file split (line numbers without a sort),
 then one scan that parses each line once. Shuffles: one, by (file, connection, correlation
@@ -28,40 +29,30 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import to_arrow_type
 from pyspark.sql.types import StructType
 
+from fakebroker.exchange import transcript
+from fakebroker.exchange.fields import EMBEDDED_APIS, embedded_fields
+
 from ..archives import settle_archives
-from ..decode import CONNECT_HB, JOIN, LEAVE, SYNC, body_problem, embedded_fields, registry
+from ..decode import body_problem, registry
 from ..tables import BODY, EMBEDDED, transcript_line_schema
+from .fields import columns, half
 from .frames import as_decoded
 
-KINDS = ("header", "request", "response", "close")
 REQUIRED = ("conn", "api_key", "version", "correlation_id", "body")
 
 
 def line_problem(text: str | None) -> str:
-    """Why a line Spark could not read as a transcript event is bad (rejected lines only)."""
-    if text is None or not text.strip():
-        return "empty line (every line is one JSON object)"
-    try:
-        obj = json.loads(text)
-    except json.JSONDecodeError as e:
-        if e.pos >= len(text.rstrip()) or e.msg.startswith("Unterminated string"):
-            return f"truncated line: the JSON object ends early (after {len(text)} characters)"
-        return f"invalid JSON: {e.msg} at column {e.colno}"
-    if not isinstance(obj, dict):
-        return f"expected a JSON object, got {type(obj).__name__}"
-    kind = obj.get("kind")
-    if kind not in KINDS:
-        return f"kind: {kind!r} is not one of {', '.join(KINDS)}"
-    if kind == "close":
-        return "conn: required for request, response and close lines"
+    """Why a line Spark could not read as a transcript event is bad (rejected lines only):
+    the transcript format's reason (``fakebroker.exchange.transcript.line_problem``), else
+    what Spark needs of a line that the format leaves open."""
+    problem = transcript.line_problem(text or "")
+    if problem is not None:
+        return problem
+    obj = json.loads(text or "")
+    kind = obj["kind"]
     missing = [k for k in REQUIRED if obj.get(k) is None]
-    if missing:
-        return f"{kind}: {', '.join(missing)} required"
-    bad = [k for k in ("api_key", "version", "correlation_id") if not isinstance(obj[k], int)]
-    if bad:
-        return f"{kind}: {', '.join(bad)} must be integers"
-    if not isinstance(obj["body"], dict):
-        return f"{kind}: body must be a JSON object"
+    if kind == "close" or missing:
+        return f"{kind}: {', '.join(missing or ['conn'])} required"
     return f"{kind}: api_key {obj['api_key']} is no API of the codec's registry"
 
 
@@ -157,67 +148,24 @@ def _problems(arg: pa.Array) -> pa.Array:
 
 # ---------------------------------------------------------------- each line's half of the exchange
 
-def _draft_units(c: Column) -> Column:
-    """The draft's ConnectorsAndTasks as Connect's unit names, sorted (``decode.unit_names``)."""
-    tasks = F.transform(F.coalesce(c["Tasks"], F.array()), lambda t: F.when(
-        t["TaskId"] == -1, t["ConnectorId"]).otherwise(F.concat(t["ConnectorId"], F.lit("-"), t["TaskId"])))
-    names = F.array_sort(F.array_distinct(F.concat(F.coalesce(c["Connectors"], F.array().cast("array<string>")),
-                                                   tasks)))
-    return F.when(c.isNull(), F.lit(None)).otherwise(names)
-
-
-def group_of(group_id: Column, groups: Column) -> Column:
-    """The group an exchange speaks for, in its API's own layout (``decode.group_of``)."""
-    listed = F.when(F.json_array_length(groups) == 1, F.get_json_object(groups, "$[0].GroupId"))
-    return F.coalesce(F.nullif(group_id, F.lit("")), listed)
-
-
 def _api_names() -> Column:
     reg = registry()
     return F.create_map(*[x for k in sorted(reg.requests) for x in (F.lit(k), F.lit(reg.api_name(k)))])
 
 
-def _request_half(q: Column, api: Column) -> Column:
-    """The exchange's fields a request line carries (the rules of ``decode.exchange_fields``),
-    with what the embedded decoder reads (JoinGroup and SyncGroup only)."""
-    join, sync, leave, hb = (api == JOIN), (api == SYNC), (api == LEAVE), (api == CONNECT_HB)
-    leave_member = F.coalesce(F.nullif(q["MemberId"], F.lit("")), q["Members"][0]["MemberId"])
-    return F.struct(
-        group_of(q["GroupId"], q["Groups"]).alias("group_id"),
-        F.when(leave, leave_member).otherwise(q["MemberId"]).alias("member_id"),
-        q["GenerationId"].alias("generation"), q["ProtocolType"].alias("protocol_type"),
-        q["ProtocolName"].alias("protocol_name"),
-        F.when(join, F.transform(F.coalesce(q["Protocols"], F.array()), lambda x: x["Name"]))
-        .when(hb, F.transform(F.coalesce(q["ClientAssignors"], F.array()), lambda x: x["Name"]))
-        .alias("protocols"),
-        F.when(join, q["SessionTimeoutMs"]).alias("session_timeout_ms"),
-        F.when(join | hb, q["RebalanceTimeoutMs"]).alias("rebalance_timeout_ms"),
-        F.when(hb, q["MemberEpoch"]).alias("member_epoch"),
-        F.when(hb, _draft_units(q["ConnectorsAndTasks"])).alias("draft_owned"),
-        F.when(hb, F.transform(F.coalesce(q["ClientAssignors"], F.array()), lambda a: F.struct(
-            a["Name"].alias("name"), a["MinimumVersion"].alias("min_version"),
-            a["MaximumVersion"].alias("max_version")))).alias("assignors"),
-        F.when(join | sync, F.struct(
-            q["ProtocolType"].alias("ptype"),  # the decoder reads the first protocol's metadata only
-            F.when(F.size(q["Protocols"]) > 0, F.coalesce(q["Protocols"][0]["Metadata"], F.lit(""))).alias("meta"),
-            q["Assignments"].alias("plans"))).alias("emb"))
-
-
-def _response_half(p: Column, api: Column) -> Column:
-    join, sync, hb = (api == JOIN), (api == SYNC), (api == CONNECT_HB)
-    draft = F.from_json(p["Assignment"], "Error int, ConnectorsAndTasks struct<Connectors: "
-                        "array<string>, Tasks: array<struct<ConnectorId: string, TaskId: int>>>")
-    return F.struct(
-        p["ErrorCode"].alias("error_code"),
-        F.when(join, p["ProtocolName"]).alias("protocol_name"),
-        F.when(join, p["GenerationId"]).alias("resp_generation"),
-        F.when(join, p["MemberId"]).alias("resp_member_id"),
-        F.when(join, p["Leader"]).alias("leader"),
-        F.when(hb, p["MemberEpoch"]).alias("resp_member_epoch"),
-        F.when(hb, draft["Error"]).alias("draft_error"),
-        F.when(hb, _draft_units(draft["ConnectorsAndTasks"])).alias("draft_assigned"),
-        F.when(join | sync, F.struct(p["Members"].alias("members"), p["Assignment"].alias("assignment"),
-                                     p["ErrorCode"].alias("error"))).alias("emb"))
+def _embedded_in(body: Column, api: Column, side: str) -> Column:
+    """What the embedded decoder reads of a line (JoinGroup and SyncGroup only): of a
+    request its protocol type, first protocol's metadata and the leader's plan; of a
+    response its members and assignment."""
+    if side == "request":
+        got = F.struct(body["ProtocolType"].alias("ptype"),
+                       F.when(F.size(body["Protocols"]) > 0,
+                              F.coalesce(body["Protocols"][0]["Metadata"], F.lit(""))).alias("meta"),
+                       body["Assignments"].alias("plans"))
+    else:
+        got = F.struct(body["Members"].alias("members"), body["Assignment"].alias("assignment"),
+                       body["ErrorCode"].alias("error"))
+    return F.when(api.isin(*EMBEDDED_APIS), got).alias("emb")
 
 
 # ---------------------------------------------------------------- Connect's embedded bytes
@@ -339,12 +287,11 @@ def ingest(spark: SparkSession, files: dict[str, str]) -> DataFrame:
         F.when(good, j["correlation_id"]).alias("correlation_id"),
         j["api_key"].alias("api_key"), j["version"].alias("version"), j["client_id"].alias("client_id"),
         j["time"].alias("time"), j["vtime_ms"].alias("vtime_ms"),
-        F.when(good & (kind == "request"), _request_half(body, api)).alias("q"),
-        F.when(good & (kind == "response"), _response_half(body, api)).alias("p"), "problem")
+        *[F.when(good & (kind == side), half(body, api, side, _embedded_in(body, api, side))).alias(name)
+          for side, name in (("request", "q"), ("response", "p"))], "problem")
     pairs = _pairs(frames)
     q, p = F.col("q"), F.col("r.p")
     api = api_of[F.col("api_key")]
-    join, hb = api == JOIN, api == CONNECT_HB
     embedded = F.arrow_udf(_embedded_batch, EMBEDDED)
     emb_in = F.when(q["emb"].isNotNull(), F.struct(api.alias("api"), q["emb"].alias("q"), p["emb"].alias("p")))
     exchanges = pairs.withColumn("_emb", embedded(emb_in)).select(
@@ -353,21 +300,7 @@ def ingest(spark: SparkSession, files: dict[str, str]) -> DataFrame:
         F.col("time").alias("req_time"), F.col("r.time").alias("resp_time"),
         F.col("vtime_ms").alias("req_vtime_ms"), F.col("r.vtime_ms").alias("resp_vtime_ms"),
         "api_key", api.alias("api"), "version", "correlation_id", "client_id",
-        *[q[c].alias(c) for c in ("group_id", "member_id", "generation", "protocol_type")],
-        p["error_code"].alias("error_code"),
-        F.when(join, p["protocol_name"]).otherwise(q["protocol_name"]).alias("protocol_name"),
-        *[q[c].alias(c) for c in ("protocols", "session_timeout_ms", "rebalance_timeout_ms")],
-        *[p[c].alias(c) for c in ("resp_generation", "resp_member_id")],
-        F.when(join, p["leader"]).otherwise(F.col("_emb.leader")).alias("leader"),
-        q["member_epoch"].alias("member_epoch"), p["resp_member_epoch"].alias("resp_member_epoch"),
-        F.col("_emb.meta_version").alias("meta_version"),
-        F.when(hb, q["draft_owned"]).otherwise(F.col("_emb.owned")).alias("owned"),
-        F.col("_emb.members").alias("members"), F.col("_emb.plan").alias("plan"),
-        F.col("_emb.assignment_version").alias("assignment_version"),
-        F.when(hb, p["draft_error"]).otherwise(F.col("_emb.assignment_error")).alias("assignment_error"),
-        F.when(hb, p["draft_assigned"]).otherwise(F.col("_emb.assigned")).alias("assigned"),
-        F.col("_emb.revoked").alias("revoked"), F.col("_emb.scheduled_delay_ms").alias("scheduled_delay_ms"),
-        F.col("_emb.embedded_error").alias("embedded_error"), q["assignors"].alias("assignors"),
+        *columns(q, p, F.col("_emb"), api),
         F.coalesce("problem", F.when(F.col("orphan"), F.concat(
             F.lit("response with correlation id "), F.col("correlation_id").cast("string"),
             F.lit(" answers no open request")))).alias("reject"))

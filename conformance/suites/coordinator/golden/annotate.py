@@ -33,7 +33,8 @@ import re
 from typing import Any
 
 from fakebroker.intercept.matchers import join_path, wildcard
-from fakebroker.script.transcript import Event
+from fakebroker.exchange.pairing import request_of
+from fakebroker.exchange.transcript import Event
 from .session import GENERATED
 
 _ORDERLESS = {  # (api, kind) -> array paths whose order is not meaningful
@@ -62,6 +63,7 @@ def annotate(events: list[Event], groups: dict[str, str],
     by_value = {gid: name for name, gid in groups.items()}
     group_pattern = _alternation(by_value)
     member_pattern = re.compile(r"[^\s\"']+" + GENERATED.pattern.rstrip("$"))
+    requests = request_of(events)
     for ev in events:
         if ev.body is None or not ev.is_frame:
             continue
@@ -90,13 +92,13 @@ def annotate(events: list[Event], groups: dict[str, str],
                 for f in ("Connectors", "Tasks"):
                     match[f"Assignment.ConnectorsAndTasks.{f}"] = {"unordered": True}
             if api == "ListGroups":
-                match["Groups"] = _listing(ev, events)
+                match["Groups"] = _listing(requests.get(id(ev)))
             kept = (pins or {}).get(api, ())
-            for path in unpinned_fields(api, ev.body, _request_of(ev, events)):
+            for path in unpinned_fields(api, ev.body, requests.get(id(ev))):
                 if wildcard(path) not in kept:
                     match[path] = {**match.get(path, {}), "unpinned": True}
         ev.match = match
-    _bind_generations(events, by_value)
+    _bind_generations(events, requests, by_value)
     return names
 
 
@@ -127,12 +129,7 @@ def unpinned_fields(api: str, body: dict[str, Any], request: Event | None) -> li
     return []
 
 
-def _request_of(ev: Event, events: list[Event]) -> Event | None:
-    return next((e for e in events if e.kind == "request" and e.conn == ev.conn
-                 and e.correlation_id == ev.correlation_id), None)
-
-
-def _bind_generations(events: list[Event], groups: dict[str, str]) -> None:
+def _bind_generations(events: list[Event], requests: dict[int, Event], groups: dict[str, str]) -> None:
     """The first generation a group's JoinGroup answers (no error) is captured; every
     generation after it, in requests and answers of that group, refers to it plus the
     recorded difference. Negative values (no generation) and numbers sent before any
@@ -141,7 +138,7 @@ def _bind_generations(events: list[Event], groups: dict[str, str]) -> None:
     for ev in events:
         if ev.body is None or not ev.is_frame:
             continue
-        request = ev if ev.kind == "request" else _request_of(ev, events)
+        request = ev if ev.kind == "request" else requests.get(id(ev))
         gid = ((request.body if request is not None else None) or {}).get("GroupId")
         if gid not in groups:
             continue
@@ -184,10 +181,9 @@ def _string_matcher(value: str, ev: Event, names: dict[str, str], groups: dict[s
     return {"format": template} if n or k else None
 
 
-def _listing(ev: Event, events: list[Event]) -> dict[str, Any]:
-    """ListGroups: our groups must be there; every group listed must fit the filters."""
-    request = next((e for e in events if e.kind == "request" and e.conn == ev.conn
-                    and e.correlation_id == ev.correlation_id), None)
+def _listing(request: Event | None) -> dict[str, Any]:
+    """ListGroups: our groups must be there; every group listed must fit the filters
+    (``request``: the one the listing answers)."""
     each: dict[str, Any] = {}
     body = request.body if request is not None and request.body is not None else {}
     states = body.get("StatesFilter") or []

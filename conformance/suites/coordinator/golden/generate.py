@@ -19,7 +19,7 @@ from fakebroker.coordinator.config import CoordinatorConfig
 from fakebroker.protocol import Registry
 from fakebroker.script.golden_broker import TOPIC_ID_PREFIX, TOPICS, golden_broker
 from fakebroker.script.recorder import COORDINATOR_SETTINGS, Recorder, fixed_wall
-from fakebroker.script.transcript import Transcript, new_header
+from fakebroker.exchange.transcript import Transcript, new_header
 
 from ....catalogue.requirements import default_catalogue
 from . import (classic_groups_offsets, classic_join_sync, classic_liveness,  # noqa: F401

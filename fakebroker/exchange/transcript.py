@@ -1,7 +1,8 @@
 """Transcripts: every frame a broker exchanged, one JSON line each.
 
-The one format that recording, pcap export, golden fixtures, client-side replay and
-broker-side scripts all read (one transcript format everywhere):
+The one format that recording, pcap export, golden fixtures, client-side replay,
+broker-side scripts, the harness and the pipeline all read (one transcript format
+everywhere):
 
     {"kind": "header", "format": "fakebroker-transcript", "version": 1, ...}   (optional)
     {"kind": "request", "seq": 1, "conn": 1, "correlation_id": 1, "api_key": 11,
@@ -35,6 +36,7 @@ from ..protocol import DecodeError, Registry, Struct, default_schema_dir
 from ..protocol.framing import (decode_request, decode_response, encode_request,
                                 encode_response, peek_request_key, strip_size_prefix)
 from ..intercept.matchers import matcher_problems, spec_path_problem
+from .pairing import OpenRequests, response_of
 
 FORMAT = "fakebroker-transcript"
 VERSION = 1
@@ -146,15 +148,8 @@ class Transcript:
         return [e for e in self.events if e.kind == "request"]
 
     def response_to(self, request: Event) -> Event | None:
-        """The response answering ``request`` (same connection and correlation id, later)."""
-        seen = False
-        for e in self.events:
-            if e is request:
-                seen = True
-            elif seen and e.kind == "response" and e.conn == request.conn \
-                    and e.correlation_id == request.correlation_id:
-                return e
-        return None
+        """The response answering ``request`` (``pairing``'s rule), None if none does."""
+        return response_of(self.events).get(id(request))
 
     def lines(self) -> Iterator[str]:
         if self.header is not None:
@@ -225,17 +220,43 @@ def parse_lines(lines: Iterable[str], registry: Registry, source: str = "<transc
     return t
 
 
+EMPTY_LINE = "empty line (every line is one JSON object)"
+
+
+def json_fault(e: json.JSONDecodeError, body: str, torn: bool = False) -> str:
+    """Why a line (``body``, without its newline) is no JSON: cut short, or invalid where."""
+    if e.pos >= len(body) or e.msg.startswith("Unterminated string") or torn:
+        return f"truncated line: the JSON object ends early (after {len(body)} characters)"
+    return f"invalid JSON: {e.msg} at column {e.colno}"
+
+
+def line_problem(text: str) -> str | None:
+    """Why one line, judged alone, is no transcript line (JSON, the schema), or None: what
+    a reader that sees lines one by one and out of order (the pipeline) can tell."""
+    if not text.strip():
+        return EMPTY_LINE
+    body = text.rstrip("\r\n")
+    try:
+        obj = loads_json(body)
+    except json.JSONDecodeError as e:
+        return json_fault(e, body)
+    except InputLimit as e:
+        return str(e)
+    errs = schema_errors(obj)
+    return errs[0] if errs else None
+
+
 def iter_events(lines: Iterable[str], registry: Registry, into: Transcript, *,
                 check_raw: bool = True) -> Iterator[Event]:
     """The events of ``lines`` one by one as they are read and checked (for inputs too big
     to hold); the header and warnings go to ``into``. Raises TranscriptError as read."""
     source = into.source
-    open_requests: dict[tuple[Any, int], Event] = {}  # (conn, correlation id) -> request
+    open_requests: OpenRequests[Event] = OpenRequests()
     last_seq = 0
     n = kept = 0
     for n, text in enumerate(lines, 1):
         if not text.strip():
-            raise TranscriptError(source, n, "empty line (every line is one JSON object)")
+            raise TranscriptError(source, n, EMPTY_LINE)
         body = text.rstrip("\r\n")
         try:
             obj = loads_json(body)
@@ -247,10 +268,7 @@ def iter_events(lines: Iterable[str], registry: Registry, into: Transcript, *,
                     f"no newline): left out; kept {kept} event(s) from the {n - 1} complete "
                     "line(s)")
                 break
-            if e.pos >= len(body) or e.msg.startswith("Unterminated string") or torn:
-                raise TranscriptError(source, n, "truncated line: the JSON object ends early "
-                                      f"(after {len(body)} characters)") from None
-            raise TranscriptError(source, n, f"invalid JSON: {e.msg} at column {e.colno}") from None
+            raise TranscriptError(source, n, json_fault(e, body, torn)) from None
         except InputLimit as e:
             raise TranscriptError(source, n, str(e)) from None
         errs = schema_errors(obj)
@@ -325,16 +343,15 @@ def _event(obj: dict[str, Any], line: int) -> Event:
                  line=line, api=obj.get("api"))
 
 
-def _check_event(ev: Event, registry: Registry, open_requests: dict[tuple[Any, int], Event],
+def _check_event(ev: Event, registry: Registry, open_requests: OpenRequests[Event],
                  check_raw: bool) -> None:
     if ev.kind == "close":
-        for key in [k for k in open_requests if k[0] == ev.conn]:
-            del open_requests[key]  # unanswered requests die with their connection
+        open_requests.close(ev.conn)  # unanswered requests die with their connection
         return
     if ev.body is None:
         if ev.kind == "request" and ev.raw is not None and ev.error is not None:
             if ev.correlation_id is not None:  # it may still be answered (ApiVersions v0)
-                open_requests[(ev.conn, ev.correlation_id)] = ev
+                open_requests.sent(ev.conn, ev.correlation_id, ev)
             return  # an undecodable frame, kept as bytes
         raise ValueError("body is null: only an undecodable request (with raw and error) may "
                          "have no body")
@@ -359,11 +376,10 @@ def _check_event(ev: Event, registry: Registry, open_requests: dict[tuple[Any, i
             problems += [p for p in [spec_path_problem(mt.spec.struct, path)] if p]
         if problems:
             raise ValueError(f"match {path!r}: {problems[0]}")
-    key = (ev.conn, ev.correlation_id)
     if ev.kind == "request":
-        open_requests[key] = ev
+        open_requests.sent(ev.conn, ev.correlation_id, ev)
     else:
-        req = open_requests.pop(key, None)
+        req = open_requests.answer(ev.conn, ev.correlation_id)
         if req is None:
             raise ValueError(f"response on connection {ev.conn!r} with correlation id "
                              f"{ev.correlation_id} answers no open request")
@@ -448,5 +464,5 @@ def utc_stamp(t: float | None = None) -> str:
 
 
 __all__ = ["Event", "Transcript", "TranscriptError", "TranscriptWriter", "parse_lines", "load",
-           "iter_events", "open_lines",
+           "iter_events", "open_lines", "line_problem",
            "dumps", "new_header", "schema_errors", "peek_frame", "FORMAT", "VERSION"]
