@@ -123,12 +123,16 @@ async def rejoin_with(ctx: WorkerContext, w: WorkerProcess, after: Seen,
     joined = [await peer_joins(ctx, n, p) for n, p in peers]
     if not await ctx.until_answered([p for _, p in joined], ctx.rebalance_ms):
         raise Violation("the member rejoining after peers joined", "the join phase completes", "a peer's JoinGroup is still parked")
-    syncs = []
+    syncs, generation = [], None
     for peer, p in joined:
         r = peer.take_join(await p.response())
         ctx.expect_error(r, "NONE", f"{peer.name}'s JoinGroup (setup)")
+        generation = r.generation_id
         syncs.append(peer.submit_sync(protocol_type=PROTOCOL_TYPE))
+    # The round the peers are in: a SyncGroup of the worker's own earlier round may still come.
     sync = await ctx.worker_synced(w, after=after)
+    while sync.request.generation_id != generation:
+        sync = await ctx.worker_synced(w, after=sync)
     for s in syncs:
         ctx.expect_error(await s.response(), "NONE", "a peer's SyncGroup (setup)")
     join = [s for s in ctx.seen(w, "JoinGroup") if s.index < sync.index and s.ok][-1]
