@@ -7,7 +7,12 @@ import os
 import sys
 from collections.abc import Iterable
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
+
+from fakebroker.realconnect.fast_start import FLAGS
+
+from . import driver_archive
 
 # Spark prints INFO/WARN lines (and Java stack traces on bad input) through log4j2; the
 # pipeline reports problems itself, so only Spark's errors that reach us as exceptions count.
@@ -28,9 +33,10 @@ logger.hadoop.level = off
 
 # The driver JVM of a small input (in local mode the executors too) does seconds of work:
 # C2's background compilations and G1's threads would cost more CPU than they save (the
-# reasons and flags of fakebroker.realconnect.fast_start). A large input keeps the defaults,
-# whose compiled code pays off over minutes of work.
-FAST_START = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+# reasons and flags of fakebroker.realconnect.fast_start), and it maps Spark's classes from a
+# class-data archive (driver_archive). A large input keeps the defaults, whose compiled code
+# pays off over minutes of work.
+FAST_START = FLAGS
 
 
 class ConfError(ValueError):
@@ -56,6 +62,12 @@ def _log4j_file() -> str:
     return path
 
 
+def driver_java_options(fast_start: bool) -> str:
+    """The driver JVM's options (those of its class-data archive aside)."""
+    log4j = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
+    return " ".join((log4j, *(FAST_START if fast_start else ())))
+
+
 def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
                   app: str = "connect-conformance pipeline", progress: bool | None = None,
                   fast_start: bool = False) -> SparkSession:
@@ -63,9 +75,17 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
     default only when stderr is a terminal (a bar in a log file is noise). ``fast_start``:
     a driver JVM for a small input (see FAST_START)."""
     log4j = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
-    driver = " ".join((log4j, *(FAST_START if fast_start else ())))
+    driver = driver_java_options(fast_start)
     # Under spark-submit (a gateway already started) the master is spark-submit's.
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    archive, builds = None, False
+    # Only a JVM started here, with the driver's options ours (a user's replace them).
+    if fast_start and not submitted and SparkContext._active_spark_context is None \
+            and "spark.driver.extraJavaOptions" not in (conf or {}):
+        archive = driver_archive.driver_archive(driver, conf or {})
+        if archive is not None:
+            opts, builds = driver_archive.options(archive)
+            driver = " ".join((driver, *opts))
     master = master or os.environ.get("SPARK_MASTER") or (None if submitted else "local[*]")
     if not submitted:  # executors here run the driver's interpreter (pandas, pyarrow, the codec)
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -103,7 +123,10 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
     _query_context_to_log()
     if not submitted:
         reachable(master)
+    since = log_size()
     spark = _quietly(b.getOrCreate)
+    if archive is not None:
+        driver_archive.started(spark, archive, builds, jvm_log(), since)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 
