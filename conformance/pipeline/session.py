@@ -90,6 +90,8 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
     if not submitted:  # executors here run the driver's interpreter (pandas, pyarrow, the codec)
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        if fast_start:  # spark-submit's launcher JVM (bin/spark-class) only builds a command line
+            os.environ.setdefault("SPARK_LAUNCHER_OPTS", " ".join(FAST_START))
     b = SparkSession.builder.appName(app)
     if master:
         b = b.master(master)

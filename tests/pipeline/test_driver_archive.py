@@ -54,14 +54,18 @@ def test_the_first_small_session_builds_the_archive_the_next_maps_it(tmp_path: P
 
 @pytest.fixture
 def foreign_archive(tmp_path: Path) -> Path:
-    """A real dynamic archive of another class path (a JVM that printed its version)."""
-    java = driver_archive._java()
-    if java is None:
-        pytest.skip("no java")
-    jar = next((Path(driver_archive._spark_home()) / "jars").glob("*.jar"))
+    """A real dynamic archive of another class path: Spark's launcher run from its jar alone
+    (it refuses to run without SPARK_HOME, after loading its classes from that jar). An
+    archive with no class of the class path, such as a ``java -version``'s, fits any."""
+    java, home = driver_archive._java(), driver_archive._spark_home()
+    if java is None or home is None:
+        pytest.skip("no java or Spark")
+    [jar] = (home / "jars").glob("spark-launcher_*.jar")
     out = tmp_path / "foreign.jsa"
-    subprocess.run([java, f"-XX:ArchiveClassesAtExit={out}", "-cp", str(jar), "-version"],
-                   capture_output=True, check=True, timeout=300)
+    env = {k: v for k, v in os.environ.items() if k != "SPARK_HOME"}
+    subprocess.run([java, f"-XX:ArchiveClassesAtExit={out}", "-cp", str(jar),
+                    "org.apache.spark.launcher.Main"], capture_output=True, timeout=300, env=env)
+    assert out.stat().st_size > 0
     return out
 
 
