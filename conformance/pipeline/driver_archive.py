@@ -1,7 +1,8 @@
 """The class-data archive of a small input's Spark driver JVM (application class-data sharing,
-JDK 13+ dynamic archive): Spark's ~15,000 classes mapped from one file, parsed and verified
-already, instead of read from ~290 jars. Loading and verifying them was about half the
-driver's planning time on a recording of a thousand exchanges.
+JDK 13+ dynamic archive): the classes the driver loads mapped from one file, parsed and
+verified already, instead of read from Spark's ~290 jars. Loading and verifying them was
+about half the driver's planning time on a recording of a thousand exchanges (bench/README.md,
+small_audit).
 
 The archive is the Connect workers' kind (fakebroker.realconnect.fast_start.ClassArchive: one
 builder at a time, a dump at the JVM's own exit renamed into place when complete, its size
