@@ -64,8 +64,11 @@ def _log4j_file() -> str:
 
 def driver_java_options(fast_start: bool) -> str:
     """The driver JVM's options (those of its class-data archive aside)."""
-    log4j = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
-    return " ".join((log4j, *(FAST_START if fast_start else ())))
+    return " ".join((_log4j_option(), *(FAST_START if fast_start else ())))
+
+
+def _log4j_option() -> str:
+    return f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
 
 
 def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
@@ -74,10 +77,13 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
     """Get (or create) the session. ``progress``: Spark's console progress bar; on by
     default only when stderr is a terminal (a bar in a log file is noise). ``fast_start``:
     a driver JVM for a small input (see FAST_START)."""
-    log4j = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
+    log4j = _log4j_option()
     driver = driver_java_options(fast_start)
     # Under spark-submit (a gateway already started) the master is spark-submit's.
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
+    master = master or os.environ.get("SPARK_MASTER") or (None if submitted else "local[*]")
+    if not submitted:
+        reachable(master)
     archive, builds = None, False
     # Only a JVM started here, with the driver's options ours (a user's replace them).
     if fast_start and not submitted and SparkContext._active_spark_context is None \
@@ -86,7 +92,6 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
         if archive is not None:
             opts, builds = driver_archive.options(archive)
             driver = " ".join((driver, *opts))
-    master = master or os.environ.get("SPARK_MASTER") or (None if submitted else "local[*]")
     if not submitted:  # executors here run the driver's interpreter (pandas, pyarrow, the codec)
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
@@ -123,10 +128,13 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
     for k, v in (conf or {}).items():
         b = b.config(k, v)
     _query_context_to_log()
-    if not submitted:
-        reachable(master)
     since = log_size()
-    spark = _quietly(b.getOrCreate)
+    try:
+        spark = _quietly(b.getOrCreate)
+    except BaseException:
+        if builds and archive is not None:  # no JVM to write it: the next run builds
+            archive.finish(False)
+        raise
     if archive is not None:
         driver_archive.started(spark, archive, builds, jvm_log(), since)
     spark.sparkContext.setLogLevel("ERROR")
