@@ -8,7 +8,7 @@ The archive is the Connect workers' kind (fakebroker.realconnect.fast_start.Clas
 builder at a time, a dump at the JVM's own exit renamed into place when complete, its size
 recorded), kept under the cache (``<cache>/spark-driver/cds/<key>.jsa``) and keyed by what it
 is only valid for: the JDK, PySpark's version, Spark's jars and class path, the driver's
-options. The run that builds it waits for its JVM's exit (the dump: seconds). A JVM that
+options. The run that builds it waits for its JVM's exit (the dump: ~10 CPU s, once). A JVM that
 cannot map the archive runs without it (``-Xshare:auto``); the command says so in one line and
 the next run builds it again."""
 
@@ -24,8 +24,8 @@ from typing import Any
 from fakebroker.cache_dir import cache_root
 from fakebroker.realconnect.fast_start import ClassArchive, class_archive
 
-# Environment the Spark launcher adds to the driver's class path (bin/spark-class,
-# launcher's AbstractCommandBuilder.buildClassPath).
+# Environment that changes the driver's JVM or class path (bin/spark-class, the launcher's
+# AbstractCommandBuilder.buildClassPath), so an archive built under other values may not fit.
 _CLASS_PATH_ENV = ("SPARK_CONF_DIR", "HADOOP_CONF_DIR", "YARN_CONF_DIR", "SPARK_DIST_CLASSPATH",
                    "SPARK_PREPEND_CLASSES", "JAVA_HOME", "JAVA_TOOL_OPTIONS", "JDK_JAVA_OPTIONS")
 # The JVM's own warnings (a class-data archive it cannot map, among others) go to its stderr,
