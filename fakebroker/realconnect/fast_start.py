@@ -19,8 +19,8 @@ a run's time. The worker's group behaviour does not depend on any of these:
   partial file, removed). The archive's size is recorded beside it (``<key>.size``): a JDK 17
   JVM mapping a truncated archive dies of SIGBUS, so an archive of another size than it was
   written with is removed and built again. A JVM that cannot use an archive otherwise (another
-  JVM's, another class path's, or damaged inside, which ``-XX:+VerifySharedSpaces`` finds)
-  warns in its log and runs without it (``-Xshare:auto``, the default).
+  JVM's or another class path's) warns in its log and runs without it (``-Xshare:auto``, the
+  default).
 """
 
 from __future__ import annotations

@@ -89,3 +89,23 @@ def test_an_archive_the_jvm_cannot_map_is_said_and_dropped_and_the_audit_runs(
     assert notes == [f"conformance: note: class-data archive {archive.path}: the JVM did not map it "
                      "(another JVM's or class path's, or damaged); not used, built again"], r.stderr
     assert not archive.path.exists() and not archive.size_record.exists()
+
+
+def test_an_unreadable_archive_of_the_recorded_size_is_said_and_dropped(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Bytes that are no archive at all (seeded, so the same every run): the JVM maps no class
+    data and runs on; the session works and the archive is gone for the next run to build."""
+    import random
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("CONNECT_CONFORMANCE_CACHE", str(cache))
+    archive = driver_archive.driver_archive(driver_java_options(True), {})
+    assert archive is not None
+    archive.path.parent.mkdir(parents=True)
+    archive.path.write_bytes(random.Random(29).randbytes(1 << 16))
+    archive.size_record.write_text(str(1 << 16))
+    r = run(["-c", SESSION], cache)
+    assert r.returncode == 0, r.stderr[-2000:]
+    count, args, info = r.stdout.splitlines()[-3:]
+    assert count == "3" and f"-XX:SharedArchiveFile={archive.path}" in args and "sharing" not in info
+    assert f"class-data archive {archive.path}: the JVM did not map it" in r.stderr
+    assert "Traceback" not in r.stderr and not archive.path.exists()
