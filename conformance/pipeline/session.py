@@ -7,7 +7,12 @@ import os
 import sys
 from collections.abc import Iterable
 
+from pyspark import SparkContext
 from pyspark.sql import SparkSession
+
+from fakebroker.realconnect.fast_start import FLAGS
+
+from . import driver_archive
 
 # Spark prints INFO/WARN lines (and Java stack traces on bad input) through log4j2; the
 # pipeline reports problems itself, so only Spark's errors that reach us as exceptions count.
@@ -28,9 +33,10 @@ logger.hadoop.level = off
 
 # The driver JVM of a small input (in local mode the executors too) does seconds of work:
 # C2's background compilations and G1's threads would cost more CPU than they save (the
-# reasons and flags of fakebroker.realconnect.fast_start). A large input keeps the defaults,
-# whose compiled code pays off over minutes of work.
-FAST_START = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
+# reasons and flags of fakebroker.realconnect.fast_start), and it maps Spark's classes from a
+# class-data archive (driver_archive). A large input keeps the defaults, whose compiled code
+# pays off over minutes of work.
+FAST_START = FLAGS
 
 
 class ConfError(ValueError):
@@ -56,20 +62,41 @@ def _log4j_file() -> str:
     return path
 
 
+def driver_java_options(fast_start: bool) -> str:
+    """The driver JVM's options (those of its class-data archive aside)."""
+    return " ".join((_log4j_option(), *(FAST_START if fast_start else ())))
+
+
+def _log4j_option() -> str:
+    return f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
+
+
 def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
                   app: str = "connect-conformance pipeline", progress: bool | None = None,
                   fast_start: bool = False) -> SparkSession:
     """Get (or create) the session. ``progress``: Spark's console progress bar; on by
     default only when stderr is a terminal (a bar in a log file is noise). ``fast_start``:
     a driver JVM for a small input (see FAST_START)."""
-    log4j = f"-Dlog4j2.configurationFile=file:{_log4j_file()}"
-    driver = " ".join((log4j, *(FAST_START if fast_start else ())))
+    log4j = _log4j_option()
+    driver = driver_java_options(fast_start)
     # Under spark-submit (a gateway already started) the master is spark-submit's.
     submitted = "PYSPARK_GATEWAY_PORT" in os.environ
     master = master or os.environ.get("SPARK_MASTER") or (None if submitted else "local[*]")
+    if not submitted:
+        reachable(master)
+    archive, builds = None, False
+    # Only a JVM started here, with the driver's options ours (a user's replace them).
+    if fast_start and not submitted and SparkContext._active_spark_context is None \
+            and "spark.driver.extraJavaOptions" not in (conf or {}):
+        archive = driver_archive.driver_archive(driver, conf or {})
+        if archive is not None:
+            opts, builds = driver_archive.options(archive)
+            driver = " ".join((driver, *opts))
     if not submitted:  # executors here run the driver's interpreter (pandas, pyarrow, the codec)
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+        if fast_start:  # spark-submit's launcher JVM (bin/spark-class) only builds a command line
+            os.environ.setdefault("SPARK_LAUNCHER_OPTS", " ".join(FAST_START))
     b = SparkSession.builder.appName(app)
     if master:
         b = b.master(master)
@@ -101,9 +128,15 @@ def spark_session(master: str | None = None, conf: dict[str, str] | None = None,
     for k, v in (conf or {}).items():
         b = b.config(k, v)
     _query_context_to_log()
-    if not submitted:
-        reachable(master)
-    spark = _quietly(b.getOrCreate)
+    since = log_size()
+    try:
+        spark = _quietly(b.getOrCreate)
+    except BaseException:
+        if builds and archive is not None:  # no JVM to write it: the next run builds
+            archive.finish(False)
+        raise
+    if archive is not None:
+        driver_archive.started(spark, archive, builds, jvm_log(), since)
     spark.sparkContext.setLogLevel("ERROR")
     return spark
 

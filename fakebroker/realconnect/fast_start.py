@@ -16,7 +16,11 @@ a run's time. The worker's group behaviour does not depend on any of these:
   the JVM and the jars (names, sizes, times), so a JVM or jar change builds a new
   archive. One process at a time builds it (a lock file); an archive is only kept when its
   JVM had started and exited by itself after dumping it (a JVM killed mid-dump leaves a
-  partial file, removed). A JVM that cannot use an archive warns in its log and runs without it.
+  partial file, removed). The archive's size is recorded beside it (``<key>.size``): a JDK 17
+  JVM mapping a truncated archive dies of SIGBUS, so an archive of another size than it was
+  written with is removed and built again. A JVM that cannot use an archive otherwise (another
+  JVM's or another class path's) warns in its log and runs without it (``-Xshare:auto``, the
+  default).
 """
 
 from __future__ import annotations
@@ -51,10 +55,16 @@ class ClassArchive:
     """The worker's class-data archive at ``path``: use it, or build it at this JVM's exit."""
 
     path: Path
+    note: str | None = None  # why an archive found here was not used, when it was not
+    _used: tuple[int, int] | None = None  # (inode, mtime) of the archive handed to a JVM
 
     @property
     def lock(self) -> Path:
         return self.path.with_suffix(".building")
+
+    @property
+    def size_record(self) -> Path:
+        return self.path.with_suffix(".size")
 
     @property
     def partial(self) -> Path:
@@ -63,8 +73,15 @@ class ClassArchive:
     def jvm_options(self) -> tuple[list[str], bool]:
         """The options for the next JVM, and whether it builds the archive (then call
         ``finish`` once it exited)."""
-        if self.path.is_file():
-            return [f"-XX:SharedArchiveFile={self.path}"], False
+        try:
+            st = self.path.stat()
+        except OSError:
+            st = None
+        if st is not None:
+            if st.st_size == self._recorded_size():
+                self._used = (st.st_ino, st.st_mtime_ns)
+                return [f"-XX:SharedArchiveFile={self.path}"], False
+            self._remove(f"{st.st_size} bytes, not the size it was written with")
         if self._take_lock():
             return [f"-XX:ArchiveClassesAtExit={self.partial}"], True
         return [], False  # another process builds it: start without
@@ -84,11 +101,36 @@ class ClassArchive:
         except FileExistsError:
             return False
 
+    def _recorded_size(self) -> int | None:
+        try:
+            return int(self.size_record.read_text())
+        except (OSError, ValueError):
+            return None
+
+    def _remove(self, why: str) -> None:
+        self.note = f"class-data archive {self.path}: {why}; not used, built again"
+        self.path.unlink(missing_ok=True)
+        self.size_record.unlink(missing_ok=True)
+
+    def discard(self, why: str) -> None:
+        """The JVM did not map the archive it was given: remove it (unless another process
+        has replaced it meanwhile), so that the next JVM builds it again."""
+        try:
+            st = self.path.stat()
+        except OSError:
+            return
+        if self._used == (st.st_ino, st.st_mtime_ns):
+            self._remove(why)
+
     def finish(self, complete: bool) -> None:
         """Keep the dumped archive when ``complete``: the JVM had started (its classes are a
-        running worker's) and exited by itself after writing it, not killed while writing."""
+        running worker's) and exited by itself after writing it, not killed while writing.
+        Its size is recorded first: an archive is only used beside its own size."""
         try:
             if complete and self.partial.is_file():
+                record = self.size_record.with_suffix(f".{os.getpid()}.size")
+                record.write_text(str(self.partial.stat().st_size))
+                os.replace(record, self.size_record)
                 os.replace(self.partial, self.path)
         finally:
             self.partial.unlink(missing_ok=True)
