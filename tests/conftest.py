@@ -25,6 +25,9 @@ from fakebroker.realkafka import KafkaSettings
 from fakebroker.realkafka.scenarios import DIFF_SETTINGS
 
 os.environ.setdefault("REAL_KAFKA_BACKEND", "process")
+# The Spark driver's class-data archive is built once per machine, at the end of the first
+# small audit (a JVM dump of ~10 CPU s, minutes under CI's load); only its own tests build it.
+os.environ.setdefault("CONNECT_CONFORMANCE_DRIVER_ARCHIVE", "0")
 
 
 @pytest.fixture(scope="session")

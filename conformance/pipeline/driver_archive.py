@@ -34,6 +34,8 @@ LOG_TO_STDERR = ("-Xlog:disable", "-Xlog:all=warning:stderr")
 # The dump at exit takes ~10 CPU s (Spark's classes linked and written, ~180 MB): minutes of
 # wall on a machine loaded ten times over. A JVM killed mid-dump leaves nothing kept.
 BUILD_WAIT_S = 900.0
+# Turns the archive off: a run that must not pay the one build (a CI job that audits once).
+SWITCH = "CONNECT_CONFORMANCE_DRIVER_ARCHIVE"
 
 
 def _java() -> str | None:
@@ -59,7 +61,10 @@ def _spark_home() -> Path | None:
 
 def driver_archive(driver_options: str, conf: dict[str, str]) -> ClassArchive | None:
     """The archive for a driver JVM started with ``driver_options`` and the user's ``conf``;
-    None without a ``java`` or a Spark installation to key it by."""
+    None without a ``java`` or a Spark installation to key it by, or when turned off
+    (``CONNECT_CONFORMANCE_DRIVER_ARCHIVE=0``)."""
+    if os.environ.get(SWITCH, "1").strip().lower() in ("0", "off", "no", "false"):
+        return None
     import pyspark
     java, spark_home = _java(), _spark_home()
     if not java or not os.path.exists(java) or spark_home is None or not (spark_home / "jars").is_dir():

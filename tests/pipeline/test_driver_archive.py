@@ -29,7 +29,8 @@ print(jvm.java.lang.System.getProperty("java.vm.info"))
 
 
 def run(args: list[str], cache: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "CONNECT_CONFORMANCE_CACHE": str(cache), "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, "CONNECT_CONFORMANCE_CACHE": str(cache), "PYTHONPATH": str(ROOT),
+           "CONNECT_CONFORMANCE_DRIVER_ARCHIVE": "1"}  # the tests' conftest turns it off elsewhere
     return subprocess.run([sys.executable, *args], cwd=ROOT, env=env, capture_output=True, text=True,
                           timeout=1200)
 
