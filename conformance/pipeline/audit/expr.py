@@ -1,0 +1,310 @@
+"""The row rules' expression vocabulary: a rule's values, predicate and message written once
+as an ``Expr``, then compiled either to a Python function of one row or to a Spark Column.
+The Python form follows Spark SQL's semantics, so both forms agree value for value: a null
+operand makes a comparison, arithmetic, ``isin`` or lookup null; ``&``/``|`` are three-valued;
+``greatest``/``coalesce`` skip nulls; ``when`` takes its branch only on true; ``fmt`` is Java's
+``String.format`` (``format_string``: null prints ``null``, ``%.Nf`` rounds half up)."""
+
+from __future__ import annotations
+
+import operator
+import re
+from collections.abc import Callable, Mapping
+from decimal import ROUND_HALF_UP, Decimal
+from typing import Any
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+# A compiled Python form: (the row's fields, the rule's own values by name) -> value.
+PyFn = Callable[[Mapping[str, Any], Mapping[str, Any]], Any]
+
+
+class Expr:
+    """One node: an operator name and its arguments (``Expr``s, or plain values a node keeps)."""
+
+    __slots__ = ("op", "args")
+
+    def __init__(self, op: str, *args: Any) -> None:
+        if op not in _OPS:
+            raise ValueError(f"expr: unknown operator {op!r}")
+        self.op, self.args = op, args
+
+    def __repr__(self) -> str:
+        return f"{self.op}({', '.join(map(repr, self.args))})"
+
+    # Operators build nodes (as Spark's Column does); ``__eq__`` is SQL's =, so no hashing.
+    __hash__ = None  # type: ignore[assignment]
+
+    def __eq__(self, other: Any) -> Expr:  # type: ignore[override]
+        return Expr("eq", self, _expr(other))
+
+    def __ne__(self, other: Any) -> Expr:  # type: ignore[override]
+        return Expr("ne", self, _expr(other))
+
+    def __lt__(self, other: Any) -> Expr:
+        return Expr("lt", self, _expr(other))
+
+    def __le__(self, other: Any) -> Expr:
+        return Expr("le", self, _expr(other))
+
+    def __gt__(self, other: Any) -> Expr:
+        return Expr("gt", self, _expr(other))
+
+    def __ge__(self, other: Any) -> Expr:
+        return Expr("ge", self, _expr(other))
+
+    def __add__(self, other: Any) -> Expr:
+        return Expr("add", self, _expr(other))
+
+    def __sub__(self, other: Any) -> Expr:
+        return Expr("sub", self, _expr(other))
+
+    def __mul__(self, other: Any) -> Expr:
+        return Expr("mul", self, _expr(other))
+
+    def __rmul__(self, other: Any) -> Expr:
+        return Expr("mul", _expr(other), self)
+
+    def __and__(self, other: Expr) -> Expr:
+        return Expr("and", self, other)
+
+    def __or__(self, other: Expr) -> Expr:
+        return Expr("or", self, other)
+
+    def __invert__(self) -> Expr:
+        return Expr("not", self)
+
+    def is_null(self) -> Expr:
+        return Expr("is_null", self)
+
+    def is_not_null(self) -> Expr:
+        return ~self.is_null()
+
+    def isin(self, *values: Any) -> Expr:
+        return Expr("isin", self, tuple(values))
+
+    def double(self) -> Expr:
+        return Expr("double", self)
+
+    def when(self, cond: Expr, value: Any) -> Expr:
+        """``self`` (a ``when``) with one more branch, tried after its own."""
+        if self.op != "when":
+            raise ValueError("expr: .when follows when()")
+        c, v, rest = self.args
+        return Expr("when", c, v, rest.when(cond, value) if rest is not None else when(cond, value))
+
+    def otherwise(self, value: Any) -> Expr:
+        c, v, rest = self.args
+        return Expr("when", c, v, rest.otherwise(value) if rest is not None else _expr(value))
+
+    def py(self, local: frozenset[str] = frozenset()) -> PyFn:
+        """The Python form: a column named in ``local`` is the rule's own value, else the row's field."""
+        return _OPS[self.op][0](self, local)
+
+    def spark(self) -> Column:
+        return _OPS[self.op][1](self)
+
+
+def col(name: str) -> Expr:
+    return Expr("col", name)
+
+
+def lit(value: Any) -> Expr:
+    return Expr("lit", value)
+
+
+def when(cond: Expr, value: Any) -> Expr:
+    """``value`` where ``cond`` is true, else null (or the ``otherwise``)."""
+    return Expr("when", cond, _expr(value), None)
+
+
+def coalesce(*xs: Expr) -> Expr:
+    return Expr("coalesce", *xs)
+
+
+def greatest(*xs: Expr) -> Expr:
+    return Expr("greatest", *xs)
+
+
+def lookup(mapping: Mapping[str, str], key: Expr) -> Expr:
+    """``mapping[key]``, null where the key is null or not in it."""
+    return Expr("lookup", dict(mapping), key)
+
+
+_SPEC = re.compile(r"%(?:(\.\d+)?f|[sd%])")
+
+
+def fmt(template: str, *xs: Expr) -> Expr:
+    """Java's ``String.format(template, *xs)``: ``%s``, ``%d`` and ``%.Nf`` only."""
+    specs = [m.group(0) for m in _SPEC.finditer(template) if m.group(0) != "%%"]
+    if len(specs) != len(xs) or _SPEC.sub("", template).count("%"):
+        raise ValueError(f"expr: fmt {template!r}: takes %s, %d, %.Nf, one per value")
+    return Expr("fmt", template, *xs)
+
+
+def _expr(x: Any) -> Expr:
+    return x if isinstance(x, Expr) else lit(x)
+
+
+# ---------------------------------------------------------------- the Python forms
+
+def _col_py(e: Expr, local: frozenset[str]) -> PyFn:
+    name = e.args[0]
+    if name in local:
+        return lambda row, mine: mine[name]
+    return lambda row, mine: row.get(name)
+
+
+def _null_propagating(f: Callable[..., Any]) -> Callable[[Expr, frozenset[str]], PyFn]:
+    def compile_(e: Expr, local: frozenset[str]) -> PyFn:
+        a, b = (x.py(local) for x in e.args)
+
+        def run(row: Mapping[str, Any], mine: Mapping[str, Any]) -> Any:
+            x, y = a(row, mine), b(row, mine)
+            return None if x is None or y is None else f(x, y)
+        return run
+    return compile_
+
+
+def _and_py(e: Expr, local: frozenset[str]) -> PyFn:
+    a, b = (x.py(local) for x in e.args)
+
+    def run(row: Mapping[str, Any], mine: Mapping[str, Any]) -> Any:
+        x = a(row, mine)
+        if x is False:
+            return False
+        y = b(row, mine)
+        return False if y is False else (None if x is None or y is None else True)
+    return run
+
+
+def _or_py(e: Expr, local: frozenset[str]) -> PyFn:
+    a, b = (x.py(local) for x in e.args)
+
+    def run(row: Mapping[str, Any], mine: Mapping[str, Any]) -> Any:
+        x = a(row, mine)
+        if x is True:
+            return True
+        y = b(row, mine)
+        return True if y is True else (None if x is None or y is None else False)
+    return run
+
+
+def _not_py(e: Expr, local: frozenset[str]) -> PyFn:
+    a = e.args[0].py(local)
+    return lambda row, mine: None if (x := a(row, mine)) is None else not x
+
+
+def _is_null_py(e: Expr, local: frozenset[str]) -> PyFn:
+    a = e.args[0].py(local)
+    return lambda row, mine: a(row, mine) is None
+
+
+def _isin_py(e: Expr, local: frozenset[str]) -> PyFn:
+    a, values = e.args[0].py(local), frozenset(e.args[1])
+    return lambda row, mine: None if (x := a(row, mine)) is None else x in values
+
+
+def _double_py(e: Expr, local: frozenset[str]) -> PyFn:
+    a = e.args[0].py(local)
+    return lambda row, mine: None if (x := a(row, mine)) is None else float(x)
+
+
+def _when_py(e: Expr, local: frozenset[str]) -> PyFn:
+    c, v = e.args[0].py(local), e.args[1].py(local)
+    rest = e.args[2].py(local) if e.args[2] is not None else (lambda row, mine: None)
+    return lambda row, mine: v(row, mine) if c(row, mine) is True else rest(row, mine)
+
+
+def _coalesce_py(e: Expr, local: frozenset[str]) -> PyFn:
+    fs = [x.py(local) for x in e.args]
+
+    def run(row: Mapping[str, Any], mine: Mapping[str, Any]) -> Any:
+        for f in fs:
+            if (x := f(row, mine)) is not None:
+                return x
+        return None
+    return run
+
+
+def _greatest_py(e: Expr, local: frozenset[str]) -> PyFn:
+    fs = [x.py(local) for x in e.args]
+
+    def run(row: Mapping[str, Any], mine: Mapping[str, Any]) -> Any:
+        xs = [x for f in fs if (x := f(row, mine)) is not None]
+        return max(xs) if xs else None
+    return run
+
+
+def _lookup_py(e: Expr, local: frozenset[str]) -> PyFn:
+    mapping, key = e.args[0], e.args[1].py(local)
+    return lambda row, mine: None if (k := key(row, mine)) is None else mapping.get(k)
+
+
+def java_format(template: str, values: list[Any]) -> str:
+    """``String.format`` for ``%s``/``%d``/``%.Nf``: null prints ``null``; ``%.Nf`` rounds
+    the shortest decimal form half up (Java's Formatter), not the binary value half even."""
+    it = iter(values)
+
+    def one(m: re.Match[str]) -> str:
+        spec = m.group(0)
+        if spec == "%%":
+            return "%"
+        x = next(it)
+        if x is None:
+            return "null"
+        if spec.endswith("f"):
+            digits = int((m.group(1) or ".6")[1:])
+            return format(Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-digits), ROUND_HALF_UP), "f")
+        return str(int(x)) if spec == "%d" else str(x)
+    return _SPEC.sub(one, template)
+
+
+def _fmt_py(e: Expr, local: frozenset[str]) -> PyFn:
+    template, fs = e.args[0], [x.py(local) for x in e.args[1:]]
+    return lambda row, mine: java_format(template, [f(row, mine) for f in fs])
+
+
+# ---------------------------------------------------------------- the Spark forms
+
+def _binary_spark(f: Callable[[Column, Column], Column]) -> Callable[[Expr], Column]:
+    return lambda e: f(e.args[0].spark(), e.args[1].spark())
+
+
+def _when_spark(e: Expr) -> Column:
+    out = F.when(e.args[0].spark(), e.args[1].spark())
+    rest = e.args[2]
+    while rest is not None and rest.op == "when":  # one CASE with every branch, as Spark chains them
+        out, rest = out.when(rest.args[0].spark(), rest.args[1].spark()), rest.args[2]
+    return out if rest is None else out.otherwise(rest.spark())
+
+
+def _lookup_spark(e: Expr) -> Column:
+    return F.create_map(*[F.lit(x) for kv in e.args[0].items() for x in kv])[e.args[1].spark()]
+
+
+_OPS: dict[str, tuple[Callable[[Expr, frozenset[str]], PyFn], Callable[[Expr], Column]]] = {
+    "col": (_col_py, lambda e: F.col(e.args[0])),
+    "lit": (lambda e, local: (lambda row, mine, v=e.args[0]: v), lambda e: F.lit(e.args[0])),
+    "eq": (_null_propagating(operator.eq), _binary_spark(operator.eq)),
+    "ne": (_null_propagating(operator.ne), _binary_spark(operator.ne)),
+    "lt": (_null_propagating(operator.lt), _binary_spark(operator.lt)),
+    "le": (_null_propagating(operator.le), _binary_spark(operator.le)),
+    "gt": (_null_propagating(operator.gt), _binary_spark(operator.gt)),
+    "ge": (_null_propagating(operator.ge), _binary_spark(operator.ge)),
+    "add": (_null_propagating(operator.add), _binary_spark(operator.add)),
+    "sub": (_null_propagating(operator.sub), _binary_spark(operator.sub)),
+    "mul": (_null_propagating(operator.mul), _binary_spark(operator.mul)),
+    "and": (_and_py, _binary_spark(operator.and_)),
+    "or": (_or_py, _binary_spark(operator.or_)),
+    "not": (_not_py, lambda e: ~e.args[0].spark()),
+    "is_null": (_is_null_py, lambda e: e.args[0].spark().isNull()),
+    "isin": (_isin_py, lambda e: e.args[0].spark().isin(*e.args[1])),
+    "double": (_double_py, lambda e: e.args[0].spark().cast("double")),
+    "when": (_when_py, _when_spark),
+    "coalesce": (_coalesce_py, lambda e: F.coalesce(*[x.spark() for x in e.args])),
+    "greatest": (_greatest_py, lambda e: F.greatest(*[x.spark() for x in e.args])),
+    "lookup": (_lookup_py, _lookup_spark),
+    "fmt": (_fmt_py, lambda e: F.format_string(e.args[0], *[x.spark() for x in e.args[1:]])),
+}
