@@ -64,8 +64,13 @@ def audit(exchanges_df: DataFrame) -> DataFrame:
     groups = exchanges_df.where(F.col("group_id").isNotNull())
     rounds = in_groups(groups.where(F.col("api").isin(*ROUND_APIS)).select(*ROUND_COLUMNS),
                        ["source", "group_id"], "ref", _audit_rounds, VIOLATION)
-    step, columns = row_rule.prepared(groups), []
+    return rounds.unionByName(row_violations(groups))
+
+
+def row_violations(exchanges_df: DataFrame) -> DataFrame:
+    """Violations of the row rules (``ROW_CHECKS``), each rule's Spark form over one frame."""
+    step, columns = row_rule.prepared(exchanges_df), []
     for m in ROW_CHECKS:
         step, column = m.RULE.spark(step)
         columns.append(column)
-    return rounds.unionByName(windows.found(step, columns))
+    return windows.found(step, columns)

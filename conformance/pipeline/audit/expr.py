@@ -3,7 +3,7 @@ as an ``Expr``, then compiled either to a Python function of one row or to a Spa
 The Python form follows Spark SQL's semantics, so both forms agree value for value: a null
 operand makes a comparison, arithmetic, ``isin`` or lookup null; ``&``/``|`` are three-valued;
 ``greatest``/``coalesce`` skip nulls; ``when`` takes its branch only on true; ``fmt`` is Java's
-``String.format`` (``format_string``: null prints ``null``, ``%.Nf`` rounds half up)."""
+``String.format`` (Spark's ``format_string``: see ``java_format``)."""
 
 from __future__ import annotations
 
@@ -243,19 +243,19 @@ def _lookup_py(e: Expr, local: frozenset[str]) -> PyFn:
 
 
 def java_format(template: str, values: list[Any]) -> str:
-    """``String.format`` for ``%s``/``%d``/``%.Nf``: null prints ``null``; ``%.Nf`` rounds
-    the shortest decimal form half up (Java's Formatter), not the binary value half even."""
+    """``String.format`` for ``%s``/``%d``/``%.Nf``: null prints ``null`` (cut to N
+    characters); ``%.Nf`` rounds the shortest decimal form half up (Java's Formatter), not
+    the binary value half even."""
     it = iter(values)
 
     def one(m: re.Match[str]) -> str:
         spec = m.group(0)
         if spec == "%%":
             return "%"
-        x = next(it)
-        if x is None:
-            return "null"
+        x, digits = next(it), int((m.group(1) or ".6")[1:])
+        if x is None:  # Java prints "null", cut to the precision: "%.0f" prints nothing
+            return "null"[:digits] if spec.endswith("f") else "null"
         if spec.endswith("f"):
-            digits = int((m.group(1) or ".6")[1:])
             return format(Decimal(repr(float(x))).quantize(Decimal(1).scaleb(-digits), ROUND_HALF_UP), "f")
         return str(int(x)) if spec == "%d" else str(x)
     return _SPEC.sub(one, template)
