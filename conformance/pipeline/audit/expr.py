@@ -20,6 +20,13 @@ from pyspark.sql import functions as F
 PyFn = Callable[[Mapping[str, Any], Mapping[str, Any]], Any]
 
 
+def _operator(op: str, reflected: bool = False) -> Callable[[Expr, Any], Expr]:
+    """An ``Expr`` method building the node ``op`` of it and a value (a literal unless an ``Expr``)."""
+    def method(self: Expr, other: Any) -> Expr:
+        return Expr(op, _expr(other), self) if reflected else Expr(op, self, _expr(other))
+    return method
+
+
 class Expr:
     """One node: an operator name and its arguments (``Expr``s, or plain values a node keeps)."""
 
@@ -36,41 +43,13 @@ class Expr:
     # Operators build nodes (as Spark's Column does); ``__eq__`` is SQL's =, so no hashing.
     __hash__ = None  # type: ignore[assignment]
 
-    def __eq__(self, other: Any) -> Expr:  # type: ignore[override]
-        return Expr("eq", self, _expr(other))
+    __eq__ = _operator("eq")  # type: ignore[assignment]
+    __ne__ = _operator("ne")  # type: ignore[assignment]
+    __lt__, __le__, __gt__, __ge__ = _operator("lt"), _operator("le"), _operator("gt"), _operator("ge")
+    __add__, __sub__, __mul__ = _operator("add"), _operator("sub"), _operator("mul")
+    __rmul__ = _operator("mul", reflected=True)
 
-    def __ne__(self, other: Any) -> Expr:  # type: ignore[override]
-        return Expr("ne", self, _expr(other))
-
-    def __lt__(self, other: Any) -> Expr:
-        return Expr("lt", self, _expr(other))
-
-    def __le__(self, other: Any) -> Expr:
-        return Expr("le", self, _expr(other))
-
-    def __gt__(self, other: Any) -> Expr:
-        return Expr("gt", self, _expr(other))
-
-    def __ge__(self, other: Any) -> Expr:
-        return Expr("ge", self, _expr(other))
-
-    def __add__(self, other: Any) -> Expr:
-        return Expr("add", self, _expr(other))
-
-    def __sub__(self, other: Any) -> Expr:
-        return Expr("sub", self, _expr(other))
-
-    def __mul__(self, other: Any) -> Expr:
-        return Expr("mul", self, _expr(other))
-
-    def __rmul__(self, other: Any) -> Expr:
-        return Expr("mul", _expr(other), self)
-
-    def __and__(self, other: Expr) -> Expr:
-        return Expr("and", self, other)
-
-    def __or__(self, other: Expr) -> Expr:
-        return Expr("or", self, other)
+    __and__, __or__ = _operator("and"), _operator("or")
 
     def __invert__(self) -> Expr:
         return Expr("not", self)
@@ -167,28 +146,19 @@ def _null_propagating(f: Callable[..., Any]) -> Callable[[Expr, frozenset[str]],
     return compile_
 
 
-def _and_py(e: Expr, local: frozenset[str]) -> PyFn:
-    a, b = (x.py(local) for x in e.args)
+def _logic(decisive: bool) -> Callable[[Expr, frozenset[str]], PyFn]:
+    """SQL's three-valued ``and`` (``decisive`` False) or ``or`` (True): null unless decided."""
+    def compile_(e: Expr, local: frozenset[str]) -> PyFn:
+        a, b = (x.py(local) for x in e.args)
 
-    def run(row: Mapping[str, Any], mine: Mapping[str, Any]) -> Any:
-        x = a(row, mine)
-        if x is False:
-            return False
-        y = b(row, mine)
-        return False if y is False else (None if x is None or y is None else True)
-    return run
-
-
-def _or_py(e: Expr, local: frozenset[str]) -> PyFn:
-    a, b = (x.py(local) for x in e.args)
-
-    def run(row: Mapping[str, Any], mine: Mapping[str, Any]) -> Any:
-        x = a(row, mine)
-        if x is True:
-            return True
-        y = b(row, mine)
-        return True if y is True else (None if x is None or y is None else False)
-    return run
+        def run(row: Mapping[str, Any], mine: Mapping[str, Any]) -> Any:
+            x = a(row, mine)
+            if x is decisive:
+                return decisive
+            y = b(row, mine)
+            return decisive if y is decisive else (None if x is None or y is None else not decisive)
+        return run
+    return compile_
 
 
 def _not_py(e: Expr, local: frozenset[str]) -> PyFn:
@@ -296,8 +266,8 @@ _OPS: dict[str, tuple[Callable[[Expr, frozenset[str]], PyFn], Callable[[Expr], C
     "add": (_null_propagating(operator.add), _binary_spark(operator.add)),
     "sub": (_null_propagating(operator.sub), _binary_spark(operator.sub)),
     "mul": (_null_propagating(operator.mul), _binary_spark(operator.mul)),
-    "and": (_and_py, _binary_spark(operator.and_)),
-    "or": (_or_py, _binary_spark(operator.or_)),
+    "and": (_logic(False), _binary_spark(operator.and_)),
+    "or": (_logic(True), _binary_spark(operator.or_)),
     "not": (_not_py, lambda e: ~e.args[0].spark()),
     "is_null": (_is_null_py, lambda e: e.args[0].spark().isNull()),
     "isin": (_isin_py, lambda e: e.args[0].spark().isin(*e.args[1])),
