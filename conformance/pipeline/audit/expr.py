@@ -77,6 +77,12 @@ class Expr:
         c, v, rest = self.args
         return Expr("when", c, v, rest.otherwise(value) if rest is not None else _expr(value))
 
+    def names(self) -> set[str]:
+        """The columns it reads."""
+        if self.op == "col":
+            return {self.args[0]}
+        return {n for x in self.args if isinstance(x, Expr) for n in x.names()}
+
     def py(self, local: frozenset[str] = frozenset()) -> PyFn:
         """The Python form: a column named in ``local`` is the rule's own value, else the row's field."""
         return _OPS[self.op][0](self, local)
@@ -137,7 +143,11 @@ def _col_py(e: Expr, local: frozenset[str]) -> PyFn:
 
 def _null_propagating(f: Callable[..., Any]) -> Callable[[Expr, frozenset[str]], PyFn]:
     def compile_(e: Expr, local: frozenset[str]) -> PyFn:
-        a, b = (x.py(local) for x in e.args)
+        a = e.args[0].py(local)
+        if e.args[1].op == "lit":  # the common case, a column against a constant: one call less
+            v = e.args[1].args[0]
+            return lambda row, mine: None if v is None or (x := a(row, mine)) is None else f(x, v)
+        b = e.args[1].py(local)
 
         def run(row: Mapping[str, Any], mine: Mapping[str, Any]) -> Any:
             x, y = a(row, mine), b(row, mine)
@@ -147,18 +157,26 @@ def _null_propagating(f: Callable[..., Any]) -> Callable[[Expr, frozenset[str]],
 
 
 def _logic(decisive: bool) -> Callable[[Expr, frozenset[str]], PyFn]:
-    """SQL's three-valued ``and`` (``decisive`` False) or ``or`` (True): null unless decided."""
+    """SQL's three-valued ``and`` (``decisive`` False) or ``or`` (True): the first decisive
+    operand decides, else null if any operand is null. A chain is one loop, not nested calls."""
     def compile_(e: Expr, local: frozenset[str]) -> PyFn:
-        a, b = (x.py(local) for x in e.args)
+        fs = [x.py(local) for x in _chain(e)]
 
         def run(row: Mapping[str, Any], mine: Mapping[str, Any]) -> Any:
-            x = a(row, mine)
-            if x is decisive:
-                return decisive
-            y = b(row, mine)
-            return decisive if y is decisive else (None if x is None or y is None else not decisive)
+            unknown = False
+            for f in fs:
+                x = f(row, mine)
+                if x is decisive:
+                    return decisive
+                unknown = unknown or x is None
+            return None if unknown else not decisive
         return run
     return compile_
+
+
+def _chain(e: Expr) -> list[Expr]:
+    """The operands of ``e`` and of the nodes of its operator it directly holds, in order."""
+    return [y for x in e.args for y in (_chain(x) if x.op == e.op else [x])]
 
 
 def _not_py(e: Expr, local: frozenset[str]) -> PyFn:

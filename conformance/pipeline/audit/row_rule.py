@@ -71,28 +71,35 @@ class RowRule:
     @functools.cached_property
     def _py(self) -> _Python:
         local = frozenset([*DERIVED, *(p.name for p in self.priors)])
-        return _Python([(n, x.py(local)) for n, x in DERIVED.items()], [(p, p.of.py(local)) for p in self.priors],
+        exprs = [*(p.of for p in self.priors), self.broken, self.requirement, self.generation, *self.members,
+                 self.detail]
+        read = {n for x in exprs for n in x.names()} | {k for p in self.priors for k in p.by}
+        # only the derived values it reads (``at`` of the violation is ``Ex.at``)
+        return _Python([(n, x.py(local)) for n, x in DERIVED.items() if n in read],
+                       [(p, p.of.py(local)) for p in self.priors],
                        self.broken.py(local), self.requirement.py(local), self.generation.py(local),
                        [x.py(local) for x in self.members], self.detail.py(local))
 
     def check(self, g: Group) -> Iterator[dict[str, Any]]:
         """The violations in one group's exchanges (wire order), in plain Python."""
         c = self._py
-        so_far: list[dict[tuple[Any, ...], Any]] = [{} for _ in self.priors]  # per prior: key -> value
+        # per prior: its name, keys, whether it keeps the largest, its value's form, and its value so far by key
+        priors = [(p.name, p.by, p.kind == "max", of, {}) for p, of in c.priors]
         for e in g.exs:
-            row, mine = e.row, {}
+            row, mine, keys = e.row, {}, []
             for name, f in c.derived:
                 mine[name] = f(row, mine)
-            keys = [tuple(mine[k] if k in mine else row.get(k) for k in p.by) for p in self.priors]
-            for p, seen, key in zip(self.priors, so_far, keys):
-                mine[p.name] = seen.get(key)
+            for name, by, _, _, seen in priors:
+                key = tuple(mine[k] if k in mine else row.get(k) for k in by) if by else ()
+                keys.append(key)
+                mine[name] = seen.get(key)
             if c.broken(row, mine) is True:
                 gen = c.generation(row, mine)
                 yield violation(self.name, e, c.detail(row, mine), generation=None if gen is None else int(gen),
                                 members=[f(row, mine) for f in c.members], requirement=c.requirement(row, mine))
-            for (p, of), seen, key in zip(c.priors, so_far, keys):
-                if (x := of(row, mine)) is not None:
-                    seen[key] = x if p.kind == "last" or key not in seen else max(seen[key], x)
+            for (_, _, largest, of, seen), key in zip(priors, keys):
+                if (x := of(row, mine)) is not None and not (largest and key in seen and seen[key] >= x):
+                    seen[key] = x
 
     def spark(self, step: DataFrame) -> tuple[DataFrame, Column]:
         """``step`` (``prepared`` exchanges) with this rule's priors as window columns, and
@@ -103,7 +110,6 @@ class RowRule:
         return step, windows.violation(self.broken.spark(), self.name, self.requirement.spark(),
                                        self.generation.spark(), F.array(*[x.spark() for x in self.members]),
                                        self.detail.spark())
-
 
 
 @dataclass(frozen=True)

@@ -27,7 +27,7 @@ _gap = col("req_ms") - ACTIVE.value
 
 RULE = RowRule(
     NAME, (TIMEOUT, ACTIVE),
-    broken=(col("m").is_not_null() & (col("m") != "") & API.isin(*CHECKED) & (_t > 0)
+    broken=(API.isin(*CHECKED) & col("m").is_not_null() & (col("m") != "") & (_t > 0)
             & (col("error_code") == 0) & (_gap > _t + _slack)),
     requirement=lit(REQUIREMENT), generation=col("generation"), members=(col("m"),),
     detail=fmt("%s from %s accepted after %.0f ms of silence, past its %d ms session timeout",
