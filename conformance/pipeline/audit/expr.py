@@ -275,15 +275,9 @@ def _lookup_spark(e: Expr) -> Column:
 _OPS: dict[str, tuple[Callable[[Expr, frozenset[str]], PyFn], Callable[[Expr], Column]]] = {
     "col": (_col_py, lambda e: F.col(e.args[0])),
     "lit": (lambda e, local: (lambda row, mine, v=e.args[0]: v), lambda e: F.lit(e.args[0])),
-    "eq": (_null_propagating(operator.eq), _binary_spark(operator.eq)),
-    "ne": (_null_propagating(operator.ne), _binary_spark(operator.ne)),
-    "lt": (_null_propagating(operator.lt), _binary_spark(operator.lt)),
-    "le": (_null_propagating(operator.le), _binary_spark(operator.le)),
-    "gt": (_null_propagating(operator.gt), _binary_spark(operator.gt)),
-    "ge": (_null_propagating(operator.ge), _binary_spark(operator.ge)),
-    "add": (_null_propagating(operator.add), _binary_spark(operator.add)),
-    "sub": (_null_propagating(operator.sub), _binary_spark(operator.sub)),
-    "mul": (_null_propagating(operator.mul), _binary_spark(operator.mul)),
+    **{op: (_null_propagating(f), _binary_spark(f)) for op, f in (
+        ("eq", operator.eq), ("ne", operator.ne), ("lt", operator.lt), ("le", operator.le), ("gt", operator.gt),
+        ("ge", operator.ge), ("add", operator.add), ("sub", operator.sub), ("mul", operator.mul))},
     "and": (_logic(False), _binary_spark(operator.and_)),
     "or": (_logic(True), _binary_spark(operator.or_)),
     "not": (_not_py, lambda e: ~e.args[0].spark()),
