@@ -1,7 +1,8 @@
 """The audit: every invariant (one module each) over every group's exchanges.
 
-Two engines, one rule each: the invariants that read every exchange (heartbeats included)
-run as Spark window expressions (``spark_check``); the ones that follow a group's rounds
+Two engines, each rule written once: the invariants that read every exchange (heartbeats
+included) are row rules (``row_rule.RowRule``, a declarative form whose Python ``check`` and
+Spark window expressions both come from it); the ones that follow a group's rounds
 (ownership carried from generation to generation) run in Python (``check``) over the
 group's JoinGroup, SyncGroup and draft heartbeat rows only. ``audit_group`` runs every
 ``check`` in plain Python: the single-process baseline, and the oracle the tests hold the
@@ -18,8 +19,8 @@ from pyspark.sql import functions as F
 from ..ingest.frames import in_groups
 from ..tables import VIOLATION
 from ...invariants import balanced, double_ownership, revocation_ends, revoke_before_reassign, scheduled_delay
-from . import (assignor_selection, draft_revocation, generations_monotonic, session_timeout, stale_generation,
-               windows)
+from . import (assignor_selection, draft_revocation, generations_monotonic, row_rule, session_timeout,
+               stale_generation, windows)
 from .group import Group, exchanges
 
 ROW_CHECKS = (stale_generation, session_timeout)
@@ -63,8 +64,13 @@ def audit(exchanges_df: DataFrame) -> DataFrame:
     groups = exchanges_df.where(F.col("group_id").isNotNull())
     rounds = in_groups(groups.where(F.col("api").isin(*ROUND_APIS)).select(*ROUND_COLUMNS),
                        ["source", "group_id"], "ref", _audit_rounds, VIOLATION)
-    step, columns = windows.prepared(groups), []
+    return rounds.unionByName(row_violations(groups))
+
+
+def row_violations(exchanges_df: DataFrame) -> DataFrame:
+    """Violations of the row rules (``ROW_CHECKS``), each rule's Spark form over one frame."""
+    step, columns = row_rule.prepared(exchanges_df), []
     for m in ROW_CHECKS:
-        step, column = m.spark_check(step)
+        step, column = m.RULE.spark(step)
         columns.append(column)
-    return rounds.unionByName(windows.found(step, columns))
+    return windows.found(step, columns)
