@@ -49,7 +49,7 @@ def kafka_settings(target: Target) -> Any | None:
         return launch_settings(target)
     if target.upstream == "real-kafka":
         # It only stores the workers' internal topics: started for start-up, not throughput
-        # (C1 only, as the Connect workers run; fakebroker.realconnect.fast_start).
+        # (C1 only, as the Connect workers run; fakebroker.jvm_fast_start).
         return KafkaSettings(jvm_args=("-XX:TieredStopAtLevel=1",))
     return None
 

@@ -317,7 +317,7 @@ def rest_get(port: int, path: str) -> Any:
 
 
 # Generous: the first Apache Connect worker writes its class archive as it stops
-# (fakebroker.realconnect.fast_start); killed meanwhile, the next one writes it.
+# (fakebroker.jvm_fast_start); killed meanwhile, the next one writes it.
 SEED_STOP_TIMEOUT_S = 120.0
 
 

@@ -4,7 +4,7 @@ verified already, instead of read from Spark's ~290 jars. Loading and verifying 
 about half the driver's planning time on a recording of a thousand exchanges (bench/README.md,
 small_audit).
 
-The archive is the Connect workers' kind (fakebroker.realconnect.fast_start.ClassArchive: one
+The archive is the Connect workers' kind (fakebroker.jvm_fast_start.ClassArchive: one
 builder at a time, a dump at the JVM's own exit renamed into place when complete, its size
 recorded), kept under the cache (``<cache>/spark-driver/cds/<key>.jsa``) and keyed by what it
 is only valid for: the JDK, PySpark's version, Spark's jars and class path, the driver's
@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fakebroker.cache_dir import cache_root
-from fakebroker.realconnect.fast_start import ClassArchive, class_archive
+from fakebroker.jvm_fast_start import ClassArchive, class_archive
 
 # Environment that changes the driver's JVM or class path (bin/spark-class, the launcher's
 # AbstractCommandBuilder.buildClassPath), so an archive built under other values may not fit.

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from pyspark import SparkContext
 from pyspark.sql import SparkSession
 
-from fakebroker.realconnect.fast_start import FLAGS
+from fakebroker.jvm_fast_start import FLAGS
 
 from . import driver_archive
 
@@ -33,7 +33,7 @@ logger.hadoop.level = off
 
 # The driver JVM of a small input (in local mode the executors too) does seconds of work:
 # C2's background compilations and G1's threads would cost more CPU than they save (the
-# reasons and flags of fakebroker.realconnect.fast_start), and it maps Spark's classes from a
+# reasons and flags of fakebroker.jvm_fast_start), and it maps Spark's classes from a
 # class-data archive (driver_archive). A large input keeps the defaults, whose compiled code
 # pays off over minutes of work.
 FAST_START = FLAGS

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from ..realkafka.jvm import spawn_in_group, stop_group
 from ..realkafka.provision import RealKafkaError
-from .fast_start import DUMP_STOP_TIMEOUT_S, FLAGS, ClassArchive, class_archive
+from ..jvm_fast_start import DUMP_STOP_TIMEOUT_S, FLAGS, ClassArchive, class_archive
 from .provision import ConnectBuild, connect_build, find_java
 
 SOURCES = Path(__file__).resolve().parent / "host"

@@ -40,7 +40,7 @@ from ..realkafka.jvm import LOG4J2_BASE, log_tail, spawn_in_group, stop_group
 from ..realkafka.launcher import free_port
 from ..realkafka.provision import RealKafkaError
 from .connectors import ConnectorSpec, create_connectors
-from .fast_start import DUMP_STOP_TIMEOUT_S, FLAGS, ClassArchive, class_archive
+from ..jvm_fast_start import DUMP_STOP_TIMEOUT_S, FLAGS, ClassArchive, class_archive
 from .host import HostedWorker
 from .provision import ConnectBuild, connect_build, find_java
 

@@ -1,4 +1,4 @@
-"""The Connect worker's class-data archive (fakebroker.realconnect.fast_start): one builder at a
+"""The Connect worker's class-data archive (fakebroker.jvm_fast_start): one builder at a
 time, kept only when complete, keyed by the JVM and the jars. No JVM runs here."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ import os
 import time
 from pathlib import Path
 
-from fakebroker.realconnect.fast_start import LOCK_STALE_S, ClassArchive, archive_key, class_archive
+from fakebroker.jvm_fast_start import LOCK_STALE_S, ClassArchive, archive_key, class_archive
 
 
 def fake_libs(tmp_path: Path) -> tuple[str, Path]:

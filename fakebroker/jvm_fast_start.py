@@ -1,4 +1,4 @@
-"""JVM options that start the Connect worker in a few seconds instead of 10-20.
+"""JVM options that start a short-lived JVM (a Connect worker, a small audit's Spark driver) in seconds instead of 10-20.
 
 A certification starts one worker per case, so its start-up (JVM, classes, JIT) is most of
 a run's time. The worker's group behaviour does not depend on any of these:
