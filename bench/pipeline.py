@@ -39,9 +39,8 @@ from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "pipeline"))
 
-from scenario import Script  # noqa: E402  (the tests' transcript builder)
+from fakebroker.exchange.synthetic import Script  # noqa: E402  (transcripts written by a script)
 
 PER_FILE = 50_000
 

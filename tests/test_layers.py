@@ -62,3 +62,12 @@ def test_no_layer_imports_one_above_it() -> None:
                          cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout + run.stderr
     assert f"Contracts: {len(CONTRACTS)} kept, 0 broken." in run.stdout, run.stdout
+
+
+def test_the_benchmarks_import_nothing_of_the_tests() -> None:
+    """bench/ measures the package as users get it: no ``tests`` module, and no ``tests``
+    folder put on the import path (a bench reaching a test helper by sys.path did once)."""
+    reach = re.compile(r"^\s*(from\s+tests\b|import\s+tests\b|sys\.path\.\w+\(.*[\"']tests[\"'])", re.M)
+    found = [f"{p.name}: {m.group(0).strip()}" for p in sorted((ROOT / "bench").glob("*.py"))
+             for m in reach.finditer(p.read_text(encoding="utf-8"))]
+    assert not found, found

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from .scenario import Script
+from fakebroker.exchange.synthetic import Script
 
 
 def incremental(plant: str | None = None) -> Script:

@@ -17,7 +17,7 @@ from fakebroker.script.export import exchanges as export_exchanges
 from fakebroker.script.pcap import pcap_bytes
 from fakebroker.exchange.transcript import load
 
-from .scenario import Script
+from fakebroker.exchange.synthetic import Script
 from .test_audit import incremental
 
 KEY = ("api", "version", "correlation_id", "group_id", "member_id", "generation", "error_code",

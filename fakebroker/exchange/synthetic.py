@@ -1,4 +1,5 @@
-"""Transcripts of Connect groups written for the pipeline's tests: bodies encoded by the
+"""Transcripts of Connect groups written by a script, for the pipeline's tests and
+``bench/pipeline.py`` (beside recorded ones, each planted fault in one call): bodies encoded by the
 project's codec (raw bytes included), Connect's embedded metadata and assignments by
 ``fakebroker.connect.embedded``. A clean script and each planted fault differ in one call."""
 
