@@ -53,6 +53,20 @@ def test_the_first_small_session_builds_the_archive_the_next_maps_it(tmp_path: P
     assert archive.stat().st_mtime_ns == built and "note:" not in second.stderr
 
 
+@pytest.fixture(autouse=True)
+def archive_on(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The tests' conftest turns the archive off for every other test."""
+    monkeypatch.setenv(driver_archive.SWITCH, "1")
+
+
+@pytest.mark.parametrize("value", ["0", "off"])
+def test_the_switch_turns_the_archive_off(value: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    if driver_archive.driver_archive(driver_java_options(True), {}) is None:
+        pytest.skip("no java or Spark to key an archive by")
+    monkeypatch.setenv(driver_archive.SWITCH, value)
+    assert driver_archive.driver_archive(driver_java_options(True), {}) is None
+
+
 @pytest.fixture
 def foreign_archive(tmp_path: Path) -> Path:
     """A real dynamic archive of another class path: Spark's launcher run from its jar alone
