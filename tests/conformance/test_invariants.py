@@ -14,7 +14,7 @@ from conformance.harness.invariant_results import results
 from conformance.invariants.report import findings
 from fakebroker.exchange.fields import exchange_fields
 from conformance.harness.target import load_target
-from tests.pipeline.scenario import Script
+from fakebroker.exchange.synthetic import Script
 
 
 def rows(s: Script) -> list[dict[str, Any]]:
