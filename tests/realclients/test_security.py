@@ -118,13 +118,17 @@ def joins_with_librdkafka(conf: dict[str, Any]) -> list[int]:
 
 def joins_with_kafka_python(conf: dict[str, Any]) -> list[int]:
     from kafka import KafkaConsumer
-    # metadata_max_age_ms: kafka-python may join before its first Metadata answer names the
-    # topic's partitions and then assign nothing ("No partition metadata"); it rejoins once a
-    # refresh shows them, so refresh within the wait rather than after 5 min.
-    c = KafkaConsumer(TOPIC, **conf, group_id=f"sec-{next(_groups)}", session_timeout_ms=6000,
+    # kafka-python may join before its first Metadata answer names the topic's partitions and
+    # assign nothing; the rejoin a later refresh starts is then lost if poll() times out while it
+    # is in flight (its own bug, tests/interop/test_kafka_python_rejoin.py). So it subscribes only
+    # once it knows the partitions, and its first round already has them.
+    c = KafkaConsumer(**conf, group_id=f"sec-{next(_groups)}", session_timeout_ms=6000,
                       heartbeat_interval_ms=1000, auto_offset_reset="earliest", metadata_max_age_ms=1000)
     try:
         deadline = time.monotonic() + WAIT_S
+        while not c.partitions_for_topic(TOPIC) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        c.subscribe([TOPIC])
         while time.monotonic() < deadline:
             c.poll(200)
             if c.assignment():
