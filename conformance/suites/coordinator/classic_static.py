@@ -1,4 +1,5 @@
-"""Static membership (group.instance.id, KIP-345) as the classic coordinator keeps it."""
+"""Static membership (group.instance.id, KIP-345) as the classic coordinator keeps it and
+DescribeGroups reports it."""
 
 from __future__ import annotations
 
@@ -66,3 +67,16 @@ async def static_leave(ctx: CoordinatorContext) -> None:
     ctx.expect_error(r.members[0], "NONE", f"LeaveGroup v{v} of the static member (per member)")
     ctx.expect_error(await other.heartbeat(), "REBALANCE_IN_PROGRESS",
                      "the other member's heartbeat after the static member left")
+
+
+@case("CLS-DESC-06")
+async def describe_reports_instance_ids(ctx: CoordinatorContext) -> None:
+    other, s, _ = await _static_pair(ctx)
+    d = await other.describe()  # at v4+ (the requirement's versions)
+    v = other.client.last.version
+    ctx.expect_error(d, "NONE", f"DescribeGroups v{v}")
+    by_id = {x.member_id: x for x in d.members}
+    for m, want in ((s, "instance-1"), (other, None)):  # None: a dynamic member has no instance id
+        ctx.check(m.member_id in by_id, f"{m.name} in DescribeGroups v{v}", "listed", sorted(by_id))
+        ctx.expect_equal(by_id[m.member_id].group_instance_id, want,
+                         f"{m.name}'s GroupInstanceId in DescribeGroups v{v}")
